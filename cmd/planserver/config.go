@@ -1,0 +1,96 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/planserver/planserver/internal/sqlite"
+)
+
+// config is every setting of planserver, filled from flags, then from
+// PLANSERVER_* environment variables for flags not given, then defaults.
+type config struct {
+	Addr                 string
+	DB                   string
+	Durability           string
+	LogFormat            string
+	RequirePreconditions bool
+	MaxBodyBytes         int64
+}
+
+// flagSet declares the flags of a subcommand. serveFlags adds those only
+// serve needs.
+func flagSet(name string, cfg *config, serveFlags bool, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("planserver "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.DB, "db", "planserver.db", "SQLite database file")
+	fs.StringVar(&cfg.Durability, "durability", "normal", "normal or full: SQLite synchronous setting (full fsyncs every commit)")
+	fs.StringVar(&cfg.LogFormat, "log-format", "text", "text or json")
+	if serveFlags {
+		fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:8080", "address to listen on")
+		fs.BoolVar(&cfg.RequirePreconditions, "require-preconditions", false,
+			"answer 428 to updates and deletes that carry no If-Match or last_known_revision")
+		fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 1<<20, "largest JSON request body accepted (413 above)")
+	}
+	return fs
+}
+
+// envName is the environment variable of a flag: --max-plan-bytes is
+// PLANSERVER_MAX_PLAN_BYTES.
+func envName(flagName string) string {
+	return "PLANSERVER_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// parseFlags parses args, then fills every flag not given on the command
+// line from its environment variable.
+func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return errUsage
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if given[f.Name] || err != nil {
+			return
+		}
+		if v := getenv(envName(f.Name)); v != "" {
+			if setErr := fs.Set(f.Name, v); setErr != nil {
+				err = fmt.Errorf("%s=%q: %w", envName(f.Name), v, setErr)
+			}
+		}
+	})
+	return err
+}
+
+// validate checks values the flag package cannot.
+func (c *config) validate() error {
+	if _, err := sqlite.ParseDurability(c.Durability); err != nil {
+		return fmt.Errorf("--durability: %w", err)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		return fmt.Errorf("--log-format %q: want text or json", c.LogFormat)
+	}
+	if c.MaxBodyBytes < 0 {
+		return fmt.Errorf("--max-body-bytes must not be negative")
+	}
+	return nil
+}
+
+// newLogger returns the process logger for --log-format.
+func newLogger(format string, w io.Writer) *slog.Logger {
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, nil))
+	}
+	return slog.New(slog.NewTextHandler(w, nil))
+}

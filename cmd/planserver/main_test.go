@@ -1,0 +1,286 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite"
+)
+
+// binary is the planserver binary built once for the process tests.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "planserver-bin")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "planserver")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		panic("build planserver: " + err.Error())
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// freeAddr returns a loopback address nobody listens on right now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// proc is a running planserver binary.
+type proc struct {
+	cmd    *exec.Cmd
+	addr   string
+	stderr *bytes.Buffer
+	done   chan error
+}
+
+func start(t *testing.T, db string, extra ...string) *proc {
+	t.Helper()
+	addr := freeAddr(t)
+	args := append([]string{"serve", "--addr", addr, "--db", db}, extra...)
+	cmd := exec.Command(binary, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{cmd: cmd, addr: addr, stderr: &stderr, done: make(chan error, 1)}
+	go func() { p.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.done
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get("http://" + addr + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return p
+			}
+		}
+		select {
+		case err := <-p.done:
+			t.Fatalf("planserver exited early: %v\n%s", err, stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatalf("planserver not ready on %s:\n%s", addr, stderr.String())
+	return nil
+}
+
+func (p *proc) call(t *testing.T, method, path, body string, header ...string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://"+p.addr+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	_, _ = buf.ReadFrom(resp.Body)
+	return resp.StatusCode, buf.Bytes()
+}
+
+func TestSIGTERMDrainsAndExitsZero(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "p.db")
+	p := start(t, db)
+	if st, body := p.call(t, "POST", "/v1/sessions", `{"id":"s"}`); st != 201 {
+		t.Fatalf("create: %d %s", st, body)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.done:
+		p.done <- err // for the cleanup
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, p.stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("planserver did not stop after SIGTERM")
+	}
+	if !strings.Contains(p.stderr.String(), "shutting down") {
+		t.Errorf("no shutdown log line:\n%s", p.stderr.String())
+	}
+}
+
+// TestKill9KeepsAcknowledgedChanges kills the server without warning after
+// every acknowledged write and restarts it on the same file: nothing that
+// was answered 2xx may be missing.
+func TestKill9KeepsAcknowledgedChanges(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "p.db")
+	acked := map[string]string{}
+	for round := 0; round < 3; round++ {
+		p := start(t, db)
+		for i := 0; i < 10; i++ {
+			id := fmt.Sprintf("r%d-s%d", round, i)
+			mode := []string{"build", "plan"}[i%2]
+			st, body := p.call(t, "POST", "/v1/sessions", fmt.Sprintf(`{"id":%q,"mode":%q}`, id, mode))
+			if st != 201 {
+				t.Fatalf("create %s: %d %s", id, st, body)
+			}
+			acked[id] = mode
+		}
+		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		err := <-p.done
+		p.done <- err
+	}
+	p := start(t, db)
+	for id, mode := range acked {
+		st, body := p.call(t, "GET", "/v1/sessions/"+id, "")
+		if st != 200 {
+			t.Fatalf("%s after kill -9: %d %s", id, st, body)
+		}
+		var s struct {
+			Mode string `json:"mode"`
+		}
+		_ = json.Unmarshal(body, &s)
+		if s.Mode != mode {
+			t.Errorf("%s mode %s, want %s", id, s.Mode, mode)
+		}
+	}
+	sqldb, err := sql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sqldb.Close()
+	var check string
+	if err := sqldb.QueryRow("PRAGMA integrity_check").Scan(&check); err != nil || check != "ok" {
+		t.Errorf("integrity_check = %q, %v", check, err)
+	}
+}
+
+func TestServeRefusesANewerSchema(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "p.db")
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"migrate", "up", "--db", db}, noEnv, &out, &errOut); err != nil {
+		t.Fatalf("migrate up: %v\n%s", err, errOut.String())
+	}
+	sqldb, err := sql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sqldb.Exec(`INSERT INTO goose_db_version (version_id, is_applied) VALUES (999, 1)`); err != nil {
+		t.Fatal(err)
+	}
+	sqldb.Close()
+	cmd := exec.Command(binary, "serve", "--addr", freeAddr(t), "--db", db)
+	msg, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatal("serve started on a database from the future")
+	}
+	if !strings.Contains(string(msg), "newer than this binary") || !strings.Contains(string(msg), "999") {
+		t.Errorf("refusal does not explain itself: %s", msg)
+	}
+}
+
+func noEnv(string) string { return "" }
+
+func TestMigrateCommands(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "m.db")
+	runOK := func(args ...string) string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if err := run(context.Background(), args, noEnv, &out, &errOut); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, errOut.String())
+		}
+		return out.String()
+	}
+	if out := runOK("migrate", "status", "--db", db); !strings.Contains(out, "pending") {
+		t.Errorf("status before up:\n%s", out)
+	}
+	if out := runOK("migrate", "up", "--db", db); !strings.Contains(out, "migrated from version 0") {
+		t.Errorf("up:\n%s", out)
+	}
+	if out := runOK("migrate", "status", "--db", db); strings.Contains(out, "pending") {
+		t.Errorf("status after up:\n%s", out)
+	}
+	if out := runOK("migrate", "up", "--db", db); !strings.Contains(out, "already at version") {
+		t.Errorf("second up:\n%s", out)
+	}
+	if out := runOK("migrate", "down", "--db", db); !strings.Contains(out, "rolled back migration") {
+		t.Errorf("down:\n%s", out)
+	}
+	if out := runOK("version"); !strings.HasPrefix(out, "planserver ") {
+		t.Errorf("version: %q", out)
+	}
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"migrate", "sideways", "--db", db}, noEnv, &out, &errOut); err == nil {
+		t.Error("unknown migrate action accepted")
+	}
+	if err := run(context.Background(), []string{"frobnicate"}, noEnv, &out, &errOut); err == nil {
+		t.Error("unknown command accepted")
+	}
+}
+
+func TestFlagsFallBackToEnvironment(t *testing.T) {
+	env := map[string]string{
+		"PLANSERVER_ADDR":                  "127.0.0.1:9999",
+		"PLANSERVER_DB":                    "from-env.db",
+		"PLANSERVER_DURABILITY":            "full",
+		"PLANSERVER_REQUIRE_PRECONDITIONS": "true",
+	}
+	var cfg config
+	fs := flagSet("serve", &cfg, true, &bytes.Buffer{})
+	if err := parseFlags(fs, []string{"--db", "from-flag.db"}, func(k string) string { return env[k] }); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Addr != "127.0.0.1:9999" || cfg.DB != "from-flag.db" || cfg.Durability != "full" || !cfg.RequirePreconditions {
+		t.Errorf("config = %+v", cfg)
+	}
+	if cfg.LogFormat != "text" {
+		t.Errorf("default log format = %q", cfg.LogFormat)
+	}
+	bad := config{Durability: "sometimes", LogFormat: "text"}
+	if err := bad.validate(); err == nil {
+		t.Error("durability sometimes accepted")
+	}
+	bad = config{Durability: "normal", LogFormat: "xml"}
+	if err := bad.validate(); err == nil {
+		t.Error("log format xml accepted")
+	}
+	fs = flagSet("serve", &cfg, true, &bytes.Buffer{})
+	if err := parseFlags(fs, nil, func(k string) string {
+		if k == "PLANSERVER_REQUIRE_PRECONDITIONS" {
+			return "maybe"
+		}
+		return ""
+	}); err == nil || !strings.Contains(err.Error(), "PLANSERVER_REQUIRE_PRECONDITIONS") {
+		t.Errorf("bad env value: %v", err)
+	}
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/planserver/planserver/internal/sqlite"
+)
+
+func migrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "usage: planserver migrate up|down|status [--db FILE]")
+		return errUsage
+	}
+	action := args[0]
+	var cfg config
+	if err := parseFlags(flagSet("migrate "+action, &cfg, false, stderr), args[1:], getenv); err != nil {
+		return err
+	}
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	durability, _ := sqlite.ParseDurability(cfg.Durability)
+	db, err := sqlite.Open(ctx, cfg.DB, durability)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	switch action {
+	case "up":
+		from, to, err := db.MigrateUp(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if from == to {
+			fmt.Fprintf(stdout, "%s: schema already at version %d\n", cfg.DB, to)
+		} else {
+			fmt.Fprintf(stdout, "%s: migrated from version %d to %d\n", cfg.DB, from, to)
+		}
+	case "down":
+		v, err := db.MigrateDown(ctx, nil)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s: rolled back migration %d\n", cfg.DB, v)
+	case "status":
+		st, err := db.MigrateStatus(ctx)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "VERSION\tNAME\tSTATE\tAPPLIED AT")
+		for _, m := range st {
+			state, at := "pending", ""
+			if m.Applied {
+				state, at = "applied", m.AppliedAt.UTC().Format(time.RFC3339)
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", m.Version, m.Name, state, at)
+		}
+		return tw.Flush()
+	default:
+		fmt.Fprintf(stderr, "planserver migrate: unknown action %q: want up, down or status\n", action)
+		return errUsage
+	}
+	return nil
+}

@@ -1,0 +1,191 @@
+package http
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/revision"
+	"github.com/planserver/planserver/internal/validation"
+)
+
+// mediaType returns the request's media type without parameters, lower-case;
+// "" when the request names none.
+func mediaType(r *http.Request) (string, error) {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return "", nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return "", apierr.New(apierr.UnsupportedMediaType, "malformed Content-Type %q", ct)
+	}
+	return mt, nil
+}
+
+// requireMediaType checks the request's Content-Type against the accepted
+// ones. A missing Content-Type is taken as the first accepted type, so
+// `curl --data` users are not punished for curl's defaults when the body is
+// what we expect; an explicit other type is 415.
+func requireMediaType(r *http.Request, accepted ...string) (string, error) {
+	mt, err := mediaType(r)
+	if err != nil {
+		return "", err
+	}
+	if mt == "" {
+		return accepted[0], nil
+	}
+	for _, a := range accepted {
+		if mt == a {
+			return mt, nil
+		}
+	}
+	return "", apierr.New(apierr.UnsupportedMediaType, "Content-Type %s is not accepted here; send %s",
+		mt, strings.Join(accepted, " or "))
+}
+
+// readBody reads the whole body, at most limit bytes (413 above).
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, apierr.New(apierr.PayloadTooLarge, "request body is larger than %d bytes", limit)
+		}
+		return nil, fmt.Errorf("read request body: %w", err)
+	}
+	return body, nil
+}
+
+// decodeOptions tune decodeJSON.
+type decodeOptions struct {
+	// allowEmpty accepts an empty body as {}.
+	allowEmpty bool
+	// mediaTypes are the accepted Content-Types; default application/json.
+	mediaTypes []string
+}
+
+// decodeJSON is the one JSON decode step of every handler: media type
+// check, size limit, unknown fields rejected, one value only, then field
+// validation. Every failure is an *apierr.Error naming the field.
+func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, dst any, opt decodeOptions) error {
+	types := opt.mediaTypes
+	if len(types) == 0 {
+		types = []string{"application/json"}
+	}
+	if _, err := requireMediaType(r, types...); err != nil {
+		return err
+	}
+	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	if err != nil {
+		return err
+	}
+	return decodeJSONBytes(body, dst, opt.allowEmpty)
+}
+
+// decodeJSONBytes decodes body into dst strictly and validates it.
+func decodeJSONBytes(body []byte, dst any, allowEmpty bool) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		if allowEmpty {
+			return validation.Struct(dst)
+		}
+		return apierr.New(apierr.InvalidArgument, "request body is empty; send a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return jsonError(err)
+	}
+	if dec.More() {
+		return apierr.New(apierr.InvalidArgument, "request body holds more than one JSON value")
+	}
+	return validation.Struct(dst)
+}
+
+// jsonError turns encoding/json errors into field errors.
+func jsonError(err error) error {
+	var (
+		syntax *json.SyntaxError
+		typ    *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &syntax):
+		return apierr.New(apierr.InvalidArgument, "malformed JSON at byte %d: %v", syntax.Offset, err)
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			return apierr.New(apierr.InvalidArgument, "request body must be a JSON object, not %s", typ.Value)
+		}
+		return apierr.Invalid(field, "must be %s, not %s", jsonTypeName(typ.Type.Kind().String()), typ.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		return apierr.New(apierr.InvalidArgument, "malformed JSON: body ends early")
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return apierr.Invalid(field, "unknown field")
+	}
+	return apierr.New(apierr.InvalidArgument, "malformed JSON: %v", err)
+}
+
+func jsonTypeName(kind string) string {
+	switch kind {
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "slice", "array":
+		return "an array"
+	case "map", "struct":
+		return "an object"
+	case "int", "int64", "int32", "uint", "uint64", "float64":
+		return "a number"
+	}
+	return "of type " + kind
+}
+
+// precondition reads If-Match and If-None-Match and combines them with the
+// body's last_known_revision (nil when the resource has none).
+func (s *Server) precondition(r *http.Request, lastKnown *int64) (revision.Precondition, error) {
+	im, err := revision.ParseMatch("If-Match", r.Header.Get("If-Match"))
+	if err != nil {
+		return revision.Precondition{}, err
+	}
+	inm, err := revision.ParseMatch("If-None-Match", r.Header.Get("If-None-Match"))
+	if err != nil {
+		return revision.Precondition{}, err
+	}
+	return revision.New(im, inm, lastKnown, s.cfg.RequirePreconditions)
+}
+
+// notModified answers 304 when the request's If-None-Match names current.
+// It reports whether it did.
+func notModified(w http.ResponseWriter, r *http.Request, current int64) (bool, error) {
+	inm, err := revision.ParseMatch("If-None-Match", r.Header.Get("If-None-Match"))
+	if err != nil {
+		return false, err
+	}
+	if inm.NotModified(current) {
+		w.Header().Set("ETag", revision.ETag(current))
+		w.WriteHeader(http.StatusNotModified)
+		return true, nil
+	}
+	return false, nil
+}
+
+func setETag(w http.ResponseWriter, rev int64) { w.Header().Set("ETag", revision.ETag(rev)) }
+
+// sessionIDParam returns the {id} URL parameter, validated as a session id.
+func sessionIDParam(r *http.Request) (string, error) {
+	id := chi.URLParam(r, "id")
+	if !validation.SessionID.MatchString(id) {
+		return "", apierr.Invalid("id", "session id %q must match %s", id, validation.SessionID.String())
+	}
+	return id, nil
+}

@@ -1,0 +1,57 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/planserver/planserver/internal/sqlite"
+)
+
+// TestPanicIsAnsweredAsInternalProblem mounts a panicking route on the real
+// router: the client gets a bare 500 internal problem, the log gets the
+// panic with the request id, and the server keeps serving.
+func TestPanicIsAnsweredAsInternalProblem(t *testing.T) {
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "p.db"), sqlite.DurabilityNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, _, err := db.MigrateUp(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	s := New(Config{DB: db, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	s.router.Get("/boom", func(http.ResponseWriter, *http.Request) { panic("secret detail") })
+
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest("GET", "/boom", nil))
+	if rec.Code != 500 || rec.Header().Get("Content-Type") != "application/problem+json" {
+		t.Fatalf("panic answered %d %s", rec.Code, rec.Header().Get("Content-Type"))
+	}
+	var p map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil {
+		t.Fatal(err)
+	}
+	if p["code"] != "internal" || p["detail"] != "internal error" || strings.Contains(rec.Body.String(), "secret") {
+		t.Errorf("problem leaks or lacks the code: %s", rec.Body.String())
+	}
+	if !strings.Contains(logs.String(), "secret detail") || !strings.Contains(logs.String(), p["request_id"].(string)) {
+		t.Errorf("log lacks the panic or the request id:\n%s", logs.String())
+	}
+	rec = httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+	if rec.Code != 200 {
+		t.Errorf("healthz after panic: %d", rec.Code)
+	}
+	// One structured line per request, with the route pattern.
+	if !strings.Contains(logs.String(), `"route":"/healthz"`) || !strings.Contains(logs.String(), `"status":200`) {
+		t.Errorf("request log line missing:\n%s", logs.String())
+	}
+}

@@ -1,0 +1,164 @@
+// Package http serves planserver's HTTP API: the chi router with every route
+// in routes(), middleware, JSON and problem+json helpers, preconditions, and
+// one file of handlers per resource. It never writes SQL: handlers decode,
+// call a domain store, and respond.
+package http
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/planserver/planserver/api"
+	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/sessions"
+	"github.com/planserver/planserver/internal/sqlite"
+)
+
+// Config is everything the HTTP layer needs.
+type Config struct {
+	DB     *sqlite.DB
+	Logger *slog.Logger
+	// MaxBodyBytes bounds JSON request bodies (413 above).
+	MaxBodyBytes int64
+	// RequirePreconditions makes updates and deletes without If-Match (or
+	// last_known_revision) fail with 428.
+	RequirePreconditions bool
+	// Registry collects the Prometheus metrics served at /metrics; a new one
+	// is made when nil.
+	Registry *prometheus.Registry
+	// Version is reported by /healthz.
+	Version string
+}
+
+// Server is the planserver HTTP API.
+type Server struct {
+	cfg      Config
+	log      *slog.Logger
+	metrics  *httpMetrics
+	registry *prometheus.Registry
+	router   chi.Router
+	// schemaVersion is the schema this binary expects, for /readyz.
+	schemaVersion int64
+
+	sessions *sessions.Store
+}
+
+// DefaultMaxBodyBytes bounds JSON bodies when Config names no limit.
+const DefaultMaxBodyBytes = 1 << 20
+
+// New returns the API server for cfg.
+func New(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	reg := cfg.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	s := &Server{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		metrics:  newHTTPMetrics(reg),
+		registry: reg,
+		sessions: sessions.NewStore(cfg.DB),
+	}
+	s.schemaVersion = sqlite.KnownVersion()
+	s.router = s.routes()
+	return s
+}
+
+// ServeHTTP makes Server an http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+
+// routes lists the whole API in one place.
+func (s *Server) routes() chi.Router {
+	r := chi.NewRouter()
+	r.Use(withRequestID, s.observe, securityHeaders, middleware.GetHead)
+	r.NotFound(s.notFound)
+	r.MethodNotAllowed(s.methodNotAllowed)
+
+	r.Get("/healthz", s.healthz)
+	r.Get("/readyz", s.readyz)
+	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
+	r.Get("/openapi.yaml", serveOpenAPI)
+
+	r.Route("/v1", func(r chi.Router) {
+		r.Post("/sessions", s.createSession)
+		r.Get("/sessions", s.listSessions)
+		r.Get("/sessions/{id}", s.getSession)
+		r.Patch("/sessions/{id}", s.patchSession)
+		r.Delete("/sessions/{id}", s.deleteSession)
+		r.Patch("/sessions/{id}/mode", s.setSessionMode)
+	})
+	return r
+}
+
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	writeProblem(w, r, apierr.New(apierr.NotFound, "no route for %s %s", r.Method, r.URL.Path))
+}
+
+// probeMethods are the methods tried to build a 405's Allow header.
+var probeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+
+// methodNotAllowed answers 405 with the Allow header chi does not set for a
+// custom handler: the methods that do match the path.
+func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	var allowed []string
+	path := r.URL.RawPath
+	if path == "" {
+		path = r.URL.Path
+	}
+	for _, m := range probeMethods {
+		if s.router.Match(chi.NewRouteContext(), m, path) {
+			allowed = append(allowed, m)
+		} else if m == http.MethodHead && s.router.Match(chi.NewRouteContext(), http.MethodGet, path) {
+			allowed = append(allowed, m)
+		}
+	}
+	w.Header().Set("Allow", strings.Join(allowed, ", "))
+	writeProblem(w, r, apierr.New(apierr.MethodNotAllowed, "%s is not allowed on %s; allowed: %s",
+		r.Method, r.URL.Path, strings.Join(allowed, ", ")))
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.cfg.Version})
+}
+
+// readyz reports ready when the database answers and its schema is the one
+// this binary expects.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.cfg.DB.Reader.PingContext(ctx); err != nil {
+		writeProblem(w, r, apierr.New(apierr.Unavailable, "database unreachable: %v", err))
+		return
+	}
+	current, err := s.cfg.DB.AppliedVersion(ctx)
+	if err != nil {
+		writeProblem(w, r, apierr.New(apierr.Unavailable, "schema version unreadable: %v", err))
+		return
+	}
+	if current != s.schemaVersion {
+		writeProblem(w, r, apierr.New(apierr.Unavailable, "schema at version %d, this binary expects %d", current, s.schemaVersion))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "schema_version": current})
+}
+
+func serveOpenAPI(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/yaml")
+	_, _ = w.Write(api.Spec)
+}
