@@ -20,6 +20,7 @@ type config struct {
 	LogFormat            string
 	RequirePreconditions bool
 	MaxBodyBytes         int64
+	MaxPlanBytes         int64
 }
 
 // flagSet declares the flags of a subcommand. serveFlags adds those only
@@ -35,6 +36,7 @@ func flagSet(name string, cfg *config, serveFlags bool, stderr io.Writer) *flag.
 		fs.BoolVar(&cfg.RequirePreconditions, "require-preconditions", false,
 			"answer 428 to updates and deletes that carry no If-Match or last_known_revision")
 		fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 1<<20, "largest JSON request body accepted (413 above)")
+		fs.Int64Var(&cfg.MaxPlanBytes, "max-plan-bytes", 1<<20, "largest plan content, shared or session plan, in bytes (413 above)")
 	}
 	return fs
 }
@@ -81,8 +83,8 @@ func (c *config) validate() error {
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return fmt.Errorf("--log-format %q: want text or json", c.LogFormat)
 	}
-	if c.MaxBodyBytes < 0 {
-		return fmt.Errorf("--max-body-bytes must not be negative")
+	if c.MaxBodyBytes < 0 || c.MaxPlanBytes < 0 {
+		return fmt.Errorf("--max-body-bytes and --max-plan-bytes must not be negative")
 	}
 	return nil
 }

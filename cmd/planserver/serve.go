@@ -37,6 +37,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		DB:                   db,
 		Logger:               log,
 		MaxBodyBytes:         cfg.MaxBodyBytes,
+		MaxPlanBytes:         cfg.MaxPlanBytes,
 		RequirePreconditions: cfg.RequirePreconditions,
 		Version:              version,
 	})

@@ -29,6 +29,10 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxBodyBytes bounds JSON request bodies (413 above).
 	MaxBodyBytes int64
+	// MaxPlanBytes bounds the Markdown content of a shared or session plan
+	// (413 above). JSON bodies carrying a plan may be this much larger than
+	// MaxBodyBytes, since escaping can double the content.
+	MaxPlanBytes int64
 	// RequirePreconditions makes updates and deletes without If-Match (or
 	// last_known_revision) fail with 428.
 	RequirePreconditions bool
@@ -55,6 +59,9 @@ type Server struct {
 // DefaultMaxBodyBytes bounds JSON bodies when Config names no limit.
 const DefaultMaxBodyBytes = 1 << 20
 
+// DefaultMaxPlanBytes bounds plan content when Config names no limit.
+const DefaultMaxPlanBytes = 1 << 20
+
 // New returns the API server for cfg.
 func New(cfg Config) *Server {
 	if cfg.Logger == nil {
@@ -62,6 +69,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.MaxPlanBytes <= 0 {
+		cfg.MaxPlanBytes = DefaultMaxPlanBytes
 	}
 	reg := cfg.Registry
 	if reg == nil {
