@@ -17,6 +17,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite"
+
+	"github.com/planserver/planserver/internal/sessions"
 )
 
 // binary is the planserver binary built once for the process tests.
@@ -282,5 +284,25 @@ func TestFlagsFallBackToEnvironment(t *testing.T) {
 		return ""
 	}); err == nil || !strings.Contains(err.Error(), "PLANSERVER_REQUIRE_PRECONDITIONS") {
 		t.Errorf("bad env value: %v", err)
+	}
+}
+
+func TestPlanModeAllowFlag(t *testing.T) {
+	parse := func(args []string, env map[string]string) []string {
+		t.Helper()
+		var cfg config
+		if err := parseFlags(flagSet("serve", &cfg, true, &bytes.Buffer{}), args, func(k string) string { return env[k] }); err != nil {
+			t.Fatal(err)
+		}
+		return allowlist(cfg.PlanModeAllow)
+	}
+	if got := strings.Join(parse(nil, nil), ","); got != strings.Join(sessions.DefaultPlanModeAllow, ",") {
+		t.Errorf("default allowlist = %s", got)
+	}
+	if got := parse(nil, map[string]string{"PLANSERVER_PLAN_MODE_ALLOW": " plan_write, ,plan_exit,"}); strings.Join(got, ",") != "plan_write,plan_exit" {
+		t.Errorf("allowlist from the environment = %q", got)
+	}
+	if got := parse([]string{"--plan-mode-allow", ""}, nil); got == nil || len(got) != 0 {
+		t.Errorf("explicitly empty allowlist = %#v, want empty and non-nil", got)
 	}
 }

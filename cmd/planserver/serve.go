@@ -38,6 +38,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Logger:               log,
 		MaxBodyBytes:         cfg.MaxBodyBytes,
 		MaxPlanBytes:         cfg.MaxPlanBytes,
+		PlanModeAllow:        allowlist(cfg.PlanModeAllow),
 		RequirePreconditions: cfg.RequirePreconditions,
 		Version:              version,
 	})

@@ -33,6 +33,10 @@ type Config struct {
 	// (413 above). JSON bodies carrying a plan may be this much larger than
 	// MaxBodyBytes, since escaping can double the content.
 	MaxPlanBytes int64
+	// PlanModeAllow is the plan-mode allowlist: tools offered in plan mode
+	// whatever their annotations. Nil means sessions.DefaultPlanModeAllow;
+	// empty means none.
+	PlanModeAllow []string
 	// RequirePreconditions makes updates and deletes without If-Match (or
 	// last_known_revision) fail with 428.
 	RequirePreconditions bool
@@ -54,6 +58,7 @@ type Server struct {
 	schemaVersion int64
 
 	sessions *sessions.Store
+	gate     sessions.Gate
 }
 
 // DefaultMaxBodyBytes bounds JSON bodies when Config names no limit.
@@ -84,6 +89,7 @@ func New(cfg Config) *Server {
 		metrics:  newHTTPMetrics(reg),
 		registry: reg,
 		sessions: sessions.NewStore(cfg.DB),
+		gate:     sessions.NewGate(cfg.PlanModeAllow),
 	}
 	s.schemaVersion = sqlite.KnownVersion()
 	s.router = s.routes()
@@ -112,6 +118,15 @@ func (s *Server) routes() chi.Router {
 		r.Patch("/sessions/{id}", s.patchSession)
 		r.Delete("/sessions/{id}", s.deleteSession)
 		r.Patch("/sessions/{id}/mode", s.setSessionMode)
+		r.Put("/sessions/{id}/plan", s.putSessionPlan)
+		r.Get("/sessions/{id}/plan", s.getSessionPlan)
+		r.Post("/sessions/{id}/plan/review", s.requestPlanReview)
+		r.Post("/sessions/{id}/plan/approve", s.approvePlan)
+		r.Post("/sessions/{id}/plan/reject", s.rejectPlan)
+		r.Post("/sessions/{id}/tools/filter", s.filterTools)
+		r.Post("/sessions/{id}/tools/check", s.checkTool)
+		r.Put("/sessions/{id}/todos", s.putTodos)
+		r.Get("/sessions/{id}/todos", s.getTodos)
 	})
 	return r
 }
