@@ -14,5 +14,18 @@ CREATE TABLE tokens (
     CHECK ((role = 'agent') = (session_id IS NOT NULL))
 );
 
+-- An agent token dies with its session (and with any ancestor, whose
+-- delete cascades here): otherwise a session created later under the same
+-- id would silently fall into the old token's scope. The trigger fires for
+-- cascaded deletes too, so no store has to remember it.
+-- +goose StatementBegin
+CREATE TRIGGER tokens_revoke_with_session AFTER DELETE ON sessions
+BEGIN
+    UPDATE tokens SET revoked_at = coalesce(revoked_at, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+    WHERE session_id = OLD.id;
+END;
+-- +goose StatementEnd
+
 -- +goose Down
+DROP TRIGGER tokens_revoke_with_session;
 DROP TABLE tokens;

@@ -26,6 +26,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := cfg.validate(); err != nil {
 		return err
 	}
+	if err := cfg.validateServe(); err != nil {
+		return err
+	}
+	corsOrigins, _ := origins(cfg.CORSOrigins) // validated
 	log := newLogger(cfg.LogFormat, stderr)
 	db, err := openAndMigrate(ctx, cfg, stderr)
 	if err != nil {
@@ -41,6 +45,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		PlanModeAllow:        allowlist(cfg.PlanModeAllow),
 		RequirePreconditions: cfg.RequirePreconditions,
 		Version:              version,
+		Auth:                 cfg.Auth,
+		RateLimit:            cfg.RateLimit,
+		RateBurst:            cfg.RateBurst,
+		CORSOrigins:          corsOrigins,
 	})
 	srv := &http.Server{
 		Handler:           api,
@@ -57,7 +65,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
 	log.Info("planserver listening", slog.String("addr", "http://"+ln.Addr().String()),
-		slog.String("db", cfg.DB), slog.String("version", version))
+		slog.String("db", cfg.DB), slog.String("version", version), slog.String("auth", cfg.Auth))
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

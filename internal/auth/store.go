@@ -149,6 +149,11 @@ func get(ctx context.Context, q querier, name string) (*Token, error) {
 	return t, nil
 }
 
+// Get returns the token name. Errors: not_found.
+func (s *Store) Get(ctx context.Context, name string) (*Token, error) {
+	return get(ctx, s.db.Reader, name)
+}
+
 // List returns every token, oldest first, revoked ones included.
 func (s *Store) List(ctx context.Context) ([]*Token, error) {
 	rows, err := s.db.Reader.QueryContext(ctx, `SELECT `+tokenColumns+` FROM tokens ORDER BY created_at, name`)
@@ -189,8 +194,9 @@ func (s *Store) Revoke(ctx context.Context, name string, now time.Time) (*Token,
 	return tok, err
 }
 
-// errUnauthenticated is the one answer for every bad credential, so a
-// caller cannot tell an unknown token from a revoked one by its error.
+// errUnauthenticated is the one code for every bad credential. The detail
+// says what was wrong, which tells the holder of a revoked or expired
+// secret nothing they could not guess; an unknown token names nothing.
 func errUnauthenticated(why string) error {
 	return apierr.New(apierr.Unauthenticated, "%s", why)
 }

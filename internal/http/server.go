@@ -19,6 +19,7 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/sessions"
 	"github.com/planserver/planserver/internal/sqlite"
 )
@@ -45,6 +46,17 @@ type Config struct {
 	Registry *prometheus.Registry
 	// Version is reported by /healthz.
 	Version string
+	// Auth is AuthNone (the default: every caller is an anonymous admin)
+	// or AuthToken (every /v1 request carries a bearer token).
+	Auth string
+	// RateLimit is the requests a second each caller may make (per token,
+	// or per client IP without tokens), in bursts of up to RateBurst; 0
+	// turns rate limiting off.
+	RateLimit float64
+	RateBurst int
+	// CORSOrigins are the browser origins allowed to call the API; none
+	// turns CORS off.
+	CORSOrigins []string
 }
 
 // Server is the planserver HTTP API.
@@ -59,6 +71,8 @@ type Server struct {
 
 	sessions *sessions.Store
 	gate     sessions.Gate
+	tokens   *auth.Store
+	limiter  *limiter
 }
 
 // DefaultMaxBodyBytes bounds JSON bodies when Config names no limit.
@@ -90,6 +104,8 @@ func New(cfg Config) *Server {
 		registry: reg,
 		sessions: sessions.NewStore(cfg.DB),
 		gate:     sessions.NewGate(cfg.PlanModeAllow),
+		tokens:   auth.NewStore(cfg.DB),
+		limiter:  newLimiter(cfg.RateLimit, cfg.RateBurst),
 	}
 	s.schemaVersion = sqlite.KnownVersion()
 	s.router = s.routes()
@@ -102,7 +118,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.Se
 // routes lists the whole API in one place.
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Use(withRequestID, s.observe, securityHeaders, middleware.GetHead)
+	r.Use(withRequestID, s.observe, securityHeaders)
+	if len(s.cfg.CORSOrigins) > 0 {
+		// Before routing and authentication: a preflight carries no token.
+		r.Use(corsHandler(s.cfg.CORSOrigins))
+	}
+	r.Use(middleware.GetHead)
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(s.methodNotAllowed)
 
@@ -111,7 +132,9 @@ func (s *Server) routes() chi.Router {
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
 	r.Get("/openapi.yaml", serveOpenAPI)
 
+	// Every /v1 route needs a rule in auth.Routes; guard enforces it.
 	r.Route("/v1", func(r chi.Router) {
+		r.Use(s.guard)
 		r.Post("/sessions", s.createSession)
 		r.Get("/sessions", s.listSessions)
 		r.Get("/sessions/{id}", s.getSession)
@@ -127,6 +150,11 @@ func (s *Server) routes() chi.Router {
 		r.Post("/sessions/{id}/tools/check", s.checkTool)
 		r.Put("/sessions/{id}/todos", s.putTodos)
 		r.Get("/sessions/{id}/todos", s.getTodos)
+
+		r.Post("/tokens", s.createToken)
+		r.Get("/tokens", s.listTokens)
+		r.Get("/tokens/{name}", s.getToken)
+		r.Delete("/tokens/{name}", s.revokeToken)
 	})
 	return r
 }
