@@ -19,6 +19,7 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/plans"
 	"github.com/planserver/planserver/internal/sessions"
 	"github.com/planserver/planserver/internal/sqlite"
 )
@@ -33,6 +34,9 @@ type Config struct {
 	// (413 above). JSON bodies carrying a plan may be this much larger than
 	// MaxBodyBytes, since escaping can double the content.
 	MaxPlanBytes int64
+	// PlanHistory is how many revisions of a shared plan stay readable, the
+	// current one included (--plan-history); 100 when zero.
+	PlanHistory int
 	// RequirePreconditions makes updates and deletes without If-Match (or
 	// last_known_revision) fail with 428.
 	RequirePreconditions bool
@@ -54,6 +58,7 @@ type Server struct {
 	schemaVersion int64
 
 	sessions *sessions.Store
+	plans    *plans.Store
 }
 
 // DefaultMaxBodyBytes bounds JSON bodies when Config names no limit.
@@ -84,6 +89,7 @@ func New(cfg Config) *Server {
 		metrics:  newHTTPMetrics(reg),
 		registry: reg,
 		sessions: sessions.NewStore(cfg.DB),
+		plans:    plans.NewStore(cfg.DB, plans.Config{History: cfg.PlanHistory, MaxContentBytes: cfg.MaxPlanBytes}),
 	}
 	s.schemaVersion = sqlite.KnownVersion()
 	s.router = s.routes()
@@ -112,11 +118,25 @@ func (s *Server) routes() chi.Router {
 		r.Patch("/sessions/{id}", s.patchSession)
 		r.Delete("/sessions/{id}", s.deleteSession)
 		r.Patch("/sessions/{id}/mode", s.setSessionMode)
+
+		r.Get("/plans", s.listPlans)
+		r.Put("/plans/{name}", s.putPlan)
+		r.Get("/plans/{name}", s.getPlan)
+		r.Delete("/plans/{name}", s.deletePlan)
+		r.Get("/plans/{name}/content", s.getPlanContent)
+		r.Put("/plans/{name}/content", s.putPlanContent)
+		r.Get("/plans/{name}/status", s.getPlanStatus)
+		r.Put("/plans/{name}/status", s.setPlanStatus)
+		r.Get("/plans/{name}/revisions", s.listPlanRevisions)
+		r.Get("/plans/{name}/revisions/{revision}", s.getPlanRevision)
 	})
 	return r
 }
 
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	if plansNotFound(w, r) {
+		return
+	}
 	writeProblem(w, r, apierr.New(apierr.NotFound, "no route for %s %s", r.Method, r.URL.Path))
 }
 
