@@ -21,6 +21,7 @@ type config struct {
 	RequirePreconditions bool
 	MaxBodyBytes         int64
 	MaxPlanBytes         int64
+	PlanHistory          int
 }
 
 // flagSet declares the flags of a subcommand. serveFlags adds those only
@@ -37,6 +38,8 @@ func flagSet(name string, cfg *config, serveFlags bool, stderr io.Writer) *flag.
 			"answer 428 to updates and deletes that carry no If-Match or last_known_revision")
 		fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 1<<20, "largest JSON request body accepted (413 above)")
 		fs.Int64Var(&cfg.MaxPlanBytes, "max-plan-bytes", 1<<20, "largest plan content, shared or session plan, in bytes (413 above)")
+		fs.IntVar(&cfg.PlanHistory, "plan-history", 100,
+			"revisions of each shared plan kept readable, the current one included; older ones are pruned")
 	}
 	return fs
 }
@@ -85,6 +88,17 @@ func (c *config) validate() error {
 	}
 	if c.MaxBodyBytes < 0 || c.MaxPlanBytes < 0 {
 		return fmt.Errorf("--max-body-bytes and --max-plan-bytes must not be negative")
+	}
+	return nil
+}
+
+// validateServe checks the values only serve uses.
+func (c *config) validateServe() error {
+	if err := c.validate(); err != nil {
+		return err
+	}
+	if c.PlanHistory < 1 {
+		return fmt.Errorf("--plan-history %d: keep at least 1 revision (the current one)", c.PlanHistory)
 	}
 	return nil
 }
