@@ -23,6 +23,7 @@ type config struct {
 	MaxBodyBytes         int64
 	MaxPlanBytes         int64
 	PlanModeAllow        string
+	PlanHistory          int
 }
 
 // flagSet declares the flags of a subcommand. serveFlags adds those only
@@ -41,6 +42,8 @@ func flagSet(name string, cfg *config, serveFlags bool, stderr io.Writer) *flag.
 		fs.Int64Var(&cfg.MaxPlanBytes, "max-plan-bytes", 1<<20, "largest plan content, shared or session plan, in bytes (413 above)")
 		fs.StringVar(&cfg.PlanModeAllow, "plan-mode-allow", strings.Join(sessions.DefaultPlanModeAllow, ","),
 			"comma-separated tools offered in plan mode whatever their annotations (empty: read-only tools only)")
+		fs.IntVar(&cfg.PlanHistory, "plan-history", 100,
+			"revisions of each shared plan kept readable, the current one included; older ones are pruned")
 	}
 	return fs
 }
@@ -89,6 +92,17 @@ func (c *config) validate() error {
 	}
 	if c.MaxBodyBytes < 0 || c.MaxPlanBytes < 0 {
 		return fmt.Errorf("--max-body-bytes and --max-plan-bytes must not be negative")
+	}
+	return nil
+}
+
+// validateServe checks the values only serve uses.
+func (c *config) validateServe() error {
+	if err := c.validate(); err != nil {
+		return err
+	}
+	if c.PlanHistory < 1 {
+		return fmt.Errorf("--plan-history %d: keep at least 1 revision (the current one)", c.PlanHistory)
 	}
 	return nil
 }

@@ -306,3 +306,27 @@ func TestPlanModeAllowFlag(t *testing.T) {
 		t.Errorf("explicitly empty allowlist = %#v, want empty and non-nil", got)
 	}
 }
+
+func TestPlanHistoryFlag(t *testing.T) {
+	var cfg config
+	fs := flagSet("serve", &cfg, true, &bytes.Buffer{})
+	if err := parseFlags(fs, nil, noEnv); err != nil || cfg.PlanHistory != 100 {
+		t.Fatalf("default --plan-history = %d, %v", cfg.PlanHistory, err)
+	}
+	fs = flagSet("serve", &cfg, true, &bytes.Buffer{})
+	if err := parseFlags(fs, nil, func(k string) string {
+		return map[string]string{"PLANSERVER_PLAN_HISTORY": "7"}[k]
+	}); err != nil || cfg.PlanHistory != 7 {
+		t.Fatalf("PLANSERVER_PLAN_HISTORY=7 gave %d, %v", cfg.PlanHistory, err)
+	}
+	for _, n := range []int{0, -1} {
+		bad := config{Durability: "normal", LogFormat: "text", PlanHistory: n}
+		if err := bad.validateServe(); err == nil || !strings.Contains(err.Error(), "--plan-history") {
+			t.Errorf("--plan-history %d: %v", n, err)
+		}
+	}
+	// migrate has no --plan-history and does not check it.
+	if err := (&config{Durability: "normal", LogFormat: "text"}).validate(); err != nil {
+		t.Errorf("migrate config: %v", err)
+	}
+}

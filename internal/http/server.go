@@ -19,6 +19,7 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/plans"
 	"github.com/planserver/planserver/internal/sessions"
 	"github.com/planserver/planserver/internal/sqlite"
 )
@@ -37,6 +38,9 @@ type Config struct {
 	// whatever their annotations. Nil means sessions.DefaultPlanModeAllow;
 	// empty means none.
 	PlanModeAllow []string
+	// PlanHistory is how many revisions of a shared plan stay readable, the
+	// current one included (--plan-history); 100 when zero.
+	PlanHistory int
 	// RequirePreconditions makes updates and deletes without If-Match (or
 	// last_known_revision) fail with 428.
 	RequirePreconditions bool
@@ -59,6 +63,7 @@ type Server struct {
 
 	sessions *sessions.Store
 	gate     sessions.Gate
+	plans    *plans.Store
 }
 
 // DefaultMaxBodyBytes bounds JSON bodies when Config names no limit.
@@ -90,6 +95,7 @@ func New(cfg Config) *Server {
 		registry: reg,
 		sessions: sessions.NewStore(cfg.DB),
 		gate:     sessions.NewGate(cfg.PlanModeAllow),
+		plans:    plans.NewStore(cfg.DB, plans.Config{History: cfg.PlanHistory, MaxContentBytes: cfg.MaxPlanBytes}),
 	}
 	s.schemaVersion = sqlite.KnownVersion()
 	s.router = s.routes()
@@ -127,11 +133,25 @@ func (s *Server) routes() chi.Router {
 		r.Post("/sessions/{id}/tools/check", s.checkTool)
 		r.Put("/sessions/{id}/todos", s.putTodos)
 		r.Get("/sessions/{id}/todos", s.getTodos)
+
+		r.Get("/plans", s.listPlans)
+		r.Put("/plans/{name}", s.putPlan)
+		r.Get("/plans/{name}", s.getPlan)
+		r.Delete("/plans/{name}", s.deletePlan)
+		r.Get("/plans/{name}/content", s.getPlanContent)
+		r.Put("/plans/{name}/content", s.putPlanContent)
+		r.Get("/plans/{name}/status", s.getPlanStatus)
+		r.Put("/plans/{name}/status", s.setPlanStatus)
+		r.Get("/plans/{name}/revisions", s.listPlanRevisions)
+		r.Get("/plans/{name}/revisions/{revision}", s.getPlanRevision)
 	})
 	return r
 }
 
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	if plansNotFound(w, r) {
+		return
+	}
 	writeProblem(w, r, apierr.New(apierr.NotFound, "no route for %s %s", r.Method, r.URL.Path))
 }
 
