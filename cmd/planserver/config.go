@@ -7,7 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"time"
 
+	"github.com/planserver/planserver/internal/events"
+	planhttp "github.com/planserver/planserver/internal/http"
 	"github.com/planserver/planserver/internal/sqlite"
 )
 
@@ -21,6 +24,9 @@ type config struct {
 	RequirePreconditions bool
 	MaxBodyBytes         int64
 	MaxPlanBytes         int64
+	EventRetention       time.Duration
+	EventMaxRows         int64
+	SSEHeartbeat         time.Duration
 }
 
 // flagSet declares the flags of a subcommand. serveFlags adds those only
@@ -37,6 +43,12 @@ func flagSet(name string, cfg *config, serveFlags bool, stderr io.Writer) *flag.
 			"answer 428 to updates and deletes that carry no If-Match or last_known_revision")
 		fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 1<<20, "largest JSON request body accepted (413 above)")
 		fs.Int64Var(&cfg.MaxPlanBytes, "max-plan-bytes", 1<<20, "largest plan content, shared or session plan, in bytes (413 above)")
+		fs.DurationVar(&cfg.EventRetention, "event-retention", events.DefaultMaxAge,
+			"prune events older than this (0 keeps events of any age); older cursors get 410 cursor_expired")
+		fs.Int64Var(&cfg.EventMaxRows, "event-max-rows", events.DefaultMaxRows,
+			"keep at most this many of the newest events (0: no cap)")
+		fs.DurationVar(&cfg.SSEHeartbeat, "sse-heartbeat", planhttp.DefaultSSEHeartbeat,
+			"interval of the comment lines that keep idle event streams alive")
 	}
 	return fs
 }
@@ -85,6 +97,12 @@ func (c *config) validate() error {
 	}
 	if c.MaxBodyBytes < 0 || c.MaxPlanBytes < 0 {
 		return fmt.Errorf("--max-body-bytes and --max-plan-bytes must not be negative")
+	}
+	if c.EventRetention < 0 || c.EventMaxRows < 0 {
+		return fmt.Errorf("--event-retention and --event-max-rows must not be negative (0 turns the limit off)")
+	}
+	if c.SSEHeartbeat < 0 {
+		return fmt.Errorf("--sse-heartbeat must not be negative")
 	}
 	return nil
 }

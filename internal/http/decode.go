@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -188,4 +189,62 @@ func sessionIDParam(r *http.Request) (string, error) {
 		return "", apierr.Invalid("id", "session id %q must match %s", id, validation.SessionID.String())
 	}
 	return id, nil
+}
+
+// negotiate picks the representation an Accept header prefers among offers
+// (RFC 9110, section 12.5.1): an offer's quality is the q of the most
+// specific media range that matches it, and a tie goes to the earlier
+// offer, so offers[0] is the default. No Accept header (or only malformed
+// ranges) also gives offers[0]; nothing acceptable is 406.
+func negotiate(r *http.Request, offers ...string) (string, error) {
+	type mediaRange struct {
+		typ string
+		q   float64
+	}
+	var ranges []mediaRange
+	for _, v := range r.Header.Values("Accept") {
+		for _, el := range strings.Split(v, ",") {
+			mt, params, err := mime.ParseMediaType(strings.TrimSpace(el))
+			if err != nil || !strings.Contains(mt, "/") {
+				continue
+			}
+			q := 1.0
+			if qs, ok := params["q"]; ok {
+				if q, err = strconv.ParseFloat(qs, 64); err != nil || q < 0 || q > 1 {
+					continue
+				}
+			}
+			ranges = append(ranges, mediaRange{mt, q})
+		}
+	}
+	if len(ranges) == 0 {
+		return offers[0], nil
+	}
+	best, bestQ := "", 0.0
+	for _, offer := range offers {
+		major, _, _ := strings.Cut(offer, "/")
+		specificity, q := 0, 0.0
+		for _, mr := range ranges {
+			s := 0
+			switch mr.typ {
+			case offer:
+				s = 3
+			case major + "/*":
+				s = 2
+			case "*/*":
+				s = 1
+			}
+			if s > specificity {
+				specificity, q = s, mr.q
+			}
+		}
+		if q > bestQ {
+			best, bestQ = offer, q
+		}
+	}
+	if best == "" {
+		return "", apierr.New(apierr.NotAcceptable, "Accept %q names no representation of %s; offered: %s",
+			strings.Join(r.Header.Values("Accept"), ", "), r.URL.Path, strings.Join(offers, ", "))
+	}
+	return best, nil
 }
