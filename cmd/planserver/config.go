@@ -7,7 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"time"
 
+	"github.com/planserver/planserver/internal/events"
+	planhttp "github.com/planserver/planserver/internal/http"
 	"github.com/planserver/planserver/internal/sessions"
 	"github.com/planserver/planserver/internal/sqlite"
 )
@@ -24,6 +27,9 @@ type config struct {
 	MaxPlanBytes         int64
 	PlanModeAllow        string
 	PlanHistory          int
+	EventRetention       time.Duration
+	EventMaxRows         int64
+	SSEHeartbeat         time.Duration
 }
 
 // flagSet declares the flags of a subcommand. serveFlags adds those only
@@ -44,6 +50,12 @@ func flagSet(name string, cfg *config, serveFlags bool, stderr io.Writer) *flag.
 			"comma-separated tools offered in plan mode whatever their annotations (empty: read-only tools only)")
 		fs.IntVar(&cfg.PlanHistory, "plan-history", 100,
 			"revisions of each shared plan kept readable, the current one included; older ones are pruned")
+		fs.DurationVar(&cfg.EventRetention, "event-retention", events.DefaultMaxAge,
+			"prune events older than this (0 keeps events of any age); older cursors get 410 cursor_expired")
+		fs.Int64Var(&cfg.EventMaxRows, "event-max-rows", events.DefaultMaxRows,
+			"keep at most this many of the newest events (0: no cap)")
+		fs.DurationVar(&cfg.SSEHeartbeat, "sse-heartbeat", planhttp.DefaultSSEHeartbeat,
+			"interval of the comment lines that keep idle event streams alive")
 	}
 	return fs
 }
@@ -92,6 +104,12 @@ func (c *config) validate() error {
 	}
 	if c.MaxBodyBytes < 0 || c.MaxPlanBytes < 0 {
 		return fmt.Errorf("--max-body-bytes and --max-plan-bytes must not be negative")
+	}
+	if c.EventRetention < 0 || c.EventMaxRows < 0 {
+		return fmt.Errorf("--event-retention and --event-max-rows must not be negative (0 turns the limit off)")
+	}
+	if c.SSEHeartbeat < 0 {
+		return fmt.Errorf("--sse-heartbeat must not be negative")
 	}
 	return nil
 }

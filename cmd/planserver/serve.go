@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/planserver/planserver/internal/events"
 	planhttp "github.com/planserver/planserver/internal/http"
 	"github.com/planserver/planserver/internal/sqlite"
 )
@@ -42,7 +43,21 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		PlanHistory:          cfg.PlanHistory,
 		RequirePreconditions: cfg.RequirePreconditions,
 		Version:              version,
+		EventRetention:       events.Retention{MaxAge: cfg.EventRetention, MaxRows: cfg.EventMaxRows},
+		SSEHeartbeat:         cfg.SSEHeartbeat,
 	})
+	// Retention runs beside the server; it stops (and is waited for)
+	// before the database closes.
+	pruneCtx, stopPruning := context.WithCancel(ctx)
+	pruned := make(chan struct{})
+	go func() {
+		defer close(pruned)
+		api.RunPruner(pruneCtx, planhttp.DefaultPruneInterval)
+	}()
+	defer func() {
+		stopPruning()
+		<-pruned
+	}()
 	srv := &http.Server{
 		Handler:           api,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -53,6 +68,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
+	// Shutdown waits for handlers to return, and an event stream only
+	// returns when told to.
+	srv.RegisterOnShutdown(api.Shutdown)
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)

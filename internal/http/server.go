@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/events"
 	"github.com/planserver/planserver/internal/plans"
 	"github.com/planserver/planserver/internal/sessions"
 	"github.com/planserver/planserver/internal/sqlite"
@@ -49,6 +51,16 @@ type Config struct {
 	Registry *prometheus.Registry
 	// Version is reported by /healthz.
 	Version string
+	// EventRetention bounds the event log (PruneEvents, RunPruner); the
+	// zero value keeps every event.
+	EventRetention events.Retention
+	// SSEHeartbeat is the interval of the comment lines an idle event
+	// stream gets; DefaultSSEHeartbeat when 0.
+	SSEHeartbeat time.Duration
+	// SSEWriteTimeout bounds each write to an event stream: a client that
+	// does not take the bytes in time is dropped. DefaultSSEWriteTimeout
+	// when 0.
+	SSEWriteTimeout time.Duration
 }
 
 // Server is the planserver HTTP API.
@@ -64,6 +76,13 @@ type Server struct {
 	sessions *sessions.Store
 	gate     sessions.Gate
 	plans    *plans.Store
+
+	// broker wakes event streams after every commit.
+	broker       *events.Broker
+	eventMetrics *eventMetrics
+	// shutdown is closed by Shutdown to end every event stream.
+	shutdown     chan struct{}
+	shutdownOnce sync.Once
 }
 
 // DefaultMaxBodyBytes bounds JSON bodies when Config names no limit.
@@ -83,6 +102,12 @@ func New(cfg Config) *Server {
 	if cfg.MaxPlanBytes <= 0 {
 		cfg.MaxPlanBytes = DefaultMaxPlanBytes
 	}
+	if cfg.SSEHeartbeat <= 0 {
+		cfg.SSEHeartbeat = DefaultSSEHeartbeat
+	}
+	if cfg.SSEWriteTimeout <= 0 {
+		cfg.SSEWriteTimeout = DefaultSSEWriteTimeout
+	}
 	reg := cfg.Registry
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -96,7 +121,11 @@ func New(cfg Config) *Server {
 		sessions: sessions.NewStore(cfg.DB),
 		gate:     sessions.NewGate(cfg.PlanModeAllow),
 		plans:    plans.NewStore(cfg.DB, plans.Config{History: cfg.PlanHistory, MaxContentBytes: cfg.MaxPlanBytes}),
+		broker:   events.NewBroker(),
+		shutdown: make(chan struct{}),
 	}
+	s.eventMetrics = newEventMetrics(reg, s.broker.Subscribers)
+	cfg.DB.OnCommit(s.broker.Notify)
 	s.schemaVersion = sqlite.KnownVersion()
 	s.router = s.routes()
 	return s
@@ -118,6 +147,8 @@ func (s *Server) routes() chi.Router {
 	r.Get("/openapi.yaml", serveOpenAPI)
 
 	r.Route("/v1", func(r chi.Router) {
+		r.Use(s.withEventHead)
+		r.Get("/events", s.listEvents)
 		r.Post("/sessions", s.createSession)
 		r.Get("/sessions", s.listSessions)
 		r.Get("/sessions/{id}", s.getSession)
