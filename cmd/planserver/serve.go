@@ -41,16 +41,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		RequirePreconditions: cfg.RequirePreconditions,
 		Version:              version,
 	})
-	srv := &http.Server{
-		Handler:           api,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-	}
+	srv := newHTTPServer(api, log, defaultTimeouts)
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
@@ -76,6 +67,32 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// timeouts bound how long a client may take at each stage of a request, so
+// slow or stalled clients cannot hold connections and goroutines forever.
+type timeouts struct {
+	readHeader, read, write, idle time.Duration
+}
+
+// defaultTimeouts are the production values. WriteTimeout is a default for
+// ordinary responses; the event stream extends its own deadline per write.
+var defaultTimeouts = timeouts{readHeader: 10 * time.Second, read: 60 * time.Second, write: 60 * time.Second, idle: 120 * time.Second}
+
+// newHTTPServer returns the http.Server planserver runs, with its timeouts
+// and limits. Request contexts do not derive from the signal context: a
+// SIGTERM must let in-flight requests finish (Shutdown drains them), not
+// cancel them half-way.
+func newHTTPServer(h http.Handler, log *slog.Logger, t timeouts) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: t.readHeader,
+		ReadTimeout:       t.read,
+		WriteTimeout:      t.write,
+		IdleTimeout:       t.idle,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
 }
 
 // openAndMigrate opens the database and applies pending migrations,
