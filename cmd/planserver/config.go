@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/planserver/planserver/internal/sessions"
 	"github.com/planserver/planserver/internal/sqlite"
 )
 
@@ -21,6 +22,8 @@ type config struct {
 	RequirePreconditions bool
 	MaxBodyBytes         int64
 	MaxPlanBytes         int64
+	PlanModeAllow        string
+	PlanHistory          int
 }
 
 // flagSet declares the flags of a subcommand. serveFlags adds those only
@@ -37,6 +40,10 @@ func flagSet(name string, cfg *config, serveFlags bool, stderr io.Writer) *flag.
 			"answer 428 to updates and deletes that carry no If-Match or last_known_revision")
 		fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 1<<20, "largest JSON request body accepted (413 above)")
 		fs.Int64Var(&cfg.MaxPlanBytes, "max-plan-bytes", 1<<20, "largest plan content, shared or session plan, in bytes (413 above)")
+		fs.StringVar(&cfg.PlanModeAllow, "plan-mode-allow", strings.Join(sessions.DefaultPlanModeAllow, ","),
+			"comma-separated tools offered in plan mode whatever their annotations (empty: read-only tools only)")
+		fs.IntVar(&cfg.PlanHistory, "plan-history", 100,
+			"revisions of each shared plan kept readable, the current one included; older ones are pruned")
 	}
 	return fs
 }
@@ -89,10 +96,33 @@ func (c *config) validate() error {
 	return nil
 }
 
+// validateServe checks the values only serve uses.
+func (c *config) validateServe() error {
+	if err := c.validate(); err != nil {
+		return err
+	}
+	if c.PlanHistory < 1 {
+		return fmt.Errorf("--plan-history %d: keep at least 1 revision (the current one)", c.PlanHistory)
+	}
+	return nil
+}
+
 // newLogger returns the process logger for --log-format.
 func newLogger(format string, w io.Writer) *slog.Logger {
 	if format == "json" {
 		return slog.New(slog.NewJSONHandler(w, nil))
 	}
 	return slog.New(slog.NewTextHandler(w, nil))
+}
+
+// allowlist splits a --plan-mode-allow value into tool names, dropping
+// blanks; an empty value is an empty allowlist, not the default.
+func allowlist(v string) []string {
+	names := []string{}
+	for _, name := range strings.Split(v, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			names = append(names, name)
+		}
+	}
+	return names
 }

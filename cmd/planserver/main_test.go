@@ -17,6 +17,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite"
+
+	"github.com/planserver/planserver/internal/sessions"
 )
 
 // binary is the planserver binary built once for the process tests.
@@ -294,5 +296,49 @@ func TestFlagsFallBackToEnvironment(t *testing.T) {
 		return ""
 	}); err == nil || !strings.Contains(err.Error(), "PLANSERVER_REQUIRE_PRECONDITIONS") {
 		t.Errorf("bad env value: %v", err)
+	}
+}
+
+func TestPlanModeAllowFlag(t *testing.T) {
+	parse := func(args []string, env map[string]string) []string {
+		t.Helper()
+		var cfg config
+		if err := parseFlags(flagSet("serve", &cfg, true, &bytes.Buffer{}), args, func(k string) string { return env[k] }); err != nil {
+			t.Fatal(err)
+		}
+		return allowlist(cfg.PlanModeAllow)
+	}
+	if got := strings.Join(parse(nil, nil), ","); got != strings.Join(sessions.DefaultPlanModeAllow, ",") {
+		t.Errorf("default allowlist = %s", got)
+	}
+	if got := parse(nil, map[string]string{"PLANSERVER_PLAN_MODE_ALLOW": " plan_write, ,plan_exit,"}); strings.Join(got, ",") != "plan_write,plan_exit" {
+		t.Errorf("allowlist from the environment = %q", got)
+	}
+	if got := parse([]string{"--plan-mode-allow", ""}, nil); got == nil || len(got) != 0 {
+		t.Errorf("explicitly empty allowlist = %#v, want empty and non-nil", got)
+	}
+}
+
+func TestPlanHistoryFlag(t *testing.T) {
+	var cfg config
+	fs := flagSet("serve", &cfg, true, &bytes.Buffer{})
+	if err := parseFlags(fs, nil, noEnv); err != nil || cfg.PlanHistory != 100 {
+		t.Fatalf("default --plan-history = %d, %v", cfg.PlanHistory, err)
+	}
+	fs = flagSet("serve", &cfg, true, &bytes.Buffer{})
+	if err := parseFlags(fs, nil, func(k string) string {
+		return map[string]string{"PLANSERVER_PLAN_HISTORY": "7"}[k]
+	}); err != nil || cfg.PlanHistory != 7 {
+		t.Fatalf("PLANSERVER_PLAN_HISTORY=7 gave %d, %v", cfg.PlanHistory, err)
+	}
+	for _, n := range []int{0, -1} {
+		bad := config{Durability: "normal", LogFormat: "text", PlanHistory: n}
+		if err := bad.validateServe(); err == nil || !strings.Contains(err.Error(), "--plan-history") {
+			t.Errorf("--plan-history %d: %v", n, err)
+		}
+	}
+	// migrate has no --plan-history and does not check it.
+	if err := (&config{Durability: "normal", LogFormat: "text"}).validate(); err != nil {
+		t.Errorf("migrate config: %v", err)
 	}
 }

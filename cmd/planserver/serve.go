@@ -23,7 +23,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := parseFlags(flagSet("serve", &cfg, true, stderr), args, getenv); err != nil {
 		return err
 	}
-	if err := cfg.validate(); err != nil {
+	if err := cfg.validateServe(); err != nil {
 		return err
 	}
 	log := newLogger(cfg.LogFormat, stderr)
@@ -38,6 +38,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Logger:               log,
 		MaxBodyBytes:         cfg.MaxBodyBytes,
 		MaxPlanBytes:         cfg.MaxPlanBytes,
+		PlanModeAllow:        allowlist(cfg.PlanModeAllow),
+		PlanHistory:          cfg.PlanHistory,
 		RequirePreconditions: cfg.RequirePreconditions,
 		Version:              version,
 	})

@@ -8,6 +8,8 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -65,6 +67,13 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	return body, nil
 }
 
+// planBodyLimit bounds the body of a write carrying a whole plan, shared or session plan: room for
+// content at the limit even when JSON or YAML escaping doubles it, plus the
+// other fields. The content itself is then held to MaxPlanBytes.
+func (s *Server) planBodyLimit() int64 {
+	return max(s.cfg.MaxBodyBytes, 2*s.cfg.MaxPlanBytes+64<<10)
+}
+
 // decodeOptions tune decodeJSON.
 type decodeOptions struct {
 	// allowEmpty accepts an empty body as {}.
@@ -107,7 +116,67 @@ func decodeJSONBytes(body []byte, dst any, allowEmpty bool) error {
 	if dec.More() {
 		return apierr.New(apierr.InvalidArgument, "request body holds more than one JSON value")
 	}
+	if err := exactMembers(body, dst); err != nil {
+		return err
+	}
 	return validation.Struct(dst)
+}
+
+// exactMembers rejects object members whose names match a field of the
+// struct dst only case-insensitively. encoding/json accepts
+// {"readonlyHint": true} for readOnlyHint and {"MODE": "plan"} for mode;
+// a typo must be a 400, not silently decide a gating question.
+func exactMembers(body []byte, dst any) error {
+	t := reflect.TypeOf(dst)
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	var members map[string]json.RawMessage
+	if json.Unmarshal(body, &members) != nil {
+		return nil // not an object; Decode has judged it already
+	}
+	names := map[string]bool{}
+	jsonNames(t, names)
+	var unknown []string
+	for name := range members {
+		if !names[name] {
+			unknown = append(unknown, name)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(unknown)
+	return apierr.Invalid(unknown[0], "unknown field (member names are case-sensitive)")
+}
+
+// jsonNames collects the member names encoding/json decodes into struct
+// type t, flattening embedded structs without a name of their own.
+func jsonNames(t reflect.Type, names map[string]bool) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || (!f.IsExported() && !f.Anonymous) {
+			continue
+		}
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				jsonNames(ft, names)
+				continue
+			}
+		}
+		if name == "" {
+			name = f.Name
+		}
+		names[name] = true
+	}
 }
 
 // jsonError turns encoding/json errors into field errors.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/plans"
 	"github.com/planserver/planserver/internal/sessions"
 	"github.com/planserver/planserver/internal/sqlite"
 )
@@ -33,6 +34,13 @@ type Config struct {
 	// (413 above). JSON bodies carrying a plan may be this much larger than
 	// MaxBodyBytes, since escaping can double the content.
 	MaxPlanBytes int64
+	// PlanModeAllow is the plan-mode allowlist: tools offered in plan mode
+	// whatever their annotations. Nil means sessions.DefaultPlanModeAllow;
+	// empty means none.
+	PlanModeAllow []string
+	// PlanHistory is how many revisions of a shared plan stay readable, the
+	// current one included (--plan-history); 100 when zero.
+	PlanHistory int
 	// RequirePreconditions makes updates and deletes without If-Match (or
 	// last_known_revision) fail with 428.
 	RequirePreconditions bool
@@ -54,6 +62,8 @@ type Server struct {
 	schemaVersion int64
 
 	sessions *sessions.Store
+	gate     sessions.Gate
+	plans    *plans.Store
 }
 
 // DefaultMaxBodyBytes bounds JSON bodies when Config names no limit.
@@ -84,6 +94,8 @@ func New(cfg Config) *Server {
 		metrics:  newHTTPMetrics(reg),
 		registry: reg,
 		sessions: sessions.NewStore(cfg.DB),
+		gate:     sessions.NewGate(cfg.PlanModeAllow),
+		plans:    plans.NewStore(cfg.DB, plans.Config{History: cfg.PlanHistory, MaxContentBytes: cfg.MaxPlanBytes}),
 	}
 	s.schemaVersion = sqlite.KnownVersion()
 	s.router = s.routes()
@@ -112,11 +124,34 @@ func (s *Server) routes() chi.Router {
 		r.Patch("/sessions/{id}", s.patchSession)
 		r.Delete("/sessions/{id}", s.deleteSession)
 		r.Patch("/sessions/{id}/mode", s.setSessionMode)
+		r.Put("/sessions/{id}/plan", s.putSessionPlan)
+		r.Get("/sessions/{id}/plan", s.getSessionPlan)
+		r.Post("/sessions/{id}/plan/review", s.requestPlanReview)
+		r.Post("/sessions/{id}/plan/approve", s.approvePlan)
+		r.Post("/sessions/{id}/plan/reject", s.rejectPlan)
+		r.Post("/sessions/{id}/tools/filter", s.filterTools)
+		r.Post("/sessions/{id}/tools/check", s.checkTool)
+		r.Put("/sessions/{id}/todos", s.putTodos)
+		r.Get("/sessions/{id}/todos", s.getTodos)
+
+		r.Get("/plans", s.listPlans)
+		r.Put("/plans/{name}", s.putPlan)
+		r.Get("/plans/{name}", s.getPlan)
+		r.Delete("/plans/{name}", s.deletePlan)
+		r.Get("/plans/{name}/content", s.getPlanContent)
+		r.Put("/plans/{name}/content", s.putPlanContent)
+		r.Get("/plans/{name}/status", s.getPlanStatus)
+		r.Put("/plans/{name}/status", s.setPlanStatus)
+		r.Get("/plans/{name}/revisions", s.listPlanRevisions)
+		r.Get("/plans/{name}/revisions/{revision}", s.getPlanRevision)
 	})
 	return r
 }
 
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	if plansNotFound(w, r) {
+		return
+	}
 	writeProblem(w, r, apierr.New(apierr.NotFound, "no route for %s %s", r.Method, r.URL.Path))
 }
 

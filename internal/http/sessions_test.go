@@ -485,6 +485,8 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 		{"not an object", "POST", "/v1/sessions", `[1,2]`, "application/json", 400, "invalid_argument", ""},
 		{"two values", "POST", "/v1/sessions", `{"id":"a"}{"id":"b"}`, "application/json", 400, "invalid_argument", ""},
 		{"unknown field", "POST", "/v1/sessions", `{"id":"a","colour":"red"}`, "application/json", 400, "invalid_argument", "colour"},
+		{"member name in the wrong case", "POST", "/v1/sessions", `{"ID":"a"}`, "application/json", 400, "invalid_argument", "ID"},
+		{"mode member in the wrong case", "PATCH", "/v1/sessions/p/mode", `{"MODE":"plan"}`, "application/json", 400, "invalid_argument", "MODE"},
 		{"wrong type", "POST", "/v1/sessions", `{"id":"a","harness":"yes"}`, "application/json", 400, "invalid_argument", "harness"},
 		{"bad id", "POST", "/v1/sessions", `{"id":"-dash-first"}`, "application/json", 400, "invalid_argument", "id"},
 		{"slash id", "POST", "/v1/sessions", `{"id":"a/b"}`, "application/json", 400, "invalid_argument", "id"},

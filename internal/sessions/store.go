@@ -469,7 +469,8 @@ func subtree(ctx context.Context, q querier, id string) ([]Node, error) {
 }
 
 // SetMode sets a session's own mode. Setting the mode it already has is a
-// success without a revision bump or event. Descendants whose effective mode
+// success without a revision bump or event. Moving from plan to build
+// cancels a pending review (see review.go). Descendants whose effective mode
 // or mode source changes get a revision bump and a session.mode_changed
 // event of their own, so a client watching only them sees the change and
 // their ETags never serve a stale effective mode. Errors: not_found,
@@ -488,7 +489,16 @@ func (st *Store) SetMode(ctx context.Context, id string, mode Mode, pre revision
 			out = s
 			return nil
 		}
-		if out, err = setMode(ctx, tx, s, mode); err != nil {
+		// Leaving plan mode directly cancels a pending review: there is
+		// nothing left for a human to let the session do.
+		var cancelled *closedReview
+		if s.Mode == Plan && mode == Build && s.Review.State == ReviewPending {
+			if _, err := saveReview(ctx, tx, id, Review{State: ReviewNone}, sqlite.FormatTime(time.Now()), false); err != nil {
+				return err
+			}
+			cancelled = closeReview(s.Review, s.Revision+1, "the session's mode was set to build directly")
+		}
+		if out, err = setMode(ctx, tx, s, mode, cancelled); err != nil {
 			return err
 		}
 		return nil
@@ -497,8 +507,9 @@ func (st *Store) SetMode(ctx context.Context, id string, mode Mode, pre revision
 }
 
 // setMode changes s's own mode inside tx and propagates the effective-mode
-// change to its descendants.
-func setMode(ctx context.Context, tx *sql.Tx, s *Session, mode Mode) (*Session, error) {
+// change to its descendants. cancelled, when set, is the pending review the
+// change cancelled, recorded in the session's mode_changed event.
+func setMode(ctx context.Context, tx *sql.Tx, s *Session, mode Mode, cancelled *closedReview) (*Session, error) {
 	nodes, err := subtree(ctx, tx, s.ID)
 	if err != nil {
 		return nil, err
@@ -533,6 +544,7 @@ func setMode(ctx context.Context, tx *sql.Tx, s *Session, mode Mode) (*Session, 
 	}
 	if _, err := events.Append(ctx, tx, events.SessionModeChanged, s.ID, "", out.Revision, modeChange{
 		Mode: out.Mode, PreviousMode: s.Mode, EffectiveMode: out.EffectiveMode, ModeSource: out.ModeSource,
+		ReviewCancelled: cancelled,
 	}); err != nil {
 		return nil, err
 	}
@@ -566,6 +578,8 @@ type modeChange struct {
 	EffectiveMode Mode    `json:"effective_mode"`
 	ModeSource    *string `json:"mode_source"`
 	ChangedBy     string  `json:"changed_by,omitempty"`
+	// ReviewCancelled is the pending review this change cancelled.
+	ReviewCancelled *closedReview `json:"review_cancelled,omitempty"`
 }
 
 func sameSource(a, b *string) bool {

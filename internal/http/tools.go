@@ -1,0 +1,162 @@
+package http
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/sessions"
+)
+
+// toolJSON is the MCP tool shape. Hosts may forward their tools verbatim,
+// so the MCP fields gating does not use (title, description, schemas,
+// _meta) are accepted and ignored; any other field is a 400, which catches
+// typos such as "readonlyHint".
+type toolJSON struct {
+	Name         string          `json:"name"`
+	Title        string          `json:"title"`
+	Description  string          `json:"description"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema"`
+	Meta         json.RawMessage `json:"_meta"`
+	// Annotations is decoded on its own so its errors name their path.
+	Annotations json.RawMessage `json:"annotations"`
+}
+
+// annotationsJSON is MCP's ToolAnnotations; only readOnlyHint matters to
+// gating, but every hint must be a boolean.
+type annotationsJSON struct {
+	Title           string `json:"title"`
+	ReadOnlyHint    *bool  `json:"readOnlyHint"`
+	DestructiveHint *bool  `json:"destructiveHint"`
+	IdempotentHint  *bool  `json:"idempotentHint"`
+	OpenWorldHint   *bool  `json:"openWorldHint"`
+}
+
+// decodeTool decodes one tool whose JSON sits at path ("" for the request
+// body itself, else e.g. "tools[2]"), reporting field errors under that
+// path: tools[2].annotations.readOnlyHint.
+func decodeTool(raw json.RawMessage, path string) (sessions.Tool, []apierr.FieldError, error) {
+	var tj toolJSON
+	if err := decodeJSONBytes(raw, &tj, false); err != nil {
+		fields, err := fieldsAt(err, path)
+		return sessions.Tool{}, fields, err
+	}
+	t := sessions.Tool{Name: tj.Name}
+	if a := bytes.TrimSpace(tj.Annotations); len(a) > 0 && string(a) != "null" {
+		var aj annotationsJSON
+		if err := decodeJSONBytes(a, &aj, false); err != nil {
+			fields, err := fieldsAt(err, joinPath(path, "annotations"))
+			return sessions.Tool{}, fields, err
+		}
+		t.ReadOnlyHint = aj.ReadOnlyHint
+	}
+	return t, nil, nil
+}
+
+// fieldsAt moves the field errors of a decode error under path. An
+// invalid_argument without fields (the value is not an object at all)
+// becomes an error of path itself. Other errors are returned as they are.
+func fieldsAt(err error, path string) ([]apierr.FieldError, error) {
+	e, ok := apierr.As(err)
+	if !ok || e.Code != apierr.InvalidArgument {
+		return nil, err
+	}
+	if len(e.Fields) == 0 {
+		if path == "" {
+			return nil, err
+		}
+		return []apierr.FieldError{{Field: path, Message: e.Detail}}, nil
+	}
+	out := make([]apierr.FieldError, len(e.Fields))
+	for i, f := range e.Fields {
+		out[i] = apierr.FieldError{Field: joinPath(path, f.Field), Message: f.Message}
+	}
+	return out, nil
+}
+
+func joinPath(path, field string) string {
+	if path == "" {
+		return field
+	}
+	return path + "." + field
+}
+
+// filterRequest is the body of POST …/tools/filter.
+type filterRequest struct {
+	Tools []json.RawMessage `json:"tools" validate:"required"`
+}
+
+func (s *Server) filterTools(w http.ResponseWriter, r *http.Request) {
+	id, err := sessionIDParam(r)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	var req filterRequest
+	if err := s.decodeJSON(w, r, &req, decodeOptions{}); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	tools := make([]sessions.Tool, len(req.Tools))
+	var fields []apierr.FieldError
+	for i, raw := range req.Tools {
+		t, fe, err := decodeTool(raw, fmt.Sprintf("tools[%d]", i))
+		if err != nil {
+			writeProblem(w, r, err)
+			return
+		}
+		fields = append(fields, fe...)
+		tools[i] = t
+	}
+	if len(fields) > 0 {
+		writeProblem(w, r, apierr.InvalidFields(fields))
+		return
+	}
+	if err := sessions.ValidateTools(tools); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	sess, err := s.sessions.Get(r.Context(), id)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.gate.Filter(sess, tools))
+}
+
+func (s *Server) checkTool(w http.ResponseWriter, r *http.Request) {
+	id, err := sessionIDParam(r)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	if _, err := requireMediaType(r, "application/json"); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	t, fields, err := decodeTool(body, "")
+	if err == nil && len(fields) > 0 {
+		err = apierr.InvalidFields(fields)
+	}
+	if err == nil {
+		err = sessions.ValidateTool(t)
+	}
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	res, err := s.sessions.CheckTool(r.Context(), id, s.gate, t)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}

@@ -1,0 +1,48 @@
+package sessions
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/planserver/planserver/internal/events"
+)
+
+// toolDenial is the data of a tool_call.denied event.
+type toolDenial struct {
+	Tool          string  `json:"tool"`
+	Reason        string  `json:"reason"`
+	EffectiveMode Mode    `json:"effective_mode"`
+	ModeSource    *string `json:"mode_source"`
+}
+
+// CheckTool decides one tool call of session id with gate's policy and
+// records a denial as a tool_call.denied event. Allowed calls write
+// nothing, so the common case never waits for the writer. Errors:
+// not_found.
+func (st *Store) CheckTool(ctx context.Context, id string, gate Gate, t Tool) (CheckResult, error) {
+	s, err := st.Get(ctx, id)
+	if err != nil {
+		return CheckResult{}, err
+	}
+	res := gate.Check(s, t)
+	if res.Allowed {
+		return res, nil
+	}
+	// Decide again inside the write transaction: the mode may have changed
+	// since the read, and a recorded denial must match the mode it was
+	// made under.
+	err = st.db.Write(ctx, func(tx *sql.Tx) error {
+		s, err := get(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if res = gate.Check(s, t); res.Allowed {
+			return nil
+		}
+		_, err = events.Append(ctx, tx, events.ToolCallDenied, id, "", 0, toolDenial{
+			Tool: t.Name, Reason: res.Reason, EffectiveMode: s.EffectiveMode, ModeSource: s.ModeSource,
+		})
+		return err
+	})
+	return res, err
+}

@@ -1,0 +1,25 @@
+-- +goose Up
+-- session_plans holds each session's one Markdown plan (write_session_plan).
+-- revision is the plan's own, independent of the session's: a human
+-- approves the plan revision they read. Deleting a session deletes its plan.
+CREATE TABLE session_plans (
+    session_id TEXT    PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+    content    TEXT    NOT NULL,
+    author     TEXT    NOT NULL DEFAULT '',
+    revision   INTEGER NOT NULL,
+    created_at TEXT    NOT NULL,
+    updated_at TEXT    NOT NULL
+);
+
+-- session_todos holds each session's todo list (todo_write), replaced as a
+-- whole: todos is a JSON array of {id, content, status}.
+CREATE TABLE session_todos (
+    session_id TEXT    PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+    todos      TEXT    NOT NULL DEFAULT '[]',
+    revision   INTEGER NOT NULL,
+    updated_at TEXT    NOT NULL
+);
+
+-- +goose Down
+DROP TABLE session_todos;
+DROP TABLE session_plans;
