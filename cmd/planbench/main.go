@@ -33,6 +33,8 @@ type options struct {
 	duration    time.Duration
 	largeList   int
 	smallList   int
+	// pprofDir, when set, receives a CPU profile of the server per scenario.
+	pprofDir string
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
@@ -44,6 +46,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&o.duration, "d", 3*time.Second, "measuring time per scenario")
 	fs.IntVar(&o.smallList, "list-small", 1000, "plans stored for the small list scenario")
 	fs.IntVar(&o.largeList, "list-large", 100000, "plans stored for the large list scenario")
+	fs.StringVar(&o.pprofDir, "pprof", "", "write a CPU profile of the server for each scenario to this directory")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -87,11 +90,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		note("server: conditional PUT, --durability %s", durability)
-		srv, err := startServer(o.bin, filepath.Join(dir, "put-"+durability+".db"), durability)
+		srv, err := startServer(o.bin, filepath.Join(dir, "put-"+durability+".db"), durability, o.pprofDir != "")
 		if err != nil {
 			return err
 		}
-		put, err := benchConditionalPut(ctx, o, client, srv.base)
+		put, err := benchConditionalPut(ctx, o, client, srv, "put-"+durability)
 		if err != nil {
 			srv.stop()
 			return err
@@ -102,26 +105,30 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 
 	note("server: reads and sessions, --durability normal")
-	srv, err := startServer(o.bin, filepath.Join(dir, "main.db"), "normal")
+	srv, err := startServer(o.bin, filepath.Join(dir, "main.db"), "normal", o.pprofDir != "")
 	if err != nil {
 		return err
 	}
 	defer srv.stop()
-	getPlan, err := benchGetPlan(ctx, o, client, srv.base)
+	getPlan, err := benchGetPlan(ctx, o, client, srv)
 	if err != nil {
 		return err
 	}
 	rows = append(rows, row{name: "GET /v1/plans/{name} 2 KiB", res: getPlan, baseline: "chi fixed 2 KiB", base: chiGet})
-	create, ids := benchCreateSession(ctx, o, client, srv.base)
+	create, ids := benchCreateSession(ctx, o, client, srv)
 	rows = append(rows, row{name: "POST /v1/sessions", res: create, baseline: "chi fixed document", base: chiPost})
-	getSession := drive(ctx, o, func(ctx context.Context, w, i int) error {
-		return expect(client, "GET", srv.base+"/v1/sessions/"+ids[i%len(ids)], nil, nil, 200)
+	getSession := srv.profileWhile(o.pprofDir, "get-session", o.duration, func() result {
+		return drive(ctx, o, func(ctx context.Context, w, i int) error {
+			return expect(client, "GET", srv.base+"/v1/sessions/"+ids[i%len(ids)], nil, nil, 200)
+		})
 	})
 	rows = append(rows, row{name: "GET /v1/sessions/{id}", res: getSession, baseline: "chi fixed 2 KiB", base: chiGet})
-	patchMode := drive(ctx, o, func(ctx context.Context, w, i int) error {
-		mode := []string{"plan", "build"}[i%2]
-		return expect(client, "PATCH", srv.base+"/v1/sessions/"+ids[w%len(ids)]+"/mode",
-			strings.NewReader(`{"mode":"`+mode+`"}`), jsonHeader, 200)
+	patchMode := srv.profileWhile(o.pprofDir, "patch-mode", o.duration, func() result {
+		return drive(ctx, o, func(ctx context.Context, w, i int) error {
+			mode := []string{"plan", "build"}[i%2]
+			return expect(client, "PATCH", srv.base+"/v1/sessions/"+ids[w%len(ids)]+"/mode",
+				strings.NewReader(`{"mode":"`+mode+`"}`), jsonHeader, 200)
+		})
 	})
 	rows = append(rows, row{name: "PATCH /v1/sessions/{id}/mode", res: patchMode, baseline: "chi fixed document", base: chiPatch})
 	srv.stop()

@@ -22,7 +22,8 @@ var planBody = func() []byte {
 // benchConditionalPut gives each worker its own plan and has it write with
 // If-Match the revision it last saw, so every write is conditional and none
 // loses a race: the scenario measures the write path, not conflicts.
-func benchConditionalPut(ctx context.Context, o options, c *http.Client, base string) (result, error) {
+func benchConditionalPut(ctx context.Context, o options, c *http.Client, srv *server, profile string) (result, error) {
+	base := srv.base
 	revs := make([]int64, o.concurrency)
 	for w := range revs {
 		h, _, err := call(c, "PUT", fmt.Sprintf("%s/v1/plans/bench-%d", base, w), bytes.NewReader(planBody), jsonHeader, 201)
@@ -33,16 +34,17 @@ func benchConditionalPut(ctx context.Context, o options, c *http.Client, base st
 			return result{}, err
 		}
 	}
-	res := drive(ctx, o, func(ctx context.Context, w, i int) error {
-		h, _, err := call(c, "PUT", fmt.Sprintf("%s/v1/plans/bench-%d", base, w), bytes.NewReader(planBody),
-			map[string]string{"Content-Type": "application/json", "If-Match": strconv.Quote(strconv.FormatInt(revs[w], 10))}, 200)
-		if err != nil {
+	return srv.profileWhile(o.pprofDir, profile, o.duration, func() result {
+		return drive(ctx, o, func(ctx context.Context, w, i int) error {
+			h, _, err := call(c, "PUT", fmt.Sprintf("%s/v1/plans/bench-%d", base, w), bytes.NewReader(planBody),
+				map[string]string{"Content-Type": "application/json", "If-Match": strconv.Quote(strconv.FormatInt(revs[w], 10))}, 200)
+			if err != nil {
+				return err
+			}
+			revs[w], err = etagRevision(h.Get("ETag"))
 			return err
-		}
-		revs[w], err = etagRevision(h.Get("ETag"))
-		return err
-	})
-	return res, nil
+		})
+	}), nil
 }
 
 func etagRevision(etag string) (int64, error) {
@@ -54,25 +56,30 @@ func etagRevision(etag string) (int64, error) {
 }
 
 // benchGetPlan reads 2 KiB plans.
-func benchGetPlan(ctx context.Context, o options, c *http.Client, base string) (result, error) {
+func benchGetPlan(ctx context.Context, o options, c *http.Client, srv *server) (result, error) {
+	base := srv.base
 	const plans = 16
 	for i := 0; i < plans; i++ {
 		if err := expect(c, "PUT", fmt.Sprintf("%s/v1/plans/read-%d", base, i), bytes.NewReader(planBody), jsonHeader, 201); err != nil {
 			return result{}, err
 		}
 	}
-	return drive(ctx, o, func(ctx context.Context, w, i int) error {
-		return expect(c, "GET", fmt.Sprintf("%s/v1/plans/read-%d", base, (w+i)%plans), nil, nil, 200)
+	return srv.profileWhile(o.pprofDir, "get-plan", o.duration, func() result {
+		return drive(ctx, o, func(ctx context.Context, w, i int) error {
+			return expect(c, "GET", fmt.Sprintf("%s/v1/plans/read-%d", base, (w+i)%plans), nil, nil, 200)
+		})
 	}), nil
 }
 
 // benchCreateSession creates sessions and returns their ids for the read and
 // mode scenarios.
-func benchCreateSession(ctx context.Context, o options, c *http.Client, base string) (result, []string) {
+func benchCreateSession(ctx context.Context, o options, c *http.Client, srv *server) (result, []string) {
 	var n atomic.Int64
-	res := drive(ctx, o, func(ctx context.Context, w, i int) error {
-		id := fmt.Sprintf("s-%d", n.Add(1))
-		return expect(c, "POST", base+"/v1/sessions", strings.NewReader(`{"id":"`+id+`","title":"bench","agent":"planbench"}`), jsonHeader, 201)
+	res := srv.profileWhile(o.pprofDir, "create-session", o.duration, func() result {
+		return drive(ctx, o, func(ctx context.Context, w, i int) error {
+			id := fmt.Sprintf("s-%d", n.Add(1))
+			return expect(c, "POST", srv.base+"/v1/sessions", strings.NewReader(`{"id":"`+id+`","title":"bench","agent":"planbench"}`), jsonHeader, 201)
+		})
 	})
 	ids := make([]string, 0, o.concurrency)
 	for i := int64(1); i <= n.Load() && len(ids) < 4*o.concurrency; i++ {
@@ -86,7 +93,7 @@ func benchCreateSession(ctx context.Context, o options, c *http.Client, base str
 // the cost must not grow with the table.
 func benchListPages(ctx context.Context, o options, c *http.Client, dir string) (small, large result, err error) {
 	measure := func(total int) (result, error) {
-		srv, err := startServer(o.bin, filepath.Join(dir, fmt.Sprintf("list-%d.db", total)), "normal")
+		srv, err := startServer(o.bin, filepath.Join(dir, fmt.Sprintf("list-%d.db", total)), "normal", o.pprofDir != "")
 		if err != nil {
 			return result{}, err
 		}
@@ -116,8 +123,10 @@ func benchListPages(ctx context.Context, o options, c *http.Client, dir string) 
 				tokens = append(tokens, token)
 			}
 		}
-		return drive(ctx, o, func(ctx context.Context, w, i int) error {
-			return expect(c, "GET", srv.base+"/v1/plans?limit=100&page_token="+tokens[(w+i)%len(tokens)], nil, nil, 200)
+		return srv.profileWhile(o.pprofDir, fmt.Sprintf("list-%d", total), o.duration, func() result {
+			return drive(ctx, o, func(ctx context.Context, w, i int) error {
+				return expect(c, "GET", srv.base+"/v1/plans?limit=100&page_token="+tokens[(w+i)%len(tokens)], nil, nil, 200)
+			})
 		}), nil
 	}
 	if small, err = measure(o.smallList); err != nil {

@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,21 +23,30 @@ type server struct {
 	base   string
 	label  string
 	stderr bytes.Buffer
+	// pprof is the base URL of the server's profiles, when -pprof is set.
+	pprof string
 }
 
 // startServer runs the binary on a fresh database and waits for /readyz.
-func startServer(bin, db, durability string) (*server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func startServer(bin, db, durability string, profile bool) (*server, error) {
+	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	addr := ln.Addr().String()
-	ln.Close()
 	s := &server{base: "http://" + addr, label: "--durability " + durability}
-	s.cmd = exec.Command(bin, "serve", "--addr", addr, "--db", db, "--durability", durability, "--log-format", "json")
-	// Request logs go nowhere: the benchmark measures serving, not a
-	// terminal. They are still formatted, as in production.
-	s.cmd.Stderr = &s.stderr
+	args := []string{"serve", "--addr", addr, "--db", db, "--durability", durability, "--log-format", "json"}
+	if profile {
+		paddr, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		s.pprof = "http://" + paddr + "/debug/pprof"
+		args = append(args, "--pprof-addr", paddr)
+	}
+	s.cmd = exec.Command(bin, args...)
+	// Request logs are formatted as in production but kept only until the
+	// server is ready (for the error message), then discarded.
+	s.cmd.Stderr = &limitedWriter{w: &s.stderr, n: 64 << 10}
 	if err := s.cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -51,6 +62,59 @@ func startServer(bin, db, durability string) (*server, error) {
 	}
 	s.stop()
 	return nil, fmt.Errorf("server not ready: %s", s.stderr.String())
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// limitedWriter keeps the first n bytes and drops the rest.
+type limitedWriter struct {
+	w *bytes.Buffer
+	n int
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	if room := l.n - l.w.Len(); room > 0 {
+		l.w.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+// profileWhile saves a CPU profile of the server, taken while fn runs, to
+// dir/name.pprof; without -pprof it just runs fn.
+func (s *server) profileWhile(dir, name string, d time.Duration, fn func() result) result {
+	if s.pprof == "" || dir == "" {
+		return fn()
+	}
+	done := make(chan error, 1)
+	go func() {
+		secs := max(1, int(d.Seconds())-1)
+		resp, err := http.Get(fmt.Sprintf("%s/profile?seconds=%d", s.pprof, secs))
+		if err != nil {
+			done <- err
+			return
+		}
+		defer resp.Body.Close()
+		f, err := os.Create(filepath.Join(dir, name+".pprof"))
+		if err != nil {
+			done <- err
+			return
+		}
+		defer f.Close()
+		_, err = io.Copy(f, resp.Body)
+		done <- err
+	}()
+	res := fn()
+	if err := <-done; err != nil {
+		fmt.Fprintf(os.Stderr, "profile %s: %v\n", name, err)
+	}
+	return res
 }
 
 var (

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	planhttp "github.com/planserver/planserver/internal/http"
@@ -50,6 +51,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	log.Info("planserver listening", slog.String("addr", "http://"+ln.Addr().String()),
 		slog.String("db", cfg.DB), slog.String("version", version))
+
+	if cfg.PprofAddr != "" {
+		stopPprof, err := servePprof(cfg.PprofAddr, log)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer stopPprof()
+	}
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -95,6 +105,33 @@ func newHTTPServer(h http.Handler, log *slog.Logger, t timeouts) *http.Server {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+}
+
+// servePprof serves the runtime profiles on their own listener, never on
+// the API's, so they are not exposed wherever the API is. Only loopback
+// addresses are accepted.
+func servePprof(addr string, log *slog.Logger) (func(), error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("--pprof-addr %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, fmt.Errorf("--pprof-addr %q: profiles are served on loopback addresses only", addr)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--pprof-addr: %w", err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	log.Info("pprof listening", slog.String("addr", "http://"+ln.Addr().String()+"/debug/pprof/"))
+	return func() { _ = srv.Close() }, nil
 }
 
 // openAndMigrate opens the database and applies pending migrations,
