@@ -30,6 +30,7 @@ type config struct {
 	EventRetention       time.Duration
 	EventMaxRows         int64
 	SSEHeartbeat         time.Duration
+	PprofAddr            string
 }
 
 // flagSet declares the flags of a subcommand. serveFlags adds those only
@@ -48,6 +49,8 @@ func flagSet(name string, cfg *config, serveFlags bool, stderr io.Writer) *flag.
 		fs.Int64Var(&cfg.MaxPlanBytes, "max-plan-bytes", 1<<20, "largest plan content, shared or session plan, in bytes (413 above)")
 		fs.StringVar(&cfg.PlanModeAllow, "plan-mode-allow", strings.Join(sessions.DefaultPlanModeAllow, ","),
 			"comma-separated tools offered in plan mode whatever their annotations (empty: read-only tools only)")
+		fs.StringVar(&cfg.PprofAddr, "pprof-addr", "",
+			"serve net/http/pprof on this separate address (loopback only; empty: off), for profiling")
 		fs.IntVar(&cfg.PlanHistory, "plan-history", 100,
 			"revisions of each shared plan kept readable, the current one included; older ones are pruned")
 		fs.DurationVar(&cfg.EventRetention, "event-retention", events.DefaultMaxAge,

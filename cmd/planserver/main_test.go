@@ -98,9 +98,19 @@ func start(t *testing.T, db string, extra ...string) *proc {
 
 func (p *proc) call(t *testing.T, method, path, body string, header ...string) (int, []byte) {
 	t.Helper()
+	st, b, err := tryCall(p, method, path, body, header...)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return st, b
+}
+
+// tryCall is call for requests that may fail, e.g. while the server is
+// being killed.
+func tryCall(p *proc, method, path, body string, header ...string) (int, []byte, error) {
 	req, err := http.NewRequest(method, "http://"+p.addr+path, strings.NewReader(body))
 	if err != nil {
-		t.Fatal(err)
+		return 0, nil, err
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
@@ -110,12 +120,14 @@ func (p *proc) call(t *testing.T, method, path, body string, header ...string) (
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
 	var buf bytes.Buffer
-	_, _ = buf.ReadFrom(resp.Body)
-	return resp.StatusCode, buf.Bytes()
+	if _, err := buf.ReadFrom(resp.Body); err != nil {
+		return 0, nil, err
+	}
+	return resp.StatusCode, buf.Bytes(), nil
 }
 
 func TestSIGTERMDrainsAndExitsZero(t *testing.T) {
