@@ -5,7 +5,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -s -w -X main.version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: run build test lint fmt tidy clean
+.PHONY: run build test lint bench stress fuzz fmt clean
 
 ## run: serve on 127.0.0.1:8080 with the embedded SQLite default (planserver.db)
 run:
@@ -18,6 +18,27 @@ build:
 ## test: every test, with the race detector
 test:
 	$(GO) test -race -count=1 ./...
+
+## bench: the load benchmark, each scenario against its baseline (docs/benchmarks.md)
+BENCHFLAGS ?=
+bench: build
+	$(GO) run ./cmd/planbench -bin $(BIN) $(BENCHFLAGS)
+
+## stress: the linearizability and crash tests at length (STRESS=2m each)
+STRESS ?= 2m
+stress:
+	PLANSERVER_STRESS=$(STRESS) $(GO) test -race -count=1 -timeout 60m \
+		-run 'Linearizable|SIGKILL|GapFree' -v ./internal/http ./cmd/planserver
+
+## fuzz: every fuzz target for FUZZTIME each (their seed corpora run in make test)
+FUZZTIME ?= 1m
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+		for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+			echo "== $$pkg $$target"; \
+			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
 
 ## lint: gofmt, go vet, staticcheck
 lint:

@@ -72,7 +72,7 @@ func TestServeAccessFlags(t *testing.T) {
 	} {
 		c := base
 		tc.mod(&c)
-		err := c.validateServe()
+		err := c.validateAccess()
 		if tc.fail == "" && err != nil || tc.fail != "" && (err == nil || !strings.Contains(err.Error(), tc.fail)) {
 			t.Errorf("%s: %v", name, err)
 		}

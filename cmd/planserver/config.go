@@ -9,7 +9,9 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"time"
 
+	"github.com/planserver/planserver/internal/events"
 	planhttp "github.com/planserver/planserver/internal/http"
 	"github.com/planserver/planserver/internal/sessions"
 	"github.com/planserver/planserver/internal/sqlite"
@@ -30,6 +32,11 @@ type config struct {
 	RateLimit            float64
 	RateBurst            int
 	CORSOrigins          string
+	PlanHistory          int
+	EventRetention       time.Duration
+	EventMaxRows         int64
+	SSEHeartbeat         time.Duration
+	PprofAddr            string
 }
 
 // flagSet declares the flags of a subcommand. serveFlags adds those only
@@ -54,6 +61,16 @@ func flagSet(name string, cfg *config, serveFlags bool, stderr io.Writer) *flag.
 		fs.IntVar(&cfg.RateBurst, "rate-burst", 100, "requests a caller may make at once above --rate-limit")
 		fs.StringVar(&cfg.CORSOrigins, "cors-origins", "",
 			"comma-separated browser origins allowed to call the API, e.g. https://console.example.com (empty: CORS off)")
+		fs.StringVar(&cfg.PprofAddr, "pprof-addr", "",
+			"serve net/http/pprof on this separate address (loopback only; empty: off), for profiling")
+		fs.IntVar(&cfg.PlanHistory, "plan-history", 100,
+			"revisions of each shared plan kept readable, the current one included; older ones are pruned")
+		fs.DurationVar(&cfg.EventRetention, "event-retention", events.DefaultMaxAge,
+			"prune events older than this (0 keeps events of any age); older cursors get 410 cursor_expired")
+		fs.Int64Var(&cfg.EventMaxRows, "event-max-rows", events.DefaultMaxRows,
+			"keep at most this many of the newest events (0: no cap)")
+		fs.DurationVar(&cfg.SSEHeartbeat, "sse-heartbeat", planhttp.DefaultSSEHeartbeat,
+			"interval of the comment lines that keep idle event streams alive")
 	}
 	return fs
 }
@@ -103,12 +120,28 @@ func (c *config) validate() error {
 	if c.MaxBodyBytes < 0 || c.MaxPlanBytes < 0 {
 		return fmt.Errorf("--max-body-bytes and --max-plan-bytes must not be negative")
 	}
+	if c.EventRetention < 0 || c.EventMaxRows < 0 {
+		return fmt.Errorf("--event-retention and --event-max-rows must not be negative (0 turns the limit off)")
+	}
+	if c.SSEHeartbeat < 0 {
+		return fmt.Errorf("--sse-heartbeat must not be negative")
+	}
 	return nil
 }
 
-// validateServe checks the settings only serve has: access control, rate
-// limit and CORS.
+// validateServe checks the values only serve uses.
 func (c *config) validateServe() error {
+	if err := c.validate(); err != nil {
+		return err
+	}
+	if c.PlanHistory < 1 {
+		return fmt.Errorf("--plan-history %d: keep at least 1 revision (the current one)", c.PlanHistory)
+	}
+	return c.validateAccess()
+}
+
+// validateAccess checks access control, rate limit and CORS.
+func (c *config) validateAccess() error {
 	switch c.Auth {
 	case planhttp.AuthToken:
 	case planhttp.AuthNone:

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -96,9 +98,19 @@ func start(t *testing.T, db string, extra ...string) *proc {
 
 func (p *proc) call(t *testing.T, method, path, body string, header ...string) (int, []byte) {
 	t.Helper()
+	st, b, err := tryCall(p, method, path, body, header...)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return st, b
+}
+
+// tryCall is call for requests that may fail, e.g. while the server is
+// being killed.
+func tryCall(p *proc, method, path, body string, header ...string) (int, []byte, error) {
 	req, err := http.NewRequest(method, "http://"+p.addr+path, strings.NewReader(body))
 	if err != nil {
-		t.Fatal(err)
+		return 0, nil, err
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
@@ -108,12 +120,14 @@ func (p *proc) call(t *testing.T, method, path, body string, header ...string) (
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
 	var buf bytes.Buffer
-	_, _ = buf.ReadFrom(resp.Body)
-	return resp.StatusCode, buf.Bytes()
+	if _, err := buf.ReadFrom(resp.Body); err != nil {
+		return 0, nil, err
+	}
+	return resp.StatusCode, buf.Bytes(), nil
 }
 
 func TestSIGTERMDrainsAndExitsZero(t *testing.T) {
@@ -136,6 +150,78 @@ func TestSIGTERMDrainsAndExitsZero(t *testing.T) {
 	}
 	if !strings.Contains(p.stderr.String(), "shutting down") {
 		t.Errorf("no shutdown log line:\n%s", p.stderr.String())
+	}
+}
+
+// TestSIGTERMEndsEventStreams: open event streams do not hold up a
+// graceful shutdown; they end cleanly and the process exits 0.
+func TestSIGTERMEndsEventStreams(t *testing.T) {
+	p := start(t, filepath.Join(t.TempDir(), "p.db"), "--sse-heartbeat", "50ms")
+	req, err := http.NewRequest("GET", "http://"+p.addr+"/v1/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	if line, err := br.ReadString('\n'); err != nil || line != "retry: 3000\n" {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.done:
+		p.done <- err
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, p.stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("planserver did not stop after SIGTERM with a stream open")
+	}
+	if _, err := io.ReadAll(br); err != nil {
+		t.Errorf("stream did not end cleanly: %v", err)
+	}
+}
+
+// TestServePrunesTheEventLog: serve applies --event-max-rows as it starts
+// (and every minute after), and cursors before the pruned events expire.
+func TestServePrunesTheEventLog(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "p.db")
+	p := start(t, db)
+	for i := 0; i < 5; i++ {
+		if st, body := p.call(t, "POST", "/v1/sessions", fmt.Sprintf(`{"id":"s%d"}`, i)); st != 201 {
+			t.Fatalf("create: %d %s", st, body)
+		}
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	err := <-p.done
+	p.done <- err
+	p = start(t, db, "--event-max-rows", "2")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, body := p.call(t, "GET", "/v1/events?after=0", "")
+		if st == http.StatusGone && strings.Contains(string(body), "cursor_expired") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("events never pruned: %d %s", st, body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	st, body := p.call(t, "GET", "/v1/events?after=3", "")
+	var page struct {
+		Events []struct{ Seq int64 } `json:"events"`
+	}
+	if err := json.Unmarshal(body, &page); st != 200 || err != nil || len(page.Events) != 2 || page.Events[0].Seq != 4 {
+		t.Errorf("after=3: %d %s", st, body)
+	}
+	if _, metrics := p.call(t, "GET", "/metrics", ""); !strings.Contains(string(metrics), "planserver_events_pruned_total 3") {
+		t.Errorf("pruned metric missing:\n%s", metrics)
 	}
 }
 
@@ -256,6 +342,8 @@ func TestFlagsFallBackToEnvironment(t *testing.T) {
 		"PLANSERVER_DB":                    "from-env.db",
 		"PLANSERVER_DURABILITY":            "full",
 		"PLANSERVER_REQUIRE_PRECONDITIONS": "true",
+		"PLANSERVER_EVENT_RETENTION":       "24h",
+		"PLANSERVER_EVENT_MAX_ROWS":        "500",
 	}
 	var cfg config
 	fs := flagSet("serve", &cfg, true, &bytes.Buffer{})
@@ -267,6 +355,12 @@ func TestFlagsFallBackToEnvironment(t *testing.T) {
 	}
 	if cfg.LogFormat != "text" {
 		t.Errorf("default log format = %q", cfg.LogFormat)
+	}
+	if cfg.EventRetention != 24*time.Hour || cfg.EventMaxRows != 500 || cfg.SSEHeartbeat != 15*time.Second {
+		t.Errorf("event settings = %v, %d, %v", cfg.EventRetention, cfg.EventMaxRows, cfg.SSEHeartbeat)
+	}
+	if err := (&config{Durability: "normal", LogFormat: "text", EventRetention: -time.Hour}).validate(); err == nil {
+		t.Error("negative retention accepted")
 	}
 	bad := config{Durability: "sometimes", LogFormat: "text"}
 	if err := bad.validate(); err == nil {
@@ -304,5 +398,29 @@ func TestPlanModeAllowFlag(t *testing.T) {
 	}
 	if got := parse([]string{"--plan-mode-allow", ""}, nil); got == nil || len(got) != 0 {
 		t.Errorf("explicitly empty allowlist = %#v, want empty and non-nil", got)
+	}
+}
+
+func TestPlanHistoryFlag(t *testing.T) {
+	var cfg config
+	fs := flagSet("serve", &cfg, true, &bytes.Buffer{})
+	if err := parseFlags(fs, nil, noEnv); err != nil || cfg.PlanHistory != 100 {
+		t.Fatalf("default --plan-history = %d, %v", cfg.PlanHistory, err)
+	}
+	fs = flagSet("serve", &cfg, true, &bytes.Buffer{})
+	if err := parseFlags(fs, nil, func(k string) string {
+		return map[string]string{"PLANSERVER_PLAN_HISTORY": "7"}[k]
+	}); err != nil || cfg.PlanHistory != 7 {
+		t.Fatalf("PLANSERVER_PLAN_HISTORY=7 gave %d, %v", cfg.PlanHistory, err)
+	}
+	for _, n := range []int{0, -1} {
+		bad := config{Durability: "normal", LogFormat: "text", PlanHistory: n}
+		if err := bad.validateServe(); err == nil || !strings.Contains(err.Error(), "--plan-history") {
+			t.Errorf("--plan-history %d: %v", n, err)
+		}
+	}
+	// migrate has no --plan-history and does not check it.
+	if err := (&config{Durability: "normal", LogFormat: "text"}).validate(); err != nil {
+		t.Errorf("migrate config: %v", err)
 	}
 }

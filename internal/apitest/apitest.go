@@ -135,8 +135,11 @@ func Open(tb testing.TB, path string, configure ...func(*planhttp.Config)) *Env 
 }
 
 // Close stops the server and closes the database; safe to call twice.
+// Event streams are ended first: httptest.Server.Close waits for every
+// request in flight, and a stream would never finish by itself.
 func (e *Env) Close() {
 	if e.Server != nil {
+		e.API.Shutdown()
 		e.Server.Close()
 		e.Server = nil
 	}

@@ -15,6 +15,10 @@ type Rule struct {
 	// or "" when the route targets no one session (lists, the event feed,
 	// shared plans, tokens).
 	SessionParam string
+	// SessionQuery names a query parameter that, when given, names a
+	// session the caller must be able to read (ReadSession): the event
+	// feed's session_id filter. Outside an agent's scope it is 404.
+	SessionQuery string
 	// Refined marks routes whose handler refines Action from the body: a
 	// mode change to build is LeavePlanMode; a new session is a root, a
 	// harness or a child of a parent that must be in scope.
@@ -30,25 +34,40 @@ const EventStream = "GET /v1/events"
 // Decide turns (principal, rule, scope) into a decision. A route missing
 // here is refused for everyone (500), and the route table test fails.
 var Routes = map[string]Rule{
-	"POST /v1/sessions":                     {Action: CreateSession, Refined: true},
-	"GET /v1/sessions":                      {Action: ListSessions},
-	"GET /v1/sessions/{id}":                 {Action: ReadSession, SessionParam: "id"},
-	"PATCH /v1/sessions/{id}":               {Action: UpdateSession, SessionParam: "id"},
-	"DELETE /v1/sessions/{id}":              {Action: DeleteSession, SessionParam: "id"},
-	"PATCH /v1/sessions/{id}/mode":          {Action: EnterPlanMode, SessionParam: "id", Refined: true},
-	"PUT /v1/sessions/{id}/plan":            {Action: WriteSessionPlan, SessionParam: "id"},
-	"GET /v1/sessions/{id}/plan":            {Action: ReadSessionPlan, SessionParam: "id"},
-	"POST /v1/sessions/{id}/plan/review":    {Action: RequestReview, SessionParam: "id"},
-	"POST /v1/sessions/{id}/plan/approve":   {Action: DecideReview, SessionParam: "id"},
-	"POST /v1/sessions/{id}/plan/reject":    {Action: DecideReview, SessionParam: "id"},
-	"POST /v1/sessions/{id}/tools/filter":   {Action: FilterTools, SessionParam: "id"},
-	"POST /v1/sessions/{id}/tools/check":    {Action: CheckTool, SessionParam: "id"},
-	"PUT /v1/sessions/{id}/todos":           {Action: WriteTodos, SessionParam: "id"},
-	"GET /v1/sessions/{id}/todos":           {Action: ReadTodos, SessionParam: "id"},
-	"POST /v1/tokens":                       {Action: ManageTokens},
-	"GET /v1/tokens":                        {Action: ManageTokens},
-	"GET /v1/tokens/{name}":                 {Action: ManageTokens},
-	"DELETE /v1/tokens/{name}":              {Action: ManageTokens},
+	"POST /v1/sessions":                   {Action: CreateSession, Refined: true},
+	"GET /v1/sessions":                    {Action: ListSessions},
+	"GET /v1/sessions/{id}":               {Action: ReadSession, SessionParam: "id"},
+	"PATCH /v1/sessions/{id}":             {Action: UpdateSession, SessionParam: "id"},
+	"DELETE /v1/sessions/{id}":            {Action: DeleteSession, SessionParam: "id"},
+	"PATCH /v1/sessions/{id}/mode":        {Action: EnterPlanMode, SessionParam: "id", Refined: true},
+	"PUT /v1/sessions/{id}/plan":          {Action: WriteSessionPlan, SessionParam: "id"},
+	"GET /v1/sessions/{id}/plan":          {Action: ReadSessionPlan, SessionParam: "id"},
+	"POST /v1/sessions/{id}/plan/review":  {Action: RequestReview, SessionParam: "id"},
+	"POST /v1/sessions/{id}/plan/approve": {Action: DecideReview, SessionParam: "id"},
+	"POST /v1/sessions/{id}/plan/reject":  {Action: DecideReview, SessionParam: "id"},
+	"POST /v1/sessions/{id}/tools/filter": {Action: FilterTools, SessionParam: "id"},
+	"POST /v1/sessions/{id}/tools/check":  {Action: CheckTool, SessionParam: "id"},
+	"PUT /v1/sessions/{id}/todos":         {Action: WriteTodos, SessionParam: "id"},
+	"GET /v1/sessions/{id}/todos":         {Action: ReadTodos, SessionParam: "id"},
+	// Shared plans belong to no session: any agent may read and write
+	// them, a viewer only read them.
+	"GET /v1/plans":                             {Action: ReadPlans},
+	"PUT /v1/plans/{name}":                      {Action: WritePlans},
+	"GET /v1/plans/{name}":                      {Action: ReadPlans},
+	"DELETE /v1/plans/{name}":                   {Action: WritePlans},
+	"GET /v1/plans/{name}/content":              {Action: ReadPlans},
+	"PUT /v1/plans/{name}/content":              {Action: WritePlans},
+	"GET /v1/plans/{name}/status":               {Action: ReadPlans},
+	"PUT /v1/plans/{name}/status":               {Action: WritePlans},
+	"GET /v1/plans/{name}/revisions":            {Action: ReadPlans},
+	"GET /v1/plans/{name}/revisions/{revision}": {Action: ReadPlans},
+	// An agent's feed holds only its subtree's events and those of no
+	// session (shared plans); the handler applies that filter.
+	"GET /v1/events":           {Action: ReadEvents, SessionQuery: "session_id"},
+	"POST /v1/tokens":          {Action: ManageTokens},
+	"GET /v1/tokens":           {Action: ManageTokens},
+	"GET /v1/tokens/{name}":    {Action: ManageTokens},
+	"DELETE /v1/tokens/{name}": {Action: ManageTokens},
 }
 
 // DenyReason explains a Deny to the caller. For an agent trying to leave

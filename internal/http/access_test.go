@@ -38,9 +38,10 @@ var callers = []caller{noToken, revoked, expired, viewer, agentOut, agentIn, adm
 //	root (build) ── tgt (plan; a plan at revision 1, review pending)
 //	other (build)
 //
-// and one token per caller: the in-scope agent is bound to root, the
-// out-of-scope one to other. "victim" is a viewer token for the token
-// routes to act on.
+// a shared plan "shared", one shared plan "mine-<caller>" per caller (for
+// deletes, which only succeed once), and one token per caller: the
+// in-scope agent is bound to root, the out-of-scope one to other. "victim"
+// is a viewer token for the token routes to act on.
 type accessEnv struct {
 	*apitest.Env
 	tokens map[caller]string
@@ -55,8 +56,12 @@ func newAccessEnv(t *testing.T, configure ...func(*planhttp.Config)) *accessEnv 
 	createSession(t, as, map[string]any{"id": "root"})
 	createSession(t, as, map[string]any{"id": "tgt", "parent_id": "root", "mode": "plan"})
 	createSession(t, as, map[string]any{"id": "other"})
-	putPlan(t, as, "tgt", map[string]any{"content": "# Plan\n1. Do it\n"}, http.StatusCreated)
+	writeSessionPlan(t, as, "tgt", map[string]any{"content": "# Plan\n1. Do it\n"}, http.StatusCreated)
 	act(t, as, "tgt", "review", nil, http.StatusOK)
+	putPlan(t, as, "shared", map[string]any{"content": "# Shared"}, http.StatusCreated)
+	for _, c := range callers {
+		putPlan(t, as, "mine-"+slug(c), map[string]any{"content": "# Mine"}, http.StatusCreated)
+	}
 
 	a.tokens[agentIn] = env.Token(auth.Agent, "agent-in", "root")
 	a.tokens[agentOut] = env.Token(auth.Agent, "agent-out", "other")
@@ -76,6 +81,9 @@ func newAccessEnv(t *testing.T, configure ...func(*planhttp.Config)) *accessEnv 
 	return a
 }
 
+// slug is c as a plan name.
+func slug(c caller) string { return strings.ReplaceAll(string(c), " ", "-") }
+
 // as returns the view of the server that calls as c.
 func (a *accessEnv) as(c caller) *apitest.Env { return a.As(a.tokens[c]) }
 
@@ -84,7 +92,7 @@ func (a *accessEnv) as(c caller) *apitest.Env { return a.As(a.tokens[c]) }
 const ok = 0
 
 // accessCase is one request on one route and the status each caller must
-// get. An admin gets a 2xx and the callers without a valid token get 401
+// get; "{who}" in its path is the caller's slug. An admin gets a 2xx and the callers without a valid token get 401
 // unless want says otherwise; viewer and both agents must be named.
 type accessCase struct {
 	name   string
@@ -116,6 +124,10 @@ func open() map[caller]int {
 	}
 	return m
 }
+
+// writers is what shared-plan writes get: agents share plans whatever
+// their session; viewers only read.
+var writers = map[caller]int{viewer: 403, agentIn: ok, agentOut: ok}
 
 var tools = map[string]any{"tools": []map[string]any{{"name": "shell"}}}
 
@@ -170,6 +182,27 @@ var accessTable = map[string][]accessCase{
 		want: map[caller]int{viewer: 403, agentIn: ok, agentOut: 404}}},
 	"GET /v1/sessions/{id}/todos": {{path: "/v1/sessions/tgt/todos",
 		want: map[caller]int{viewer: ok, agentIn: ok, agentOut: 404}}},
+
+	"GET /v1/plans":           {{path: "/v1/plans", want: map[caller]int{viewer: ok, agentIn: ok, agentOut: ok}}},
+	"GET /v1/plans/{name}":    {{path: "/v1/plans/shared", want: map[caller]int{viewer: ok, agentIn: ok, agentOut: ok}}},
+	"PUT /v1/plans/{name}":    {{path: "/v1/plans/shared", body: map[string]any{"content": "# v2"}, want: writers}},
+	"DELETE /v1/plans/{name}": {{path: "/v1/plans/mine-{who}", want: writers}},
+	"GET /v1/plans/{name}/content": {{path: "/v1/plans/shared/content",
+		want: map[caller]int{viewer: ok, agentIn: ok, agentOut: ok}}},
+	"PUT /v1/plans/{name}/content": {{path: "/v1/plans/shared/content", body: "# v3",
+		header: []string{"Content-Type", "text/markdown"}, want: writers}},
+	"GET /v1/plans/{name}/status": {{path: "/v1/plans/shared/status",
+		want: map[caller]int{viewer: ok, agentIn: ok, agentOut: ok}}},
+	"PUT /v1/plans/{name}/status": {{path: "/v1/plans/shared/status", body: map[string]any{"status": "done"}, want: writers}},
+	"GET /v1/plans/{name}/revisions": {{path: "/v1/plans/shared/revisions",
+		want: map[caller]int{viewer: ok, agentIn: ok, agentOut: ok}}},
+	"GET /v1/plans/{name}/revisions/{revision}": {{path: "/v1/plans/shared/revisions/1",
+		want: map[caller]int{viewer: ok, agentIn: ok, agentOut: ok}}},
+
+	"GET /v1/events": {
+		{name: "whole feed", path: "/v1/events", want: map[caller]int{viewer: ok, agentIn: ok, agentOut: ok}},
+		{name: "one session", path: "/v1/events?session_id=tgt", want: map[caller]int{viewer: ok, agentIn: ok, agentOut: 404}},
+	},
 
 	"POST /v1/tokens": {{path: "/v1/tokens", body: map[string]any{"role": "viewer"},
 		want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 403}}},
@@ -230,8 +263,9 @@ func TestEveryRouteForEveryCaller(t *testing.T) {
 			t.Run(route+" "+tc.name, func(t *testing.T) {
 				a := newAccessEnv(t)
 				for _, c := range callers {
-					resp := a.as(c).Call(method, tc.path, tc.body, tc.header...)
-					checkStatus(t, c, method, tc.path, resp.Status, tc.expect(t, c), resp.Body)
+					path := strings.ReplaceAll(tc.path, "{who}", slug(c))
+					resp := a.as(c).Call(method, path, tc.body, tc.header...)
+					checkStatus(t, c, method, path, resp.Status, tc.expect(t, c), resp.Body)
 					if resp.Status == http.StatusUnauthorized && resp.Code() != "unauthenticated" {
 						t.Errorf("%s: 401 with code %q", c, resp.Code())
 					}
@@ -245,7 +279,8 @@ func TestEveryRouteForEveryCaller(t *testing.T) {
 				// HEAD is not in the contract (the GET handler serves it),
 				// so it goes around env.Call.
 				for _, c := range callers {
-					req, _ := http.NewRequest(http.MethodHead, a.Server.URL+tc.path, nil)
+					path := strings.ReplaceAll(tc.path, "{who}", slug(c))
+					req, _ := http.NewRequest(http.MethodHead, a.Server.URL+path, nil)
 					if tok := a.tokens[c]; tok != "" {
 						req.Header.Set("Authorization", "Bearer "+tok)
 					}
@@ -254,7 +289,7 @@ func TestEveryRouteForEveryCaller(t *testing.T) {
 						t.Fatal(err)
 					}
 					resp.Body.Close()
-					checkStatus(t, c, http.MethodHead, tc.path, resp.StatusCode, tc.expect(t, c), nil)
+					checkStatus(t, c, http.MethodHead, path, resp.StatusCode, tc.expect(t, c), nil)
 				}
 			})
 		}

@@ -171,7 +171,15 @@ func (s *Server) authorizeRoute(r *http.Request, route string, params *chi.Conte
 	if rule.SessionParam != "" {
 		target = params.URLParam(rule.SessionParam)
 	}
-	return s.allow(r, rule.Action, target, sessions.NotFound(target))
+	if err := s.allow(r, rule.Action, target, sessions.NotFound(target)); err != nil {
+		return err
+	}
+	if rule.SessionQuery != "" {
+		if id := r.URL.Query().Get(rule.SessionQuery); id != "" {
+			return s.allow(r, auth.ReadSession, id, sessions.NotFound(id))
+		}
+	}
+	return nil
 }
 
 // allow decides whether the caller may perform a on session target ("" for

@@ -67,6 +67,13 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	return body, nil
 }
 
+// planBodyLimit bounds the body of a write carrying a whole plan, shared or session plan: room for
+// content at the limit even when JSON or YAML escaping doubles it, plus the
+// other fields. The content itself is then held to MaxPlanBytes.
+func (s *Server) planBodyLimit() int64 {
+	return max(s.cfg.MaxBodyBytes, 2*s.cfg.MaxPlanBytes+64<<10)
+}
+
 // decodeOptions tune decodeJSON.
 type decodeOptions struct {
 	// allowEmpty accepts an empty body as {}.

@@ -1,7 +1,6 @@
 package http
 
 import (
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -9,59 +8,80 @@ import (
 	"github.com/planserver/planserver/internal/apierr"
 )
 
-// negotiate picks the response media type from offers (the server's
-// preference first) by the request's Accept header (RFC 9110 §12.5.1): the
-// offer with the highest quality wins, ties go to the earlier offer, and a
-// missing Accept header means the first offer. When Accept rules out every
-// offer, it answers 406 not_acceptable.
+// negotiate picks the representation of a GET from offers (media types
+// without parameters, the server's preference first) by the request's
+// Accept header (RFC 9110 §12.5.1): the offer with the highest quality
+// wins, ties go to the earlier offer, and the most specific matching range
+// sets an offer's quality. No Accept header (or an empty one) accepts
+// anything. When no offer is acceptable the answer is 406 not_acceptable
+// naming the offers, rather than a representation the client refused.
+// Malformed ranges are ignored, as if the client had not sent them.
 func negotiate(r *http.Request, offers ...string) (string, error) {
 	header := strings.Join(r.Header.Values("Accept"), ",")
 	if strings.TrimSpace(header) == "" {
 		return offers[0], nil
 	}
+	ranges := parseAccept(header)
 	best, bestQ := "", 0.0
 	for _, offer := range offers {
-		if q := acceptQuality(header, offer); q > bestQ {
+		if q := quality(ranges, offer); q > bestQ {
 			best, bestQ = offer, q
 		}
 	}
 	if best == "" {
-		return "", apierr.New(apierr.NotAcceptable, "Accept %q allows none of %s", header, strings.Join(offers, ", "))
+		return "", apierr.New(apierr.NotAcceptable, "Accept %q admits none of the representations of %s: %s",
+			header, r.URL.Path, strings.Join(offers, ", "))
 	}
 	return best, nil
 }
 
-// acceptQuality is the quality the Accept header gives offer: that of the
-// most specific media range matching it (type/subtype over type/* over
-// */*), 0 when none does.
-func acceptQuality(header, offer string) float64 {
-	otype, _, _ := strings.Cut(offer, "/")
-	q, specificity := 0.0, -1
+// mediaRange is one element of an Accept header.
+type mediaRange struct {
+	typ, sub string
+	q        float64
+}
+
+func parseAccept(header string) []mediaRange {
+	var out []mediaRange
 	for _, part := range strings.Split(header, ",") {
-		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
-		if err != nil {
+		params := strings.Split(part, ";")
+		typ, sub, ok := strings.Cut(strings.ToLower(strings.TrimSpace(params[0])), "/")
+		if !ok || typ == "" || sub == "" || (typ == "*" && sub != "*") {
 			continue
 		}
-		rtype, rsub, _ := strings.Cut(mt, "/")
-		var spec int
-		switch {
-		case mt == offer:
-			spec = 2
-		case rtype == otype && rsub == "*":
-			spec = 1
-		case mt == "*/*":
-			spec = 0
-		default:
-			continue
-		}
-		if spec <= specificity {
-			continue
-		}
-		specificity, q = spec, 1
-		if v, ok := params["q"]; ok {
-			if f, err := strconv.ParseFloat(v, 64); err == nil && f >= 0 && f <= 1 {
-				q = f
+		mr := mediaRange{typ: typ, sub: sub, q: 1}
+		for _, p := range params[1:] {
+			k, v, _ := strings.Cut(strings.TrimSpace(p), "=")
+			if strings.EqualFold(strings.TrimSpace(k), "q") {
+				q, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				if err != nil || !(q >= 0 && q <= 1) { // NaN included
+					q = 0 // a malformed weight excludes the range rather than favouring it
+				}
+				mr.q = q
 			}
+		}
+		out = append(out, mr)
+	}
+	return out
+}
+
+// quality returns the weight the most specific range matching offer gives
+// it; 0 when none matches.
+func quality(ranges []mediaRange, offer string) float64 {
+	typ, sub, _ := strings.Cut(offer, "/")
+	q, specificity := 0.0, -1
+	for _, mr := range ranges {
+		s := -1
+		switch {
+		case mr.typ == typ && mr.sub == sub:
+			s = 2
+		case mr.typ == typ && mr.sub == "*":
+			s = 1
+		case mr.typ == "*":
+			s = 0
+		}
+		if s > specificity {
+			q, specificity = mr.q, s
 		}
 	}
 	return q

@@ -29,7 +29,7 @@ func TestAgentCannotEscapePlanMode(t *testing.T) {
 	agent := env.As(agentTok)
 	// The agent does its legitimate work: plans and asks for review.
 	for _, id := range []string{"mid", "leaf"} {
-		putPlan(t, agent, id, map[string]any{"content": "# Plan for " + id}, http.StatusCreated)
+		writeSessionPlan(t, agent, id, map[string]any{"content": "# Plan for " + id}, http.StatusCreated)
 		act(t, agent, id, "review", map[string]any{"rationale": "ready"}, http.StatusOK)
 	}
 	tokensBefore := countRows(t, env, "tokens", "")

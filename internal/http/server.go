@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -20,6 +21,8 @@ import (
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/auth"
+	"github.com/planserver/planserver/internal/events"
+	"github.com/planserver/planserver/internal/plans"
 	"github.com/planserver/planserver/internal/sessions"
 	"github.com/planserver/planserver/internal/sqlite"
 )
@@ -38,6 +41,9 @@ type Config struct {
 	// whatever their annotations. Nil means sessions.DefaultPlanModeAllow;
 	// empty means none.
 	PlanModeAllow []string
+	// PlanHistory is how many revisions of a shared plan stay readable, the
+	// current one included (--plan-history); 100 when zero.
+	PlanHistory int
 	// RequirePreconditions makes updates and deletes without If-Match (or
 	// last_known_revision) fail with 428.
 	RequirePreconditions bool
@@ -57,6 +63,16 @@ type Config struct {
 	// CORSOrigins are the browser origins allowed to call the API; none
 	// turns CORS off.
 	CORSOrigins []string
+	// EventRetention bounds the event log (PruneEvents, RunPruner); the
+	// zero value keeps every event.
+	EventRetention events.Retention
+	// SSEHeartbeat is the interval of the comment lines an idle event
+	// stream gets; DefaultSSEHeartbeat when 0.
+	SSEHeartbeat time.Duration
+	// SSEWriteTimeout bounds each write to an event stream: a client that
+	// does not take the bytes in time is dropped. DefaultSSEWriteTimeout
+	// when 0.
+	SSEWriteTimeout time.Duration
 }
 
 // Server is the planserver HTTP API.
@@ -73,6 +89,14 @@ type Server struct {
 	gate     sessions.Gate
 	tokens   *auth.Store
 	limiter  *limiter
+	plans    *plans.Store
+
+	// broker wakes event streams after every commit.
+	broker       *events.Broker
+	eventMetrics *eventMetrics
+	// shutdown is closed by Shutdown to end every event stream.
+	shutdown     chan struct{}
+	shutdownOnce sync.Once
 }
 
 // DefaultMaxBodyBytes bounds JSON bodies when Config names no limit.
@@ -92,6 +116,12 @@ func New(cfg Config) *Server {
 	if cfg.MaxPlanBytes <= 0 {
 		cfg.MaxPlanBytes = DefaultMaxPlanBytes
 	}
+	if cfg.SSEHeartbeat <= 0 {
+		cfg.SSEHeartbeat = DefaultSSEHeartbeat
+	}
+	if cfg.SSEWriteTimeout <= 0 {
+		cfg.SSEWriteTimeout = DefaultSSEWriteTimeout
+	}
 	reg := cfg.Registry
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -106,7 +136,12 @@ func New(cfg Config) *Server {
 		gate:     sessions.NewGate(cfg.PlanModeAllow),
 		tokens:   auth.NewStore(cfg.DB),
 		limiter:  newLimiter(cfg.RateLimit, cfg.RateBurst),
+		plans:    plans.NewStore(cfg.DB, plans.Config{History: cfg.PlanHistory, MaxContentBytes: cfg.MaxPlanBytes}),
+		broker:   events.NewBroker(),
+		shutdown: make(chan struct{}),
 	}
+	s.eventMetrics = newEventMetrics(reg, s.broker.Subscribers)
+	cfg.DB.OnCommit(s.broker.Notify)
 	s.schemaVersion = sqlite.KnownVersion()
 	s.router = s.routes()
 	return s
@@ -135,6 +170,8 @@ func (s *Server) routes() chi.Router {
 	// Every /v1 route needs a rule in auth.Routes; guard enforces it.
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(s.guard)
+		r.Use(s.withEventHead)
+		r.Get("/events", s.listEvents)
 		r.Post("/sessions", s.createSession)
 		r.Get("/sessions", s.listSessions)
 		r.Get("/sessions/{id}", s.getSession)
@@ -151,6 +188,17 @@ func (s *Server) routes() chi.Router {
 		r.Put("/sessions/{id}/todos", s.putTodos)
 		r.Get("/sessions/{id}/todos", s.getTodos)
 
+		r.Get("/plans", s.listPlans)
+		r.Put("/plans/{name}", s.putPlan)
+		r.Get("/plans/{name}", s.getPlan)
+		r.Delete("/plans/{name}", s.deletePlan)
+		r.Get("/plans/{name}/content", s.getPlanContent)
+		r.Put("/plans/{name}/content", s.putPlanContent)
+		r.Get("/plans/{name}/status", s.getPlanStatus)
+		r.Put("/plans/{name}/status", s.setPlanStatus)
+		r.Get("/plans/{name}/revisions", s.listPlanRevisions)
+		r.Get("/plans/{name}/revisions/{revision}", s.getPlanRevision)
+
 		r.Post("/tokens", s.createToken)
 		r.Get("/tokens", s.listTokens)
 		r.Get("/tokens/{name}", s.getToken)
@@ -160,6 +208,9 @@ func (s *Server) routes() chi.Router {
 }
 
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	if plansNotFound(w, r) {
+		return
+	}
 	writeProblem(w, r, apierr.New(apierr.NotFound, "no route for %s %s", r.Method, r.URL.Path))
 }
 

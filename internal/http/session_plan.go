@@ -6,12 +6,6 @@ import (
 	"github.com/planserver/planserver/internal/sessions"
 )
 
-// planBodyLimit bounds a session plan write: a JSON-escaped plan can be
-// up to twice its content (and more for control characters, which Markdown
-// rarely holds), plus room for the other fields. The content limit itself
-// is checked after decoding, so raw and JSON bodies share one limit.
-func (s *Server) planBodyLimit() int64 { return 2*s.cfg.MaxPlanBytes + 64<<10 }
-
 func (s *Server) putSessionPlan(w http.ResponseWriter, r *http.Request) {
 	id, err := sessionIDParam(r)
 	if err != nil {

@@ -36,7 +36,7 @@ type sessionPlan struct {
 	Revision  int64  `json:"revision"`
 }
 
-func putPlan(t *testing.T, env *apitest.Env, id string, body any, wantStatus int, header ...string) sessionPlan {
+func writeSessionPlan(t *testing.T, env *apitest.Env, id string, body any, wantStatus int, header ...string) sessionPlan {
 	t.Helper()
 	r := env.Call("PUT", "/v1/sessions/"+id+"/plan", body, header...)
 	if r.Status != wantStatus {
@@ -183,7 +183,7 @@ func TestPlanModeLoop(t *testing.T) {
 		t.Errorf("reject twice: %s", r.Body)
 	}
 
-	p := putPlan(t, env, "main", "# Plan\n1. rewrite billing\n2. roll back on failure", 200, "Content-Type", "text/markdown")
+	p := writeSessionPlan(t, env, "main", "# Plan\n1. rewrite billing\n2. roll back on failure", 200, "Content-Type", "text/markdown")
 	if p.Revision != 2 || p.Author != "planner" {
 		t.Errorf("second revision: %+v", p)
 	}
@@ -257,7 +257,7 @@ func TestApprovingAChildUnderAPlanAncestor(t *testing.T) {
 	env := apitest.New(t)
 	createSession(t, env, map[string]any{"id": "root", "mode": "plan"})
 	createSession(t, env, map[string]any{"id": "kid", "parent_id": "root", "mode": "plan"})
-	p := putPlan(t, env, "kid", map[string]any{"content": "kid plan"}, 201)
+	p := writeSessionPlan(t, env, "kid", map[string]any{"content": "kid plan"}, 201)
 	act(t, env, "kid", "review", nil, 200)
 	_, s := act(t, env, "kid", "approve", nil, 200, "If-Match", fmt.Sprint(p.Revision))
 	if s.Review.State != "approved" || s.Mode != "build" || s.EffectiveMode != "plan" || s.ModeSource == nil || *s.ModeSource != "root" {
@@ -272,7 +272,7 @@ func TestApprovingAChildUnderAPlanAncestor(t *testing.T) {
 	// A child whose own mode was already build: approval changes only the
 	// review, in one revision.
 	createSession(t, env, map[string]any{"id": "kid2", "parent_id": "root"})
-	putPlan(t, env, "kid2", map[string]any{"content": "kid2 plan"}, 201)
+	writeSessionPlan(t, env, "kid2", map[string]any{"content": "kid2 plan"}, 201)
 	_, s = act(t, env, "kid2", "review", nil, 200)
 	rev := s.Revision
 	_, s = act(t, env, "kid2", "approve", nil, 200, "If-Match", "1")
@@ -290,12 +290,12 @@ func TestApprovingAChildUnderAPlanAncestor(t *testing.T) {
 func TestPlanRewriteWithdrawsThePendingReview(t *testing.T) {
 	env := apitest.New(t)
 	createSession(t, env, map[string]any{"id": "s", "mode": "plan"})
-	putPlan(t, env, "s", map[string]any{"content": "v1"}, 201)
+	writeSessionPlan(t, env, "s", map[string]any{"content": "v1"}, 201)
 	_, s := act(t, env, "s", "review", map[string]any{"rationale": "r1"}, 200)
 
 	// The same content again is a no-op and keeps the review.
 	events := countRows(t, env, "events", "")
-	if p := putPlan(t, env, "s", map[string]any{"content": "v1"}, 200); p.Revision != 1 {
+	if p := writeSessionPlan(t, env, "s", map[string]any{"content": "v1"}, 200); p.Revision != 1 {
 		t.Errorf("same content bumped the plan to %d", p.Revision)
 	}
 	if n := countRows(t, env, "events", ""); n != events {
@@ -306,7 +306,7 @@ func TestPlanRewriteWithdrawsThePendingReview(t *testing.T) {
 		t.Errorf("repeated review request bumped the session")
 	}
 
-	putPlan(t, env, "s", map[string]any{"content": "v2"}, 200)
+	writeSessionPlan(t, env, "s", map[string]any{"content": "v2"}, 200)
 	after := getReviewed(t, env, "s")
 	if after.Review.State != "none" || after.Review.PlanRevision != nil || after.Revision != s.Revision+1 || after.Mode != "plan" {
 		t.Errorf("after rewrite: %+v", after)
@@ -326,7 +326,7 @@ func TestPlanRewriteWithdrawsThePendingReview(t *testing.T) {
 	// A rejected review is not withdrawn by a rewrite: it names its revision.
 	act(t, env, "s", "review", nil, 200)
 	act(t, env, "s", "reject", map[string]any{"feedback": "no"}, 200)
-	putPlan(t, env, "s", map[string]any{"content": "v3"}, 200)
+	writeSessionPlan(t, env, "s", map[string]any{"content": "v3"}, 200)
 	if r := getReviewed(t, env, "s").Review; r.State != "rejected" || *r.PlanRevision != 2 || *r.Feedback != "no" {
 		t.Errorf("rejected review after rewrite: %+v", r)
 	}
@@ -337,7 +337,7 @@ func TestPlanRewriteWithdrawsThePendingReview(t *testing.T) {
 func TestLeavingPlanModeDirectlyCancelsThePendingReview(t *testing.T) {
 	env := apitest.New(t)
 	createSession(t, env, map[string]any{"id": "s", "mode": "plan"})
-	putPlan(t, env, "s", map[string]any{"content": "v1"}, 201)
+	writeSessionPlan(t, env, "s", map[string]any{"content": "v1"}, 201)
 	_, s := act(t, env, "s", "review", nil, 200)
 	resp := setMode(t, env, "s", "build", 200)
 	var after reviewed
@@ -373,7 +373,7 @@ func TestConcurrentRewriteNeverApprovesAnUnreadRevision(t *testing.T) {
 	for it := 0; it < iterations; it++ {
 		id := fmt.Sprintf("race-%d", it)
 		createSession(t, env, map[string]any{"id": id, "mode": "plan"})
-		putPlan(t, env, id, map[string]any{"content": "v1"}, 201)
+		writeSessionPlan(t, env, id, map[string]any{"content": "v1"}, 201)
 		act(t, env, id, "review", nil, 200)
 
 		var (
@@ -457,14 +457,14 @@ func TestConcurrentRewriteNeverApprovesAnUnreadRevision(t *testing.T) {
 func TestSessionPlanPreconditionsAndLimits(t *testing.T) {
 	env := apitest.New(t, func(c *planhttp.Config) { c.MaxPlanBytes = 100 })
 	createSession(t, env, map[string]any{"id": "s"})
-	putPlan(t, env, "s", map[string]any{"content": "v1"}, 201, "If-None-Match", "*")
+	writeSessionPlan(t, env, "s", map[string]any{"content": "v1"}, 201, "If-None-Match", "*")
 	if r := env.Call("PUT", "/v1/sessions/s/plan", map[string]any{"content": "v2"}, "If-None-Match", "*"); r.Status != 412 || r.Code() != "already_exists" {
 		t.Errorf("create-only on an existing plan: %d %s", r.Status, r.Body)
 	}
 	if r := env.Call("PUT", "/v1/sessions/s/plan", map[string]any{"content": "v2"}, "If-Match", `"7"`); r.Status != 412 || r.Map(t)["current_revision"] != float64(1) {
 		t.Errorf("stale If-Match: %d %s", r.Status, r.Body)
 	}
-	putPlan(t, env, "s", map[string]any{"content": "v2"}, 200, "If-Match", `"1"`)
+	writeSessionPlan(t, env, "s", map[string]any{"content": "v2"}, 200, "If-Match", `"1"`)
 	if r := env.Call("GET", "/v1/sessions/s/plan", nil, "If-None-Match", `"2"`); r.Status != 304 || r.Header.Get("ETag") != `"2"` {
 		t.Errorf("If-None-Match current: %d", r.Status)
 	}
@@ -486,7 +486,7 @@ func TestSessionPlanPreconditionsAndLimits(t *testing.T) {
 
 	// The content limit, raw and JSON; a JSON-escaped plan at the limit fits.
 	atLimit := strings.Repeat(`"`, 100)
-	putPlan(t, env, "s", map[string]any{"content": atLimit}, 200)
+	writeSessionPlan(t, env, "s", map[string]any{"content": atLimit}, 200)
 	for name, req := range map[string][]any{
 		"json": {map[string]any{"content": atLimit + "x"}},
 		"raw":  {atLimit + "x", "Content-Type", "text/markdown"},
@@ -503,7 +503,7 @@ func TestSessionPlanPreconditionsAndLimits(t *testing.T) {
 
 	strict := apitest.New(t, func(c *planhttp.Config) { c.RequirePreconditions = true })
 	createSession(t, strict, map[string]any{"id": "s"})
-	putPlan(t, strict, "s", map[string]any{"content": "v1"}, 201)
+	writeSessionPlan(t, strict, "s", map[string]any{"content": "v1"}, 201)
 	if r := strict.Call("PUT", "/v1/sessions/s/plan", map[string]any{"content": "v2"}); r.Status != 428 {
 		t.Errorf("unconditional plan update under --require-preconditions: %d", r.Status)
 	}
@@ -514,7 +514,7 @@ func TestSessionPlanPreconditionsAndLimits(t *testing.T) {
 		t.Errorf("conditional review request: %d %s", r.Status, r.Body)
 	}
 	// A review request naming a stale plan revision is refused.
-	putPlan(t, strict, "s", map[string]any{"content": "v2"}, 200, "If-Match", "1")
+	writeSessionPlan(t, strict, "s", map[string]any{"content": "v2"}, 200, "If-Match", "1")
 	if r := strict.Call("POST", "/v1/sessions/s/plan/review", nil, "If-Match", "1"); r.Status != 412 {
 		t.Errorf("review of a stale revision: %d %s", r.Status, r.Body)
 	}
@@ -526,7 +526,7 @@ func TestDeletingASessionDeletesItsPlanAndTodos(t *testing.T) {
 	createSession(t, env, map[string]any{"id": "k", "parent_id": "p"})
 	createSession(t, env, map[string]any{"id": "other"})
 	for _, id := range []string{"p", "k", "other"} {
-		putPlan(t, env, id, map[string]any{"content": "plan of " + id}, 201)
+		writeSessionPlan(t, env, id, map[string]any{"content": "plan of " + id}, 201)
 		if r := env.Call("PUT", "/v1/sessions/"+id+"/todos", map[string]any{"todos": []any{map[string]any{"content": "x", "status": "pending"}}}); r.Status != 200 {
 			t.Fatalf("todos: %d %s", r.Status, r.Body)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/planserver/planserver/internal/apitest"
 	"github.com/planserver/planserver/internal/auth"
+	"github.com/planserver/planserver/internal/events"
 	planhttp "github.com/planserver/planserver/internal/http"
 )
 
@@ -250,7 +251,7 @@ func TestEveryEventNamesTheToken(t *testing.T) {
 	env, as := tokenEnv(t)
 	createSession(t, as, map[string]any{"id": "s", "mode": "plan"})
 	agent := env.As(env.Token(auth.Agent, "claude", "s"))
-	plan := putPlan(t, agent, "s", map[string]any{"content": "# Plan"}, http.StatusCreated)
+	plan := writeSessionPlan(t, agent, "s", map[string]any{"content": "# Plan"}, http.StatusCreated)
 	if plan.Author != "claude" {
 		t.Errorf("plan author %q", plan.Author)
 	}
@@ -300,5 +301,67 @@ func TestDeletingASessionRevokesItsAgentTokens(t *testing.T) {
 	}
 	if n := countRows(t, env, "tokens", "revoked_at IS NOT NULL"); n != 2 {
 		t.Errorf("%d revoked tokens, want 2", n)
+	}
+}
+
+// TestAgentEventFeed checks an agent's view of the log: its subtree and
+// the events of no session, in pages and on the stream, with the token in
+// the header or, on this route only, in ?access_token=.
+func TestAgentEventFeed(t *testing.T) {
+	env, as := tokenEnv(t)
+	for _, s := range []map[string]any{
+		{"id": "a"}, {"id": "a.1", "parent_id": "a"}, {"id": "a.1.x", "parent_id": "a.1"}, {"id": "b"},
+	} {
+		createSession(t, as, s)
+	}
+	putPlan(t, as, "shared", map[string]any{"content": "# Shared"}, http.StatusCreated)
+	secret := env.Token(auth.Agent, "agent-a1", "a.1")
+	agent := env.As(secret)
+	as.Call("PATCH", "/v1/sessions/b", map[string]any{"title": "elsewhere"}, "Content-Type", "application/merge-patch+json")
+	as.Call("PATCH", "/v1/sessions/a.1.x", map[string]any{"title": "mine"}, "Content-Type", "application/merge-patch+json")
+
+	seen := func(es []events.Event) string {
+		var out []string
+		for _, e := range es {
+			out = append(out, e.Type+":"+e.SessionID+e.Plan)
+		}
+		return strings.Join(out, " ")
+	}
+	const want = "session.created:a.1 session.created:a.1.x plan.created:shared session.updated:a.1.x"
+	if got := seen(getEvents(t, agent, "").Events); got != want {
+		t.Errorf("agent's feed: %s\nwant %s", got, want)
+	}
+	if got := seen(getEvents(t, agent, "?session_id=a.1.x").Events); got != "session.created:a.1.x session.updated:a.1.x" {
+		t.Errorf("agent's feed of a.1.x: %s", got)
+	}
+	for _, outside := range []string{"a", "b", "ghost"} {
+		if r := agent.Call("GET", "/v1/events?session_id="+outside, nil); r.Status != http.StatusNotFound || r.Code() != "not_found" {
+			t.Errorf("agent's feed of %s: %d %s", outside, r.Status, r.Body)
+		}
+	}
+	if n := len(getEvents(t, as, "").Events); n != 7 {
+		t.Errorf("admin's feed has %d events, want 7", n)
+	}
+
+	// ?access_token= instead of the header, as an EventSource must.
+	if got := seen(getEvents(t, env, "?access_token="+secret).Events); got != want {
+		t.Errorf("feed with access_token: %s", got)
+	}
+	if r := env.Call("GET", "/v1/events?access_token="+auth.NewToken(), nil); r.Status != http.StatusUnauthorized {
+		t.Errorf("unknown access_token: %d %s", r.Status, r.Body)
+	}
+	s := openStream(t, env, "?access_token="+secret)
+	var streamed []events.Event
+	for range 4 {
+		streamed = append(streamed, mustEvent(t, s))
+	}
+	if got := seen(streamed); got != want {
+		t.Errorf("stream with access_token: %s", got)
+	}
+	// A live event outside the scope is skipped, one inside arrives.
+	as.Call("PATCH", "/v1/sessions/b", map[string]any{"title": "again"}, "Content-Type", "application/merge-patch+json")
+	as.Call("PATCH", "/v1/sessions/a.1", map[string]any{"title": "live"}, "Content-Type", "application/merge-patch+json")
+	if e := mustEvent(t, s); e.Type != "session.updated" || e.SessionID != "a.1" {
+		t.Errorf("live event %s %s", e.Type, e.SessionID)
 	}
 }

@@ -183,5 +183,31 @@ func FuzzParseMatch(f *testing.F) {
 		if m.Present && !m.Any && m.Matches(false, 0) {
 			t.Fatalf("%q matched a missing resource", v)
 		}
+		// The same value as If-None-Match on a GET: 304 exactly for the
+		// listed revisions (or any, for *), never without the header.
+		for _, r := range m.Revisions {
+			if !m.NotModified(r) {
+				t.Fatalf("If-None-Match %q: listed revision %d is not 304", v, r)
+			}
+		}
+		if !m.Present && m.NotModified(1) {
+			t.Fatalf("If-None-Match %q absent but 304", v)
+		}
+		if m.Present && !m.Any && m.NotModified(-1) {
+			t.Fatalf("If-None-Match %q matched revision -1, which no server issues", v)
+		}
+		// A precondition built from it either holds or fails with one of
+		// the codes API.md allows, whatever the resource's state.
+		for _, exists := range []bool{false, true} {
+			p, err := New(m, Match{}, nil, false)
+			if err != nil {
+				t.Fatalf("%q: %v", v, err)
+			}
+			if err := p.Check("x", exists, 3); err != nil {
+				if e, ok := apierr.As(err); !ok || !e.Precondition || e.Code != apierr.VersionConflict || e.CurrentRevision == nil {
+					t.Fatalf("If-Match %q (exists %v): %v is not a 412 version_conflict", v, exists, err)
+				}
+			}
+		}
 	})
 }

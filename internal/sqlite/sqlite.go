@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/pressly/goose/v3"
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/planserver/planserver/migrations"
 )
@@ -87,10 +86,11 @@ func Open(ctx context.Context, path string, durability Durability) (*DB, error) 
 	for k, v := range q {
 		wq[k] = v
 	}
-	writer, err := sql.Open("sqlite", "file:"+path+"?"+wq.Encode())
+	wc, err := newConnector("file:" + path + "?" + wq.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
+	writer := sql.OpenDB(wc)
 	writer.SetMaxOpenConns(1)
 	writer.SetMaxIdleConns(1)
 	writer.SetConnMaxLifetime(0)
@@ -104,11 +104,12 @@ func Open(ctx context.Context, path string, durability Durability) (*DB, error) 
 		rq[k] = v
 	}
 	rq.Add("_pragma", "query_only(ON)")
-	reader, err := sql.Open("sqlite", "file:"+path+"?"+rq.Encode())
+	rc, err := newConnector("file:" + path + "?" + rq.Encode())
 	if err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("open %s for reading: %w", path, err)
 	}
+	reader := sql.OpenDB(rc)
 	readers := max(4, 2*runtime.GOMAXPROCS(0))
 	reader.SetMaxOpenConns(readers)
 	reader.SetMaxIdleConns(readers)

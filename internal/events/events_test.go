@@ -1,0 +1,240 @@
+package events_test
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/events"
+	"github.com/planserver/planserver/internal/sqlite"
+)
+
+func openDB(t *testing.T) *sqlite.DB {
+	t.Helper()
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "e.db"), sqlite.DurabilityNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, _, err := db.MigrateUp(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// appendPlanEvents appends n plan.updated events of plan in one
+// transaction. Plan events need no session rows, which keeps these tests
+// about the log alone.
+func appendPlanEvents(t *testing.T, db *sqlite.DB, plan string, n int) {
+	t.Helper()
+	err := db.Write(context.Background(), func(tx *sql.Tx) error {
+		for i := 0; i < n; i++ {
+			if _, err := events.Append(context.Background(), tx, events.PlanUpdated, "", plan, int64(i+1), nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func seqs(p events.Page) []int64 {
+	out := []int64{}
+	for _, e := range p.Events {
+		out = append(out, e.Seq)
+	}
+	return out
+}
+
+func read(t *testing.T, db *sqlite.DB, q events.Query) events.Page {
+	t.Helper()
+	p, err := events.Read(context.Background(), db, q)
+	if err != nil {
+		t.Fatalf("read %+v: %v", q, err)
+	}
+	return p
+}
+
+func equal(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestReadPagesAndFilters(t *testing.T) {
+	db := openDB(t)
+	appendPlanEvents(t, db, "alpha", 3) // 1..3
+	appendPlanEvents(t, db, "beta", 2)  // 4..5
+	appendPlanEvents(t, db, "alpha", 1) // 6
+
+	cases := []struct {
+		name     string
+		q        events.Query
+		want     []int64
+		wantNext int64
+	}{
+		{"no cursor reads from the start", events.Query{After: -1}, []int64{1, 2, 3, 4, 5, 6}, 6},
+		{"after", events.Query{After: 4}, []int64{5, 6}, 6},
+		{"full page ends at its last event", events.Query{After: 0, Limit: 2}, []int64{1, 2}, 2},
+		{"plan filter", events.Query{After: 0, Plan: "alpha"}, []int64{1, 2, 3, 6}, 6},
+		{"a filter that skips the tail still moves the cursor to the head", events.Query{After: 0, Plan: "beta"}, []int64{4, 5}, 6},
+		{"a full filtered page", events.Query{After: 0, Plan: "alpha", Limit: 2}, []int64{1, 2}, 2},
+		{"types", events.Query{After: 0, Types: []string{events.PlanCreated}}, []int64{}, 6},
+		{"at the head", events.Query{After: 6}, []int64{}, 6},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := read(t, db, c.q)
+			if !equal(seqs(p), c.want) || p.Next != c.wantNext {
+				t.Errorf("got %v next %d, want %v next %d", seqs(p), p.Next, c.want, c.wantNext)
+			}
+		})
+	}
+	if h, err := events.Head(context.Background(), db); err != nil || h != 6 {
+		t.Errorf("head = %d, %v", h, err)
+	}
+	// A cursor from another database (or from before a restore).
+	if _, err := events.Read(context.Background(), db, events.Query{After: 7}); apierr.CodeOf(err) != apierr.CursorExpired {
+		t.Errorf("cursor ahead of the head: %v", err)
+	}
+}
+
+func TestQueryValidation(t *testing.T) {
+	cases := []struct {
+		q     events.Query
+		field string
+	}{
+		{events.Query{Limit: 1001}, "limit"},
+		{events.Query{Limit: -1}, "limit"},
+		{events.Query{SessionID: "-x"}, "session_id"},
+		{events.Query{Plan: "Upper"}, "plan"},
+		{events.Query{Types: []string{"session.created", "session.exploded"}}, "types"},
+		{events.Query{Types: []string{""}}, "types"},
+	}
+	for _, c := range cases {
+		err := c.q.Validate()
+		e, ok := apierr.As(err)
+		if !ok || e.Code != apierr.InvalidArgument || len(e.Fields) == 0 || e.Fields[0].Field != c.field {
+			t.Errorf("%+v: %v, want invalid_argument on %s", c.q, err, c.field)
+		}
+	}
+	if err := (events.Query{Limit: 1000, SessionID: "s.1", Plan: "p-1", Types: events.Types}).Validate(); err != nil {
+		t.Errorf("valid query refused: %v", err)
+	}
+}
+
+func TestPruneByAgeAndRowsMakesOlderCursorsExpire(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	appendPlanEvents(t, db, "p", 10) // 1..10
+	now := time.Now()
+
+	// Nothing is old yet, and the cap is not reached.
+	r := events.Retention{MaxAge: time.Hour, MaxRows: 100}
+	if n, err := events.Prune(ctx, db, r, now); err != nil || n != 0 {
+		t.Fatalf("prune of a young log: %d, %v", n, err)
+	}
+	// The row cap keeps the newest 7.
+	r.MaxRows = 7
+	if n, err := events.Prune(ctx, db, r, now); err != nil || n != 3 {
+		t.Fatalf("prune to 7 rows: %d, %v", n, err)
+	}
+	if p := read(t, db, events.Query{After: -1}); !equal(seqs(p), []int64{4, 5, 6, 7, 8, 9, 10}) {
+		t.Errorf("after the row cap: %v", seqs(p))
+	}
+	// Exactly at the pruned seq nothing was missed; one below, event 3 was.
+	if p := read(t, db, events.Query{After: 3}); len(p.Events) != 7 {
+		t.Errorf("cursor at the pruned seq: %v", seqs(p))
+	}
+	if _, err := events.Read(ctx, db, events.Query{After: 2}); apierr.CodeOf(err) != apierr.CursorExpired {
+		t.Errorf("cursor before pruned events: %v, want cursor_expired", err)
+	}
+	// A filter does not save an expired cursor: the pruned events can no
+	// longer be checked against it.
+	if _, err := events.Read(ctx, db, events.Query{After: 0, Plan: "other"}); apierr.CodeOf(err) != apierr.CursorExpired {
+		t.Errorf("filtered expired cursor: %v, want cursor_expired", err)
+	}
+	// Eight days later everything is older than the retention; the head
+	// stays where it was, so X-Event-Seq never goes backwards.
+	if n, err := events.Prune(ctx, db, r, now.Add(8*24*time.Hour)); err != nil || n != 7 {
+		t.Fatalf("prune by age: %d, %v", n, err)
+	}
+	if h, err := events.Head(ctx, db); err != nil || h != 10 {
+		t.Errorf("head after pruning everything = %d, %v; want 10", h, err)
+	}
+	if p := read(t, db, events.Query{After: -1}); len(p.Events) != 0 || p.Next != 10 {
+		t.Errorf("empty log from no cursor: %v next %d", seqs(p), p.Next)
+	}
+	if p := read(t, db, events.Query{After: 10}); len(p.Events) != 0 || p.Next != 10 {
+		t.Errorf("empty log at the head: %v next %d", seqs(p), p.Next)
+	}
+	appendPlanEvents(t, db, "p", 1)
+	if p := read(t, db, events.Query{After: 10}); !equal(seqs(p), []int64{11}) {
+		t.Errorf("seqs are never reused: %v", seqs(p))
+	}
+}
+
+func TestPruneDeletesLargeBacklogsInBatches(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	defer events.SetPruneBatch(10)()
+	appendPlanEvents(t, db, "p", 1_234)
+	commits := 0
+	db.OnCommit(func() { commits++ })
+	n, err := events.Prune(ctx, db, events.Retention{MaxRows: 34}, time.Now())
+	if err != nil || n != 1_200 {
+		t.Fatalf("pruned %d, %v; want 1200", n, err)
+	}
+	if commits != 121 { // 120 full batches, then one that finds nothing
+		t.Errorf("%d prune transactions, want 121", commits)
+	}
+	var count, lowest int64
+	if err := db.Reader.QueryRow(`SELECT count(*), min(seq) FROM events`).Scan(&count, &lowest); err != nil {
+		t.Fatal(err)
+	}
+	if count != 34 || lowest != 1_201 {
+		t.Errorf("%d events left from %d; want 34 from 1201", count, lowest)
+	}
+	if _, err := events.Read(ctx, db, events.Query{After: 1_199}); apierr.CodeOf(err) != apierr.CursorExpired {
+		t.Errorf("cursor 1199: %v", err)
+	}
+	if p := read(t, db, events.Query{After: 1_200}); len(p.Events) != 34 {
+		t.Errorf("cursor 1200 read %d events", len(p.Events))
+	}
+}
+
+func TestBrokerWakesWithoutBlocking(t *testing.T) {
+	b := events.NewBroker()
+	ch, unsubscribe := b.Subscribe()
+	// Many commits while the subscriber is busy merge into one wake-up and
+	// never block the notifier.
+	for i := 0; i < 100; i++ {
+		b.Notify()
+	}
+	<-ch
+	select {
+	case <-ch:
+		t.Error("more than one pending wake-up")
+	default:
+	}
+	if b.Subscribers() != 1 {
+		t.Errorf("subscribers = %d", b.Subscribers())
+	}
+	unsubscribe()
+	b.Notify()
+	if b.Subscribers() != 0 {
+		t.Errorf("subscribers after unsubscribe = %d", b.Subscribers())
+	}
+}

@@ -1,0 +1,333 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/auth"
+	"github.com/planserver/planserver/internal/events"
+)
+
+// eventsPath is the event feed: the log itself, so it carries no
+// X-Event-Seq snapshot head.
+const eventsPath = "/v1/events"
+
+// Event stream defaults.
+const (
+	// DefaultSSEHeartbeat is how often an idle stream gets a comment line,
+	// so proxies and clients can tell a quiet stream from a dead one.
+	DefaultSSEHeartbeat = 15 * time.Second
+	// DefaultSSEWriteTimeout is how long one write to a stream may take
+	// before its client is dropped as stuck.
+	DefaultSSEWriteTimeout = 10 * time.Second
+	// DefaultPruneInterval is how often RunPruner applies the retention.
+	DefaultPruneInterval = time.Minute
+	// sseRetry is the reconnection delay, in milliseconds, streams ask for.
+	sseRetry = 3000
+	// sseBatch is how many events a stream reads from the log at a time.
+	sseBatch = 500
+)
+
+// eventMetrics are the event feed's Prometheus metrics.
+type eventMetrics struct {
+	delivered *prometheus.CounterVec
+	pruned    prometheus.Counter
+}
+
+func newEventMetrics(reg prometheus.Registerer, subscribers func() int) *eventMetrics {
+	m := &eventMetrics{
+		delivered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "planserver_events_delivered_total",
+			Help: "Events sent to clients of GET /v1/events, by transport (sse or json).",
+		}, []string{"transport"}),
+		pruned: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "planserver_events_pruned_total",
+			Help: "Events deleted from the log by retention.",
+		}),
+	}
+	reg.MustRegister(m.delivered, m.pruned, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "planserver_event_subscribers",
+		Help: "Event streams (SSE) connected now.",
+	}, func() float64 { return float64(subscribers()) }))
+	return m
+}
+
+// withEventHead gives every GET under /v1 but the feed an X-Event-Seq
+// header: the log's head, read before the handler reads its snapshot. A
+// client that lists, then watches the feed after X-Event-Seq, may see a
+// change both in the list and in the feed, but can never miss one.
+func (s *Server) withEventHead(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.URL.Path != eventsPath {
+			head, err := events.Head(r.Context(), s.cfg.DB)
+			if err != nil {
+				writeProblem(w, r, err)
+				return
+			}
+			w.Header().Set("X-Event-Seq", strconv.FormatInt(head, 10))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// eventPage is the JSON form of GET /v1/events.
+type eventPage struct {
+	Events    []events.Event `json:"events"`
+	NextAfter int64          `json:"next_after"`
+}
+
+func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
+	w.Header().Add("Vary", "Accept")
+	media, err := negotiate(r, "application/json", "text/event-stream")
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	q, err := eventQuery(r)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	if media == "text/event-stream" {
+		s.streamEvents(w, r, q)
+		return
+	}
+	page, err := events.Read(r.Context(), s.cfg.DB, q)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	if page.Events == nil {
+		page.Events = []events.Event{}
+	}
+	s.eventMetrics.delivered.WithLabelValues("json").Add(float64(len(page.Events)))
+	writeJSON(w, http.StatusOK, eventPage{Events: page.Events, NextAfter: page.Next})
+}
+
+// eventQuery reads the cursor and filters of GET /v1/events. Last-Event-ID
+// wins over ?after=: a browser's EventSource reconnects to the URL it was
+// given, ?after= included, and adds Last-Event-ID with the last event it
+// received, which is the newer cursor.
+func eventQuery(r *http.Request) (events.Query, error) {
+	v := r.URL.Query()
+	q := events.Query{After: -1, SessionID: v.Get("session_id"), Plan: v.Get("plan"),
+		// An agent's feed is its subtree and the events of no session;
+		// a session_id outside it was answered 404 by the route's rule.
+		Scope: auth.PrincipalFrom(r.Context()).SessionID}
+	if after := v.Get("after"); after != "" {
+		n, err := parseCursor("after", after)
+		if err != nil {
+			return q, err
+		}
+		q.After = n
+	}
+	if id := strings.TrimSpace(r.Header.Get("Last-Event-ID")); id != "" {
+		n, err := parseCursor("Last-Event-ID", id)
+		if err != nil {
+			return q, err
+		}
+		q.After = n
+	}
+	limit, err := pageSize(r)
+	if err != nil {
+		return q, err
+	}
+	q.Limit = limit
+	if v.Has("types") {
+		for _, t := range strings.Split(v.Get("types"), ",") {
+			q.Types = append(q.Types, strings.TrimSpace(t))
+		}
+	}
+	return q, q.Validate()
+}
+
+// parseCursor parses an event seq given as a cursor.
+func parseCursor(field, s string) (int64, error) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, apierr.Invalid(field, "must be an event seq (a whole number, 0 or more), got %q", s)
+	}
+	return n, nil
+}
+
+// streamEvents serves the feed as Server-Sent Events. It only ever sends
+// rows read back from the log: the broker's wake-ups carry nothing, they
+// only prompt a re-read from the stream's cursor, so catch-up and live
+// delivery are the same loop and cannot race, reorder or skip.
+func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q events.Query) {
+	ctx := r.Context()
+	// Subscribe before the first read: a commit that lands after the read
+	// leaves a wake-up pending, so the loop never sleeps past it.
+	wake, unsubscribe := s.broker.Subscribe()
+	defer unsubscribe()
+	q.Limit = sseBatch
+	// The first read comes before the response starts, so an expired or
+	// bad cursor is still an HTTP status (410, 400) the client can act on.
+	page, err := events.Read(ctx, s.cfg.DB, q)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	// A stream lives as long as its client, past the server's
+	// WriteTimeout: sseWriter sets a deadline per write instead. (Its
+	// ReadTimeout is no concern: net/http clears the read deadline once
+	// the request is read.)
+	sw := &sseWriter{rc: http.NewResponseController(w), w: w, timeout: s.cfg.SSEWriteTimeout}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // nginx: pass each event on at once
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return // a stream's headers, without the stream
+	}
+	fmt.Fprintf(&sw.buf, "retry: %d\n\n", sseRetry)
+	if sw.flush() != nil {
+		return
+	}
+	// sent is the cursor the client holds: the last id it was given.
+	sent := max(q.After, 0)
+	heartbeat := time.NewTicker(s.cfg.SSEHeartbeat)
+	defer heartbeat.Stop()
+	for {
+		for _, e := range page.Events {
+			data, err := json.Marshal(e)
+			if err != nil {
+				logger(r).Error("encode event", slog.Int64("seq", e.Seq), slog.Any("error", err))
+				return
+			}
+			fmt.Fprintf(&sw.buf, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, data)
+			sent = e.Seq
+		}
+		if len(page.Events) > 0 {
+			if sw.flush() != nil {
+				return
+			}
+			s.eventMetrics.delivered.WithLabelValues("sse").Add(float64(len(page.Events)))
+		}
+		q.After = page.Next
+		if len(page.Events) < sseBatch {
+			if !s.awaitEvents(ctx, wake, heartbeat.C, sw, &sent, q.After) {
+				return
+			}
+		} else if s.shuttingDown() {
+			return // mid catch-up; the client resumes after the restart
+		}
+		if page, err = events.Read(ctx, s.cfg.DB, q); err != nil {
+			// Headers are gone: all that is left is to end the stream. A
+			// reconnect gets the status (410 when the cursor was pruned).
+			if ctx.Err() == nil && apierr.CodeOf(err) != apierr.CursorExpired {
+				logger(r).Error("read event log", slog.Any("error", err))
+			}
+			return
+		}
+	}
+}
+
+// awaitEvents waits for a commit, sending heartbeats meanwhile. It reports
+// false when the stream must end: the client left, a write failed, or the
+// server is shutting down. A heartbeat also carries the cursor when the
+// log moved past events the stream's filters skipped (an id line without
+// data updates an EventSource's Last-Event-ID but fires no event), so a
+// reconnect resumes from there and a quiet subscription's cursor does not
+// age out of the retained log.
+func (s *Server) awaitEvents(ctx context.Context, wake <-chan struct{}, tick <-chan time.Time, sw *sseWriter, sent *int64, cursor int64) bool {
+	for {
+		select {
+		case <-wake:
+			return true
+		case <-ctx.Done():
+			return false
+		case <-s.shutdown:
+			return false
+		case <-tick:
+			sw.buf.WriteString(": heartbeat\n")
+			if cursor > *sent {
+				fmt.Fprintf(&sw.buf, "id: %d\n", cursor)
+				*sent = cursor
+			}
+			sw.buf.WriteString("\n")
+			if sw.flush() != nil {
+				return false
+			}
+		}
+	}
+}
+
+// sseWriter sends what is buffered in buf under a fresh write deadline and
+// flushes it to the client, so a client that stops reading is dropped
+// after timeout instead of holding its handler forever.
+type sseWriter struct {
+	rc      *http.ResponseController
+	w       http.ResponseWriter
+	timeout time.Duration
+	buf     bytes.Buffer
+}
+
+func (sw *sseWriter) flush() error {
+	defer sw.buf.Reset()
+	if err := sw.rc.SetWriteDeadline(time.Now().Add(sw.timeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	if _, err := sw.w.Write(sw.buf.Bytes()); err != nil {
+		return err
+	}
+	return sw.rc.Flush()
+}
+
+// Shutdown ends every event stream. http.Server.Shutdown waits for
+// handlers to return but cannot end a stream, so serve registers this with
+// RegisterOnShutdown. It is safe to call more than once.
+func (s *Server) Shutdown() { s.shutdownOnce.Do(func() { close(s.shutdown) }) }
+
+func (s *Server) shuttingDown() bool {
+	select {
+	case <-s.shutdown:
+		return true
+	default:
+		return false
+	}
+}
+
+// PruneEvents applies the configured retention as of now and returns how
+// many events it deleted.
+func (s *Server) PruneEvents(ctx context.Context, now time.Time) (int64, error) {
+	n, err := events.Prune(ctx, s.cfg.DB, s.cfg.EventRetention, now)
+	s.eventMetrics.pruned.Add(float64(n))
+	return n, err
+}
+
+// RunPruner prunes the event log at once and then every interval, until
+// ctx is done. Failures are logged and retried at the next tick.
+func (s *Server) RunPruner(ctx context.Context, interval time.Duration) {
+	if s.cfg.EventRetention == (events.Retention{}) {
+		return // nothing to enforce
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		n, err := s.PruneEvents(ctx, time.Now())
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.log.Error("prune events", slog.Any("error", err))
+		case n > 0:
+			s.log.Info("pruned events", slog.Int64("count", n))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

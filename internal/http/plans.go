@@ -1,0 +1,403 @@
+package http
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/plans"
+	"github.com/planserver/planserver/internal/validation"
+)
+
+// The media types of a shared plan. JSON is the whole plan, Markdown its
+// content alone, YAML the plan & action item document of the seeds.
+const (
+	mediaJSON     = "application/json"
+	mediaMarkdown = "text/markdown"
+	mediaYAML     = "application/yaml"
+)
+
+// planNameParam returns the {name} URL parameter, unescaped and validated.
+// chi routes on the escaped path, so "a%2Fb" arrives here whole and is
+// refused as the name "a/b" rather than routed anywhere.
+func planNameParam(r *http.Request) (string, error) {
+	raw := chi.URLParam(r, "name")
+	name, err := url.PathUnescape(raw)
+	if err != nil {
+		return "", apierr.Invalid("name", "plan name %q is not a valid URL path segment", raw)
+	}
+	return name, plans.ValidateName(name)
+}
+
+// planWriteRequest is the JSON body of PUT /v1/plans/{name}. Fields left
+// out, or null, keep their current value.
+type planWriteRequest struct {
+	Title             *string         `json:"title"`
+	Content           *string         `json:"content"`
+	Author            *string         `json:"author"`
+	Status            *string         `json:"status"`
+	Steps             json.RawMessage `json:"steps"`
+	LastKnownRevision *int64          `json:"last_known_revision"`
+}
+
+func (req *planWriteRequest) change() (plans.Change, error) {
+	ch := plans.Change{Title: req.Title, Content: req.Content, Author: req.Author, Status: req.Status}
+	if len(req.Steps) > 0 && !bytes.Equal(req.Steps, []byte("null")) {
+		var err error
+		if ch.Steps, err = plans.ParseSteps("steps", req.Steps); err != nil {
+			return plans.Change{}, err
+		}
+	}
+	return ch, nil
+}
+
+// readPlanContent reads a raw Markdown body as a plan's content.
+func (s *Server) readPlanContent(w http.ResponseWriter, r *http.Request) (string, error) {
+	body, err := readBody(w, r, s.cfg.MaxPlanBytes)
+	if err != nil {
+		if e, ok := apierr.As(err); ok && e.Code == apierr.PayloadTooLarge {
+			e.Detail = "content is larger than " + strconv.FormatInt(s.cfg.MaxPlanBytes, 10) + " bytes (--max-plan-bytes)"
+		}
+		return "", err
+	}
+	return string(body), nil
+}
+
+// putPlan is write_plan: create or replace a plan from JSON, Markdown or
+// YAML.
+func (s *Server) putPlan(w http.ResponseWriter, r *http.Request) {
+	name, err := planNameParam(r)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	mt, err := requireMediaType(r, mediaJSON, mediaMarkdown, mediaYAML)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	var (
+		ch        plans.Change
+		lastKnown *int64
+	)
+	switch mt {
+	case mediaMarkdown:
+		content, err := s.readPlanContent(w, r)
+		if err != nil {
+			writeProblem(w, r, err)
+			return
+		}
+		ch.Content = &content
+	case mediaYAML:
+		body, err := readBody(w, r, s.planBodyLimit())
+		if err == nil {
+			ch, err = plans.DecodeYAML(body)
+		}
+		if err != nil {
+			writeProblem(w, r, err)
+			return
+		}
+	default:
+		var req planWriteRequest
+		body, err := readBody(w, r, s.planBodyLimit())
+		if err == nil {
+			err = decodeJSONBytes(body, &req, false)
+		}
+		if err == nil {
+			ch, err = req.change()
+		}
+		if err != nil {
+			writeProblem(w, r, err)
+			return
+		}
+		lastKnown = req.LastKnownRevision
+	}
+	s.writePlanChange(w, r, name, ch, lastKnown, func(p *plans.Plan) any { return p })
+}
+
+// writePlanChange stores a Put and answers 201 (with Location) or 200, the
+// ETag, and the body view picks.
+func (s *Server) writePlanChange(w http.ResponseWriter, r *http.Request, name string, ch plans.Change, lastKnown *int64, view func(*plans.Plan) any) {
+	pre, err := s.precondition(r, lastKnown)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	p, created, err := s.plans.Put(r.Context(), name, ch, pre)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+		w.Header().Set("Location", "/v1/plans/"+p.Name)
+	}
+	setETag(w, p.Revision)
+	writeJSON(w, status, view(p))
+}
+
+// getPlan is read_plan, in the representation the client accepts.
+func (s *Server) getPlan(w http.ResponseWriter, r *http.Request) {
+	name, err := planNameParam(r)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	mt, err := negotiate(r, mediaJSON, mediaMarkdown, mediaYAML)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	p, err := s.plans.Get(r.Context(), name)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	s.writePlanAs(w, r, mt, p)
+}
+
+// writePlanAs answers a plan in media type mt, or 304 when the client's
+// If-None-Match names its revision. Every representation of a revision
+// carries that revision's ETag; Vary tells caches the body depends on
+// Accept.
+func (s *Server) writePlanAs(w http.ResponseWriter, r *http.Request, mt string, p *plans.Plan) {
+	w.Header().Set("Vary", "Accept")
+	if done, err := notModified(w, r, p.Revision); done || err != nil {
+		if err != nil {
+			writeProblem(w, r, err)
+		}
+		return
+	}
+	setETag(w, p.Revision)
+	switch mt {
+	case mediaMarkdown:
+		writeMarkdown(w, p.Content)
+	case mediaYAML:
+		doc, err := plans.EncodeYAML(p)
+		if err != nil {
+			writeProblem(w, r, err)
+			return
+		}
+		w.Header().Set("Content-Type", mediaYAML)
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(doc)
+	default:
+		writeJSON(w, http.StatusOK, p)
+	}
+}
+
+func writeMarkdown(w http.ResponseWriter, content string) {
+	w.Header().Set("Content-Type", mediaMarkdown+"; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write([]byte(content))
+}
+
+// deletePlan is delete_plan.
+func (s *Server) deletePlan(w http.ResponseWriter, r *http.Request) {
+	name, err := planNameParam(r)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	pre, err := s.precondition(r, nil)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	if err := s.plans.Delete(r.Context(), name, pre); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// listPlans is list_plans: summaries, never content.
+func (s *Server) listPlans(w http.ResponseWriter, r *http.Request) {
+	limit, err := pageSize(r)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	page, err := s.plans.List(r.Context(), plans.ListQuery{
+		Status:    q.Get("status"),
+		Author:    q.Get("author"),
+		Limit:     limit,
+		PageToken: q.Get("page_token"),
+	})
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// getPlanContent is export_plan_to_file: the content alone, as Markdown.
+func (s *Server) getPlanContent(w http.ResponseWriter, r *http.Request) {
+	name, err := planNameParam(r)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	if _, err := negotiate(r, mediaMarkdown); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	p, err := s.plans.Get(r.Context(), name)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	s.writePlanAs(w, r, mediaMarkdown, p)
+}
+
+// putPlanContent is update_plan_from_file: the raw body becomes the
+// content; title, author, status and steps stay. The answer is the plan's
+// summary, so the cheap edit never sends the body back.
+func (s *Server) putPlanContent(w http.ResponseWriter, r *http.Request) {
+	name, err := planNameParam(r)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	if _, err := requireMediaType(r, mediaMarkdown, "text/plain"); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	content, err := s.readPlanContent(w, r)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	s.writePlanChange(w, r, name, plans.Change{Content: &content}, nil, func(p *plans.Plan) any { return p.Summary() })
+}
+
+// getPlanStatus is get_plan_status.
+func (s *Server) getPlanStatus(w http.ResponseWriter, r *http.Request) {
+	name, err := planNameParam(r)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	v, err := s.plans.GetStatus(r.Context(), name)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	if done, err := notModified(w, r, v.Revision); done || err != nil {
+		if err != nil {
+			writeProblem(w, r, err)
+		}
+		return
+	}
+	setETag(w, v.Revision)
+	writeJSON(w, http.StatusOK, v)
+}
+
+// planStatusRequest is the body of PUT /v1/plans/{name}/status.
+type planStatusRequest struct {
+	Status            *string `json:"status" validate:"required"`
+	LastKnownRevision *int64  `json:"last_known_revision"`
+}
+
+// setPlanStatus is set_plan_status.
+func (s *Server) setPlanStatus(w http.ResponseWriter, r *http.Request) {
+	name, err := planNameParam(r)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	var req planStatusRequest
+	if err := s.decodeJSON(w, r, &req, decodeOptions{}); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	pre, err := s.precondition(r, req.LastKnownRevision)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	v, err := s.plans.SetStatus(r.Context(), name, *req.Status, pre)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	setETag(w, v.Revision)
+	writeJSON(w, http.StatusOK, v)
+}
+
+type planRevisionList struct {
+	Name      string                  `json:"name"`
+	Revisions []plans.RevisionSummary `json:"revisions"`
+}
+
+// listPlanRevisions lists a plan's readable history, newest first.
+func (s *Server) listPlanRevisions(w http.ResponseWriter, r *http.Request) {
+	name, err := planNameParam(r)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	revs, err := s.plans.Revisions(r.Context(), name)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, planRevisionList{Name: name, Revisions: revs})
+}
+
+// getPlanRevision answers a plan as it was at one revision, in any of the
+// representations of the plan itself.
+func (s *Server) getPlanRevision(w http.ResponseWriter, r *http.Request) {
+	name, err := planNameParam(r)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	raw := chi.URLParam(r, "revision")
+	n, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || n < 1 || strings.HasPrefix(raw, "+") {
+		writeProblem(w, r, apierr.Invalid("revision", "must be a revision number (1, 2, …), got %q", raw))
+		return
+	}
+	mt, err := negotiate(r, mediaJSON, mediaMarkdown, mediaYAML)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	p, err := s.plans.GetRevision(r.Context(), name, n)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	s.writePlanAs(w, r, mt, p)
+}
+
+// plansNotFound answers paths under /v1/plans/ that match no route. Such a
+// path is a plan name with a "/" in it (or something else that is no plan
+// name), so it is refused as an invalid name, 400, as API.md asks for
+// names with "/" or "..", rather than 404 as if a plan could be missing.
+func plansNotFound(w http.ResponseWriter, r *http.Request) bool {
+	path := r.URL.RawPath
+	if path == "" {
+		path = r.URL.Path
+	}
+	rest, ok := strings.CutPrefix(path, "/v1/plans/")
+	if !ok {
+		return false
+	}
+	name, err := url.PathUnescape(rest)
+	if err != nil {
+		name = rest
+	}
+	writeProblem(w, r, apierr.Invalid("name", "no route for %s %s, and %q is not a plan name: names must match %s",
+		r.Method, r.URL.Path, name, validation.PlanName.String()))
+	return true
+}

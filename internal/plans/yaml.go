@@ -1,0 +1,259 @@
+package plans
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/planserver/planserver/internal/apierr"
+)
+
+// yamlIn is the YAML form of a plan as clients write it: the plan & action
+// item format of the seeds, with the plan's fields at the top level. The
+// name is in the URL and the revision in the ETag, so neither is here; a
+// document read with GET can be edited and PUT back unchanged.
+type yamlIn struct {
+	Title   *string   `yaml:"title"`
+	Author  *string   `yaml:"author"`
+	Status  *string   `yaml:"status"`
+	Steps   yaml.Node `yaml:"steps"`
+	Content *string   `yaml:"content"`
+}
+
+// DecodeYAML reads a plan written as a YAML document into a Change. Fields
+// left out (or null) keep their current value, exactly as in the JSON
+// form. Unknown fields, several documents and anything but a mapping are
+// invalid_argument errors.
+func DecodeYAML(body []byte) (Change, error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return Change{}, apierr.New(apierr.InvalidArgument, "request body is empty; send a YAML document")
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(body))
+	dec.KnownFields(true)
+	var in yamlIn
+	if err := dec.Decode(&in); err != nil {
+		return Change{}, yamlError(err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return Change{}, apierr.New(apierr.InvalidArgument, "request body holds more than one YAML document")
+	}
+	ch := Change{Title: in.Title, Author: in.Author, Status: in.Status, Content: in.Content}
+	// A zero node is a left-out field; null is the same.
+	if in.Steps.Kind != 0 && in.Steps.ShortTag() != "!!null" {
+		c := yamlToJSON{limit: 4*len(body) + 4096}
+		if err := c.convert(&in.Steps, 0); err != nil {
+			return Change{}, apierr.Invalid("steps", "%v", err)
+		}
+		var err error
+		if ch.Steps, err = ParseSteps("steps", c.buf.Bytes()); err != nil {
+			return Change{}, err
+		}
+	}
+	return ch, nil
+}
+
+// yamlError turns a yaml.v3 decoding error into an invalid_argument error
+// that keeps yaml's line numbers.
+func yamlError(err error) error {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		return apierr.New(apierr.InvalidArgument, "YAML document does not fit the plan format: %s", strings.Join(te.Errors, "; "))
+	}
+	if errors.Is(err, io.EOF) {
+		return apierr.New(apierr.InvalidArgument, "request body holds no YAML document")
+	}
+	return apierr.New(apierr.InvalidArgument, "malformed YAML: %v", err)
+}
+
+// yamlOut fixes the order of the fields of a YAML plan: the short fields
+// first, then the steps, then the Markdown body, which is usually longest.
+type yamlOut struct {
+	Title   string       `yaml:"title"`
+	Author  string       `yaml:"author"`
+	Status  string       `yaml:"status"`
+	Steps   []*yaml.Node `yaml:"steps"`
+	Content string       `yaml:"content"`
+}
+
+// EncodeYAML writes p as a YAML document that DecodeYAML reads back to the
+// same plan. A leading comment names the plan and its revision, which YAML
+// readers ignore.
+func EncodeYAML(p *Plan) ([]byte, error) {
+	out := yamlOut{Title: p.Title, Author: p.Author, Status: p.Status, Content: p.Content, Steps: []*yaml.Node{}}
+	for i, raw := range p.Steps {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		step, err := jsonNode(dec)
+		if err != nil {
+			return nil, fmt.Errorf("encode plan %q as YAML: step %d: %w", p.Name, i, err)
+		}
+		out.Steps = append(out.Steps, step)
+	}
+	var doc yaml.Node
+	if err := doc.Encode(out); err != nil {
+		return nil, fmt.Errorf("encode plan %q as YAML: %w", p.Name, err)
+	}
+	doc.HeadComment = fmt.Sprintf("Plan %q, revision %d, updated %s.\nEdit and PUT it back with If-Match: \"%d\" to detect concurrent changes.",
+		p.Name, p.Revision, p.UpdatedAt, p.Revision)
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return nil, fmt.Errorf("encode plan %q as YAML: %w", p.Name, err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("encode plan %q as YAML: %w", p.Name, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// maxYAMLDepth bounds the nesting of steps written as YAML, so a hostile
+// document cannot exhaust the stack.
+const maxYAMLDepth = 64
+
+// yamlToJSON writes YAML nodes as JSON, keeping the order of mapping keys so
+// steps round-trip between the two forms as written. limit bounds the JSON
+// it writes: aliases repeat their anchor's value, and a few nested aliases
+// could otherwise expand a small document into gigabytes.
+type yamlToJSON struct {
+	buf   bytes.Buffer
+	limit int
+}
+
+func (c *yamlToJSON) convert(n *yaml.Node, depth int) error {
+	if depth > maxYAMLDepth {
+		return fmt.Errorf("nested deeper than %d levels", maxYAMLDepth)
+	}
+	if c.buf.Len() > c.limit {
+		return fmt.Errorf("expands to more than %d bytes of JSON (aliases?)", c.limit)
+	}
+	buf := &c.buf
+	switch n.Kind {
+	case yaml.DocumentNode:
+		if len(n.Content) != 1 {
+			return fmt.Errorf("line %d: empty document", n.Line)
+		}
+		return c.convert(n.Content[0], depth+1)
+	case yaml.AliasNode:
+		// An alias is its anchor's value again; the depth bound stops
+		// aliases that expand without end.
+		return c.convert(n.Alias, depth+1)
+	case yaml.SequenceNode:
+		buf.WriteByte('[')
+		for i, item := range n.Content {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := c.convert(item, depth+1); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte(']')
+		return nil
+	case yaml.MappingNode:
+		buf.WriteByte('{')
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind != yaml.ScalarNode {
+				return fmt.Errorf("line %d: mapping keys must be plain scalars", k.Line)
+			}
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			key, _ := json.Marshal(k.Value)
+			buf.Write(key)
+			buf.WriteByte(':')
+			if err := c.convert(v, depth+1); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte('}')
+		return nil
+	case yaml.ScalarNode:
+		switch n.ShortTag() {
+		case "!!null":
+			buf.WriteString("null")
+			return nil
+		case "!!bool", "!!int", "!!float":
+			var v any
+			if err := n.Decode(&v); err != nil {
+				return fmt.Errorf("line %d: %v", n.Line, err)
+			}
+			if lit := []byte(n.Value); n.ShortTag() != "!!bool" && json.Valid(lit) {
+				buf.Write(lit) // keep the number as written: 1.50 stays 1.50
+				return nil
+			}
+			raw, err := json.Marshal(v)
+			if err != nil {
+				return fmt.Errorf("line %d: %s has no JSON equivalent", n.Line, n.Value)
+			}
+			buf.Write(raw)
+			return nil
+		}
+		// Strings, and timestamps and the like, which stay text as they
+		// do when yaml.v3 decodes into an interface.
+		raw, _ := json.Marshal(n.Value)
+		buf.Write(raw)
+		return nil
+	}
+	return fmt.Errorf("line %d: unsupported YAML node", n.Line)
+}
+
+// jsonNode reads one JSON value from dec (which must UseNumber) as a YAML
+// node, keeping the order of object keys and numbers as written.
+func jsonNode(dec *json.Decoder) (*yaml.Node, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		n := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+		end := json.Delim(']')
+		if t == '{' {
+			n = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+			end = '}'
+		}
+		for dec.More() {
+			if t == '{' {
+				key, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key.(string)})
+			}
+			v, err := jsonNode(dec)
+			if err != nil {
+				return nil, err
+			}
+			n.Content = append(n.Content, v)
+		}
+		if tok, err := dec.Token(); err != nil || tok != end {
+			return nil, fmt.Errorf("malformed JSON: %v", err)
+		}
+		return n, nil
+	case string:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: t}, nil
+	case json.Number:
+		tag := "!!int"
+		if strings.ContainsAny(string(t), ".eE") {
+			tag = "!!float"
+		}
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: string(t)}, nil
+	case bool:
+		v := "false"
+		if t {
+			v = "true"
+		}
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: v}, nil
+	case nil:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}, nil
+	}
+	return nil, fmt.Errorf("unexpected JSON token %v", tok)
+}

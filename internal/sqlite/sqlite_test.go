@@ -1,0 +1,117 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"testing"
+)
+
+func openTest(t *testing.T) *DB {
+	t.Helper()
+	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), DurabilityNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// TestStatementCacheReusesAndNests runs the same query over and over, and
+// the same query again while a result set of it is still open: the cache
+// must serve the repeats and fall back to a fresh statement for the nested
+// one, with right answers throughout.
+func TestStatementCacheReusesAndNests(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	err := db.Write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE kv (k INTEGER PRIMARY KEY, v TEXT)`); err != nil {
+			return err
+		}
+		for i := 0; i < 10; i++ {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO kv (k, v) VALUES (?, ?)`, i, string(rune('a'+i))); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const q = `SELECT k, v FROM kv WHERE k >= ? ORDER BY k`
+	err = db.Read(ctx, func(tx *sql.Tx) error {
+		outer, err := tx.QueryContext(ctx, q, 5)
+		if err != nil {
+			return err
+		}
+		defer outer.Close()
+		var got []string
+		for outer.Next() {
+			var k int
+			var v string
+			if err := outer.Scan(&k, &v); err != nil {
+				return err
+			}
+			// The same statement while outer is open.
+			var inner string
+			if err := tx.QueryRowContext(ctx, q, k).Scan(new(int), &inner); err != nil {
+				return err
+			}
+			if inner != v {
+				t.Errorf("nested query at %d = %q, want %q", k, inner, v)
+			}
+			got = append(got, v)
+		}
+		if err := outer.Err(); err != nil {
+			return err
+		}
+		if len(got) != 5 || got[0] != "f" || got[4] != "j" {
+			t.Errorf("outer rows = %v", got)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 50; i++ {
+		var v string
+		if err := db.Reader.QueryRowContext(ctx, `SELECT v FROM kv WHERE k = ?`, i%10).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		if v != string(rune('a'+i%10)) {
+			t.Fatalf("k=%d: %q", i%10, v)
+		}
+	}
+	// The writer has one connection: its cache holds the statements used.
+	conn, err := db.Writer.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	err = conn.Raw(func(dc any) error {
+		c := dc.(*cachingConn)
+		if _, ok := c.stmts[`INSERT INTO kv (k, v) VALUES (?, ?)`]; !ok {
+			t.Errorf("the insert was not cached; cache holds %d statements", len(c.stmts))
+		}
+		for q, s := range c.stmts {
+			if s.busy {
+				t.Errorf("statement %q still marked busy", q)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSyntaxErrorsStillSurface(t *testing.T) {
+	db := openTest(t)
+	if _, err := db.Reader.Exec(`SELEKT 1`); err == nil {
+		t.Fatal("a syntax error was swallowed")
+	}
+	var n int
+	if err := db.Reader.QueryRow(`SELECT 1`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("after a syntax error: %d, %v", n, err)
+	}
+}
