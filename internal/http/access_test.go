@@ -3,6 +3,8 @@ package http_test
 import (
 	"context"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -47,9 +49,46 @@ type accessEnv struct {
 	tokens map[caller]string
 }
 
-func newAccessEnv(t *testing.T, configure ...func(*planhttp.Config)) *accessEnv {
+func withTokens(c *planhttp.Config) { c.Auth = planhttp.AuthToken }
+
+// newAccessTemplate builds the accessEnv database once, closed, so that
+// every case can start from a copy of it (copying a file is much cheaper
+// than making the fixture again).
+func newAccessTemplate(t *testing.T) *accessTemplate {
 	t.Helper()
-	env := apitest.New(t, append([]func(*planhttp.Config){func(c *planhttp.Config) { c.Auth = planhttp.AuthToken }}, configure...)...)
+	path := filepath.Join(t.TempDir(), "template.db")
+	a := newAccessEnv(t, apitest.Open(t, path, withTokens))
+	a.Close()
+	return &accessTemplate{path: path, tokens: a.tokens}
+}
+
+type accessTemplate struct {
+	path   string
+	tokens map[caller]string
+}
+
+// open starts a server on a fresh copy of the template database.
+func (tpl *accessTemplate) open(t *testing.T) *accessEnv {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "access.db")
+	for _, suffix := range []string{"", "-wal"} { // a WAL left behind, if any, goes along
+		raw, err := os.ReadFile(tpl.path + suffix)
+		if os.IsNotExist(err) && suffix != "" {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path+suffix, raw, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &accessEnv{Env: apitest.Open(t, path, withTokens), tokens: tpl.tokens}
+}
+
+// newAccessEnv makes the fixture on env, a server with --auth token.
+func newAccessEnv(t *testing.T, env *apitest.Env) *accessEnv {
+	t.Helper()
 	a := &accessEnv{Env: env, tokens: map[caller]string{}}
 	a.tokens[admin] = env.Token(auth.Admin, "root-admin", "")
 	as := env.As(a.tokens[admin])
@@ -257,11 +296,12 @@ func TestEveryRouteForEveryCaller(t *testing.T) {
 	}
 	probe.Close()
 
+	tpl := newAccessTemplate(t)
 	for route, cases := range accessTable {
 		method, _, _ := strings.Cut(route, " ")
 		for _, tc := range cases {
 			t.Run(route+" "+tc.name, func(t *testing.T) {
-				a := newAccessEnv(t)
+				a := tpl.open(t)
 				for _, c := range callers {
 					path := strings.ReplaceAll(tc.path, "{who}", slug(c))
 					resp := a.as(c).Call(method, path, tc.body, tc.header...)
