@@ -240,6 +240,14 @@ func TestSeedPlanImportsAndRoundTripsAsYAML(t *testing.T) {
 	if mustJSON(a) != mustJSON(b) {
 		t.Errorf("the YAML round trip changed the plan:\n%s\n%s", mustJSON(b), mustJSON(a))
 	}
+	// The JSON form round-trips too: steps read (claim_expired included)
+	// can be written back as they are.
+	var read map[string]any
+	env.Call("GET", "/v1/plans/csv-upload", nil).JSON(t, &read)
+	r = env.Call("PUT", "/v1/plans/csv-upload", map[string]any{"content": "# CSV upload\n", "steps": read["steps"]})
+	if r.Status != 200 || mustJSON(r.Map(t)["steps"]) != mustJSON(read["steps"]) {
+		t.Errorf("JSON round trip: %d %s", r.Status, r.Body)
+	}
 	// A document with content carries it, and the content is kept by a
 	// later steps-only import.
 	withContent := "content: |\n  # CSV upload\n" + string(seedPlan(t))
