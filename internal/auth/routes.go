@@ -49,18 +49,25 @@ var Routes = map[string]Rule{
 	"POST /v1/sessions/{id}/tools/check":  {Action: CheckTool, SessionParam: "id"},
 	"PUT /v1/sessions/{id}/todos":         {Action: WriteTodos, SessionParam: "id"},
 	"GET /v1/sessions/{id}/todos":         {Action: ReadTodos, SessionParam: "id"},
-	// Shared plans belong to no session: any agent may read and write
-	// them, a viewer only read them.
-	"GET /v1/plans":                             {Action: ReadPlans},
-	"PUT /v1/plans/{name}":                      {Action: WritePlans},
-	"GET /v1/plans/{name}":                      {Action: ReadPlans},
-	"DELETE /v1/plans/{name}":                   {Action: WritePlans},
-	"GET /v1/plans/{name}/content":              {Action: ReadPlans},
-	"PUT /v1/plans/{name}/content":              {Action: WritePlans},
-	"GET /v1/plans/{name}/status":               {Action: ReadPlans},
-	"PUT /v1/plans/{name}/status":               {Action: WritePlans},
-	"GET /v1/plans/{name}/revisions":            {Action: ReadPlans},
-	"GET /v1/plans/{name}/revisions/{revision}": {Action: ReadPlans},
+	// Shared plans, their steps and reports belong to no session: any
+	// agent may read and write them, a viewer only read them.
+	"GET /v1/plans":                                 {Action: ReadPlans},
+	"PUT /v1/plans/{name}":                          {Action: WritePlans},
+	"GET /v1/plans/{name}":                          {Action: ReadPlans},
+	"DELETE /v1/plans/{name}":                       {Action: WritePlans},
+	"GET /v1/plans/{name}/content":                  {Action: ReadPlans},
+	"PUT /v1/plans/{name}/content":                  {Action: WritePlans},
+	"GET /v1/plans/{name}/status":                   {Action: ReadPlans},
+	"PUT /v1/plans/{name}/status":                   {Action: WritePlans},
+	"GET /v1/plans/{name}/revisions":                {Action: ReadPlans},
+	"GET /v1/plans/{name}/revisions/{revision}":     {Action: ReadPlans},
+	"GET /v1/plans/{name}/steps":                    {Action: ReadPlans},
+	"POST /v1/plans/{name}/steps/claim":             {Action: WritePlans},
+	"GET /v1/plans/{name}/steps/{step_id}":          {Action: ReadPlans},
+	"PATCH /v1/plans/{name}/steps/{step_id}":        {Action: WritePlans},
+	"POST /v1/plans/{name}/steps/{step_id}/claim":   {Action: WritePlans},
+	"POST /v1/plans/{name}/steps/{step_id}/reports": {Action: WritePlans},
+	"GET /v1/plans/{name}/reports":                  {Action: ReadPlans},
 	// An agent's feed holds only its subtree's events and those of no
 	// session (shared plans); the handler applies that filter.
 	"GET /v1/events":           {Action: ReadEvents, SessionQuery: "session_id"},

@@ -40,8 +40,9 @@ var callers = []caller{noToken, revoked, expired, viewer, agentOut, agentIn, adm
 //	root (build) ── tgt (plan; a plan at revision 1, review pending)
 //	other (build)
 //
-// a shared plan "shared", one shared plan "mine-<caller>" per caller (for
-// deletes, which only succeed once), and one token per caller: the
+// a shared plan "shared", one shared plan "mine-<caller>" with steps a and
+// b (b needs a) per caller (for deletes and step writes, which would
+// otherwise get in each other's way), and one token per caller: the
 // in-scope agent is bound to root, the out-of-scope one to other. "victim"
 // is a viewer token for the token routes to act on.
 type accessEnv struct {
@@ -99,7 +100,10 @@ func newAccessEnv(t *testing.T, env *apitest.Env) *accessEnv {
 	act(t, as, "tgt", "review", nil, http.StatusOK)
 	putPlan(t, as, "shared", map[string]any{"content": "# Shared"}, http.StatusCreated)
 	for _, c := range callers {
-		putPlan(t, as, "mine-"+slug(c), map[string]any{"content": "# Mine"}, http.StatusCreated)
+		putPlan(t, as, "mine-"+slug(c), map[string]any{"content": "# Mine", "steps": []map[string]any{
+			{"id": "a", "description": "A", "owner": "dev"},
+			{"id": "b", "description": "B", "owner": "dev", "deps": []string{"a"}},
+		}}, http.StatusCreated)
 	}
 
 	a.tokens[agentIn] = env.Token(auth.Agent, "agent-in", "root")
@@ -167,6 +171,9 @@ func open() map[caller]int {
 // writers is what shared-plan writes get: agents share plans whatever
 // their session; viewers only read.
 var writers = map[caller]int{viewer: 403, agentIn: ok, agentOut: ok}
+
+// readers is what reads outside any session get: everyone with a token.
+var readers = map[caller]int{viewer: ok, agentIn: ok, agentOut: ok}
 
 var tools = map[string]any{"tools": []map[string]any{{"name": "shell"}}}
 
@@ -237,6 +244,18 @@ var accessTable = map[string][]accessCase{
 		want: map[caller]int{viewer: ok, agentIn: ok, agentOut: ok}}},
 	"GET /v1/plans/{name}/revisions/{revision}": {{path: "/v1/plans/shared/revisions/1",
 		want: map[caller]int{viewer: ok, agentIn: ok, agentOut: ok}}},
+
+	"GET /v1/plans/{name}/steps":           {{path: "/v1/plans/mine-{who}/steps", want: readers}},
+	"GET /v1/plans/{name}/steps/{step_id}": {{path: "/v1/plans/mine-{who}/steps/a", want: readers}},
+	"GET /v1/plans/{name}/reports":         {{path: "/v1/plans/mine-{who}/reports", want: readers}},
+	"POST /v1/plans/{name}/steps/claim": {{path: "/v1/plans/mine-{who}/steps/claim",
+		body: map[string]any{"worker": "w"}, want: writers}},
+	"PATCH /v1/plans/{name}/steps/{step_id}": {{path: "/v1/plans/mine-{who}/steps/a",
+		body: map[string]any{"owner": "ops"}, want: writers}},
+	"POST /v1/plans/{name}/steps/{step_id}/claim": {{path: "/v1/plans/mine-{who}/steps/a/claim",
+		body: map[string]any{"worker": "w"}, want: writers}},
+	"POST /v1/plans/{name}/steps/{step_id}/reports": {{path: "/v1/plans/mine-{who}/steps/a/reports",
+		body: map[string]any{"outcome": "success", "details": "done"}, want: writers}},
 
 	"GET /v1/events": {
 		{name: "whole feed", path: "/v1/events", want: map[caller]int{viewer: ok, agentIn: ok, agentOut: ok}},
