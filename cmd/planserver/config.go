@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/url"
 	"strings"
 	"time"
 
@@ -26,6 +28,10 @@ type config struct {
 	MaxBodyBytes         int64
 	MaxPlanBytes         int64
 	PlanModeAllow        string
+	Auth                 string
+	RateLimit            float64
+	RateBurst            int
+	CORSOrigins          string
 	PlanHistory          int
 	EventRetention       time.Duration
 	EventMaxRows         int64
@@ -49,6 +55,12 @@ func flagSet(name string, cfg *config, serveFlags bool, stderr io.Writer) *flag.
 		fs.Int64Var(&cfg.MaxPlanBytes, "max-plan-bytes", 1<<20, "largest plan content, shared or session plan, in bytes (413 above)")
 		fs.StringVar(&cfg.PlanModeAllow, "plan-mode-allow", strings.Join(sessions.DefaultPlanModeAllow, ","),
 			"comma-separated tools offered in plan mode whatever their annotations (empty: read-only tools only)")
+		fs.StringVar(&cfg.Auth, "auth", "none",
+			"none (every caller is an admin; loopback --addr only) or token (Authorization: Bearer on every /v1 request)")
+		fs.Float64Var(&cfg.RateLimit, "rate-limit", 50, "requests a second per token (per client IP with --auth none); 0 turns rate limiting off")
+		fs.IntVar(&cfg.RateBurst, "rate-burst", 100, "requests a caller may make at once above --rate-limit")
+		fs.StringVar(&cfg.CORSOrigins, "cors-origins", "",
+			"comma-separated browser origins allowed to call the API, e.g. https://console.example.com (empty: CORS off)")
 		fs.StringVar(&cfg.PprofAddr, "pprof-addr", "",
 			"serve net/http/pprof on this separate address (loopback only; empty: off), for profiling")
 		fs.IntVar(&cfg.PlanHistory, "plan-history", 100,
@@ -125,7 +137,64 @@ func (c *config) validateServe() error {
 	if c.PlanHistory < 1 {
 		return fmt.Errorf("--plan-history %d: keep at least 1 revision (the current one)", c.PlanHistory)
 	}
-	return nil
+	return c.validateAccess()
+}
+
+// validateAccess checks access control, rate limit and CORS.
+func (c *config) validateAccess() error {
+	switch c.Auth {
+	case planhttp.AuthToken:
+	case planhttp.AuthNone:
+		if !isLoopback(c.Addr) {
+			return fmt.Errorf("refusing to serve %s without authentication: --auth none treats every caller as an admin, "+
+				"so it is allowed only on a loopback address (127.0.0.1, ::1, localhost). Create an admin token with\n"+
+				"  planserver token create --role admin --name NAME --db %s\n"+
+				"and serve with --auth token (PLANSERVER_AUTH=token), or listen on 127.0.0.1", c.Addr, c.DB)
+		}
+	default:
+		return fmt.Errorf("--auth %q: want none or token", c.Auth)
+	}
+	if c.RateLimit < 0 || c.RateBurst < 0 {
+		return fmt.Errorf("--rate-limit and --rate-burst must not be negative")
+	}
+	if c.RateLimit > 0 && c.RateBurst < 1 {
+		return fmt.Errorf("--rate-burst must be at least 1 when --rate-limit is on (set --rate-limit 0 to turn it off)")
+	}
+	_, err := origins(c.CORSOrigins)
+	return err
+}
+
+// isLoopback reports whether addr (host:port) listens on loopback only.
+// An empty host means every interface.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// origins splits a --cors-origins value into origins, each a scheme and a
+// host with an optional port and nothing else. The list is explicit: "*"
+// and wildcards are refused.
+func origins(v string) ([]string, error) {
+	var out []string
+	for _, o := range strings.Split(v, ",") {
+		if o = strings.TrimSpace(o); o == "" {
+			continue
+		}
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.Contains(o, "*") ||
+			u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+			return nil, fmt.Errorf("--cors-origins: %q is not an origin such as https://console.example.com (no wildcards, no path)", o)
+		}
+		out = append(out, u.Scheme+"://"+u.Host)
+	}
+	return out, nil
 }
 
 // newLogger returns the process logger for --log-format.

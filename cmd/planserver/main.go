@@ -36,6 +36,8 @@ const usage = `planserver: sessions with build/plan mode, shared plans and their
 Usage:
   planserver serve [flags]              apply pending migrations, then serve
   planserver migrate up|down|status     manage the database schema
+  planserver token create --role R [--session ID] [--name N] [--ttl D]
+  planserver token list | revoke NAME   manage bearer tokens (stored hashed)
   planserver version                    print the version
 
 Run 'planserver serve -h' for the flags; each has a PLANSERVER_* environment
@@ -53,6 +55,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return serve(ctx, args[1:], getenv, stdout, stderr)
 	case "migrate":
 		return migrate(ctx, args[1:], getenv, stdout, stderr)
+	case "token":
+		return token(ctx, args[1:], getenv, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "planserver", version)
 		return nil

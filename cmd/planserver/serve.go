@@ -28,6 +28,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := cfg.validateServe(); err != nil {
 		return err
 	}
+	corsOrigins, _ := origins(cfg.CORSOrigins) // validated
 	log := newLogger(cfg.LogFormat, stderr)
 	db, err := openAndMigrate(ctx, cfg, stderr)
 	if err != nil {
@@ -44,6 +45,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		PlanHistory:          cfg.PlanHistory,
 		RequirePreconditions: cfg.RequirePreconditions,
 		Version:              version,
+		Auth:                 cfg.Auth,
+		RateLimit:            cfg.RateLimit,
+		RateBurst:            cfg.RateBurst,
+		CORSOrigins:          corsOrigins,
 		EventRetention:       events.Retention{MaxAge: cfg.EventRetention, MaxRows: cfg.EventMaxRows},
 		SSEHeartbeat:         cfg.SSEHeartbeat,
 	})
@@ -68,7 +73,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
 	log.Info("planserver listening", slog.String("addr", "http://"+ln.Addr().String()),
-		slog.String("db", cfg.DB), slog.String("version", version))
+		slog.String("db", cfg.DB), slog.String("version", version), slog.String("auth", cfg.Auth))
 
 	if cfg.PprofAddr != "" {
 		stopPprof, err := servePprof(cfg.PprofAddr, log)

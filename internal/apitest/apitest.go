@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -24,6 +25,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/legacy"
 
 	"github.com/planserver/planserver/api"
+	"github.com/planserver/planserver/internal/auth"
 	planhttp "github.com/planserver/planserver/internal/http"
 	"github.com/planserver/planserver/internal/sqlite"
 )
@@ -73,6 +75,33 @@ type Env struct {
 	Client *http.Client
 	// DBPath is the SQLite file, for tests that reopen it.
 	DBPath string
+	// header is sent with every request unless the request overrides it
+	// (see As).
+	header map[string]string
+}
+
+// As returns a view of e whose requests carry token as their bearer
+// credential; "" sends none. The view shares e's server and database.
+func (e *Env) As(token string) *Env {
+	c := *e
+	c.header = map[string]string{}
+	if token != "" {
+		c.header["Authorization"] = "Bearer " + token
+	}
+	return &c
+}
+
+// Token creates a token directly in the database, the way `planserver
+// token create` does, and returns its secret. session is the scope of an
+// agent token ("" for other roles).
+func (e *Env) Token(role auth.Role, name, session string) string {
+	e.TB.Helper()
+	secret, _, err := auth.NewStore(e.DB).Create(context.Background(),
+		auth.CreateInput{Role: string(role), Name: name, SessionID: session}, time.Now())
+	if err != nil {
+		e.TB.Fatalf("create %s token %q: %v", role, name, err)
+	}
+	return secret
 }
 
 // New starts planserver on a fresh database in tb's temp dir. configure may
@@ -225,6 +254,9 @@ func (e *Env) do(req Request) (*Response, error) {
 	}
 	if contentType != "" {
 		hreq.Header.Set("Content-Type", contentType)
+	}
+	for k, v := range e.header {
+		hreq.Header.Set(k, v)
 	}
 	for k, v := range req.Header {
 		if v == "" {

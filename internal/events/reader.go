@@ -32,6 +32,11 @@ type Query struct {
 	Plan string `json:"plan" validate:"omitempty,plan_name"`
 	// Types keeps the events of these types; every type when empty.
 	Types []string `json:"types"`
+	// Scope, when set, keeps only the events of that session and its
+	// descendants and the events of no session (shared plans): an agent
+	// token's view of the log. It is set by access control, not by the
+	// client.
+	Scope string `json:"-"`
 }
 
 // Validate reports every invalid field of q as an invalid_argument error.
@@ -124,6 +129,10 @@ func Read(ctx context.Context, db *sqlite.DB, q Query) (Page, error) {
 			// session_path is "/root/.../self/" as it was at append time.
 			where = append(where, "instr(session_path, '/' || ? || '/') > 0")
 			args = append(args, q.SessionID)
+		}
+		if q.Scope != "" {
+			where = append(where, "(session_id IS NULL OR instr(session_path, '/' || ? || '/') > 0)")
+			args = append(args, q.Scope)
 		}
 		if q.Plan != "" {
 			where = append(where, "plan = ?")

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/events"
 )
 
@@ -120,7 +121,10 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 // received, which is the newer cursor.
 func eventQuery(r *http.Request) (events.Query, error) {
 	v := r.URL.Query()
-	q := events.Query{After: -1, SessionID: v.Get("session_id"), Plan: v.Get("plan")}
+	q := events.Query{After: -1, SessionID: v.Get("session_id"), Plan: v.Get("plan"),
+		// An agent's feed is its subtree and the events of no session;
+		// a session_id outside it was answered 404 by the route's rule.
+		Scope: auth.PrincipalFrom(r.Context()).SessionID}
 	if after := v.Get("after"); after != "" {
 		n, err := parseCursor("after", after)
 		if err != nil {

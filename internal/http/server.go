@@ -20,6 +20,7 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/events"
 	"github.com/planserver/planserver/internal/plans"
 	"github.com/planserver/planserver/internal/sessions"
@@ -54,6 +55,17 @@ type Config struct {
 	Registry *prometheus.Registry
 	// Version is reported by /healthz.
 	Version string
+	// Auth is AuthNone (the default: every caller is an anonymous admin)
+	// or AuthToken (every /v1 request carries a bearer token).
+	Auth string
+	// RateLimit is the requests a second each caller may make (per token,
+	// or per client IP without tokens), in bursts of up to RateBurst; 0
+	// turns rate limiting off.
+	RateLimit float64
+	RateBurst int
+	// CORSOrigins are the browser origins allowed to call the API; none
+	// turns CORS off.
+	CORSOrigins []string
 	// EventRetention bounds the event log (PruneEvents, RunPruner); the
 	// zero value keeps every event.
 	EventRetention events.Retention
@@ -78,6 +90,8 @@ type Server struct {
 
 	sessions *sessions.Store
 	gate     sessions.Gate
+	tokens   *auth.Store
+	limiter  *limiter
 	plans    *plans.Store
 
 	// broker wakes event streams after every commit.
@@ -123,6 +137,8 @@ func New(cfg Config) *Server {
 		registry: reg,
 		sessions: sessions.NewStore(cfg.DB),
 		gate:     sessions.NewGate(cfg.PlanModeAllow),
+		tokens:   auth.NewStore(cfg.DB),
+		limiter:  newLimiter(cfg.RateLimit, cfg.RateBurst),
 		plans:    plans.NewStore(cfg.DB, plans.Config{History: cfg.PlanHistory, MaxContentBytes: cfg.MaxPlanBytes, Now: cfg.Now}),
 		broker:   events.NewBroker(),
 		shutdown: make(chan struct{}),
@@ -140,7 +156,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.Se
 // routes lists the whole API in one place.
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Use(withRequestID, s.observe, securityHeaders, middleware.GetHead)
+	r.Use(withRequestID, s.observe, securityHeaders)
+	if len(s.cfg.CORSOrigins) > 0 {
+		// Before routing and authentication: a preflight carries no token.
+		r.Use(corsHandler(s.cfg.CORSOrigins))
+	}
+	r.Use(middleware.GetHead)
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(s.methodNotAllowed)
 
@@ -149,7 +170,9 @@ func (s *Server) routes() chi.Router {
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
 	r.Get("/openapi.yaml", serveOpenAPI)
 
+	// Every /v1 route needs a rule in auth.Routes; guard enforces it.
 	r.Route("/v1", func(r chi.Router) {
+		r.Use(s.guard)
 		r.Use(s.withEventHead)
 		r.Get("/events", s.listEvents)
 		r.Post("/sessions", s.createSession)
@@ -185,6 +208,11 @@ func (s *Server) routes() chi.Router {
 		r.Post("/plans/{name}/steps/{step_id}/claim", s.claimStep)
 		r.Post("/plans/{name}/steps/{step_id}/reports", s.addStepReport)
 		r.Get("/plans/{name}/reports", s.listReports)
+
+		r.Post("/tokens", s.createToken)
+		r.Get("/tokens", s.listTokens)
+		r.Get("/tokens/{name}", s.getToken)
+		r.Delete("/tokens/{name}", s.revokeToken)
 	})
 	return r
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/sessions"
 )
 
@@ -20,6 +21,10 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, err)
 		return
 	}
+	if err := s.allow(r, createAction(in), in.ParentID, sessions.UnknownParent(in.ParentID)); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
 	sess, err := s.sessions.Create(r.Context(), in)
 	if err != nil {
 		writeProblem(w, r, err)
@@ -27,6 +32,19 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Location", "/v1/sessions/"+sess.ID)
 	writeSession(w, http.StatusCreated, sess)
+}
+
+// createAction is what creating in asks for: a root session and a harness
+// session (whose tools cannot be gated) are not an agent's to create; an
+// ordinary child needs its parent in the caller's scope.
+func createAction(in sessions.CreateInput) auth.Action {
+	switch {
+	case in.ParentID == "":
+		return auth.CreateRootSession
+	case in.Harness:
+		return auth.CreateHarnessSession
+	}
+	return auth.CreateSession
 }
 
 func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
@@ -75,6 +93,9 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	page, next, err := s.sessions.List(r.Context(), sessions.ListQuery{
+		// An agent sees its session and its descendants, whatever the
+		// filters; a parent_id outside them gives an empty page.
+		Subtree:   auth.PrincipalFrom(r.Context()).SessionID,
 		ParentID:  q.Get("parent_id"),
 		Mode:      q.Get("mode"),
 		Limit:     limit,
@@ -138,6 +159,14 @@ func (s *Server) setSessionMode(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		writeProblem(w, r, err)
 		return
+	}
+	// Entering plan mode was checked with the route; leaving it is a
+	// different, human-only action.
+	if mode == sessions.Build {
+		if err := s.allow(r, auth.LeavePlanMode, id, sessions.NotFound(id)); err != nil {
+			writeProblem(w, r, err)
+			return
+		}
 	}
 	pre, err := s.precondition(r, nil)
 	if err != nil {

@@ -124,6 +124,15 @@ func (r *resolver) complete(ctx context.Context, s *Session) error {
 
 func notFound(id string) error { return apierr.New(apierr.NotFound, "session %q not found", id) }
 
+// NotFound is the error for a session that does not exist. Access control
+// answers it for a session outside an agent's scope too, so that the two
+// cannot be told apart.
+func NotFound(id string) error { return notFound(id) }
+
+// UnknownParent is the error for a parent_id naming no session; access
+// control answers it for a parent outside an agent's scope too.
+func UnknownParent(id string) error { return apierr.Invalid("parent_id", "no session %q", id) }
+
 // get loads one session with its effective mode.
 func get(ctx context.Context, q querier, id string) (*Session, error) {
 	s, err := scanSession(q.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = ?`, id))
@@ -192,7 +201,7 @@ func (st *Store) Create(ctx context.Context, in CreateInput) (*Session, error) {
 		if in.ParentID != "" {
 			src, err := newResolver(tx).source(ctx, in.ParentID)
 			if errors.Is(err, sql.ErrNoRows) {
-				return apierr.Invalid("parent_id", "no session %q", in.ParentID)
+				return UnknownParent(in.ParentID)
 			}
 			if err != nil {
 				return err
@@ -230,6 +239,10 @@ func (st *Store) Create(ctx context.Context, in CreateInput) (*Session, error) {
 
 // ListQuery selects a page of sessions.
 type ListQuery struct {
+	// Subtree, when set, limits the list to that session and its
+	// descendants: an agent token's view. It is set by access control,
+	// not by the client.
+	Subtree   string `json:"-"`
 	ParentID  string `json:"parent_id" validate:"omitempty,session_id"`
 	Mode      string `json:"mode" validate:"omitempty,oneof=build plan"`
 	Limit     int    `json:"limit" validate:"gte=0,lte=1000"`
@@ -249,7 +262,7 @@ func (st *Store) List(ctx context.Context, q ListQuery) ([]*Session, string, err
 	if limit == 0 {
 		limit = DefaultPageSize
 	}
-	fp := pagetoken.Fingerprint(q.ParentID, q.Mode)
+	fp := pagetoken.Fingerprint(q.ParentID, q.Mode, q.Subtree)
 	afterStr, err := pagetoken.Decode("sessions", fp, q.PageToken)
 	if err != nil {
 		return nil, "", err
@@ -269,6 +282,16 @@ func (st *Store) List(ctx context.Context, q ListQuery) ([]*Session, string, err
 	if q.Mode != "" {
 		where = append(where, "mode = ?")
 		args = append(args, q.Mode)
+	}
+	if q.Subtree != "" {
+		where = append(where, `id IN (
+			WITH RECURSIVE sub(id) AS (
+				SELECT id FROM sessions WHERE id = ?
+				UNION ALL
+				SELECT s.id FROM sessions s JOIN sub ON s.parent_id = sub.id
+			)
+			SELECT id FROM sub)`)
+		args = append(args, q.Subtree)
 	}
 	args = append(args, limit+1)
 	var (

@@ -1,0 +1,198 @@
+// Package auth owns access control: bearer tokens (random, prefixed, stored
+// only as SHA-256), the three roles, and Decide, the one pure function that
+// says what a principal may do to a target. Plan mode is only a guarantee if
+// the agent's own credential cannot undo it, so every way out of plan mode
+// is an action an agent is denied here. The HTTP middleware that calls it
+// lives in internal/http.
+package auth
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"strings"
+)
+
+// Role is what a token is for.
+type Role string
+
+// The roles of API.md.
+const (
+	// Admin may do everything: humans and admin consoles.
+	Admin Role = "admin"
+	// Agent is bound to one session and its descendants.
+	Agent Role = "agent"
+	// Viewer may read and watch events.
+	Viewer Role = "viewer"
+)
+
+// Roles lists every role.
+var Roles = []Role{Admin, Agent, Viewer}
+
+// ParseRole validates a role name.
+func ParseRole(s string) (Role, error) {
+	for _, r := range Roles {
+		if string(r) == s {
+			return r, nil
+		}
+	}
+	return "", fmt.Errorf("unknown role %q: want admin, agent or viewer", s)
+}
+
+// Principal is who is calling.
+type Principal struct {
+	// Name is the token's name, recorded as every event's actor.
+	Name string
+	Role Role
+	// SessionID is an agent token's scope: this session and its
+	// descendants. Empty for other roles.
+	SessionID string
+}
+
+// Anonymous is the caller when the server runs with --auth none: an admin
+// whose changes are recorded as "anonymous".
+var Anonymous = Principal{Name: "anonymous", Role: Admin}
+
+// Action is one thing a caller can ask for. Routes map to actions; a few
+// routes map to different actions depending on their body (a mode change
+// to plan or to build, a harness session).
+type Action string
+
+// Every action the API offers.
+const (
+	ReadSession          Action = "session.read"
+	ListSessions         Action = "session.list"
+	CreateSession        Action = "session.create"
+	CreateRootSession    Action = "session.create_root"
+	CreateHarnessSession Action = "session.create_harness"
+	UpdateSession        Action = "session.update"
+	DeleteSession        Action = "session.delete"
+	EnterPlanMode        Action = "session.mode.plan"
+	LeavePlanMode        Action = "session.mode.build"
+	WriteSessionPlan     Action = "session_plan.write"
+	ReadSessionPlan      Action = "session_plan.read"
+	RequestReview        Action = "review.request"
+	DecideReview         Action = "review.decide"
+	FilterTools          Action = "tools.filter"
+	CheckTool            Action = "tools.check"
+	WriteTodos           Action = "todos.write"
+	ReadTodos            Action = "todos.read"
+	ReadPlans            Action = "plan.read"
+	WritePlans           Action = "plan.write"
+	ReadEvents           Action = "events.read"
+	ManageTokens         Action = "tokens.manage"
+)
+
+// Actions lists every action, for exhaustive tests.
+var Actions = []Action{
+	ReadSession, ListSessions, CreateSession, CreateRootSession, CreateHarnessSession,
+	UpdateSession, DeleteSession, EnterPlanMode, LeavePlanMode, WriteSessionPlan,
+	ReadSessionPlan, RequestReview, DecideReview, FilterTools, CheckTool, WriteTodos,
+	ReadTodos, ReadPlans, WritePlans, ReadEvents, ManageTokens,
+}
+
+// Decision is the outcome of Decide.
+type Decision int
+
+// Decisions, in the order HTTP answers them.
+const (
+	// Allow lets the request through.
+	Allow Decision = iota
+	// Hide answers 404, exactly as for a session that does not exist, so an
+	// agent cannot learn which sessions exist outside its scope.
+	Hide
+	// Deny answers 403 permission_denied.
+	Deny
+)
+
+func (d Decision) String() string {
+	return [...]string{"allow", "hide", "deny"}[d]
+}
+
+// viewerActions are the reads.
+var viewerActions = map[Action]bool{
+	ReadSession: true, ListSessions: true, ReadSessionPlan: true, ReadTodos: true,
+	ReadPlans: true, ReadEvents: true,
+}
+
+// agentActions are what API.md lets an agent do inside its scope: read its
+// sessions, create sub-sessions, write their plan and todos, request review,
+// filter and check tools, move a session into plan mode, and use shared
+// plans and steps. Everything else — leaving plan mode, deciding a review,
+// creating a harness session (whose tools cannot be gated, and whose
+// presence would block plan mode above it), editing or deleting sessions,
+// tokens — is denied.
+var agentActions = map[Action]bool{
+	ReadSession: true, ListSessions: true, CreateSession: true, EnterPlanMode: true,
+	WriteSessionPlan: true, ReadSessionPlan: true, RequestReview: true,
+	FilterTools: true, CheckTool: true, WriteTodos: true, ReadTodos: true,
+	ReadPlans: true, WritePlans: true, ReadEvents: true,
+}
+
+// sessionActions target one session, so an agent's scope applies to them.
+var sessionActions = map[Action]bool{
+	ReadSession: true, CreateSession: true, CreateHarnessSession: true, UpdateSession: true,
+	DeleteSession: true, EnterPlanMode: true, LeavePlanMode: true, WriteSessionPlan: true,
+	ReadSessionPlan: true, RequestReview: true, DecideReview: true, FilterTools: true,
+	CheckTool: true, WriteTodos: true, ReadTodos: true,
+}
+
+// Decide says whether p may perform a. inScope reports whether the target
+// session (for actions on a session; the parent for CreateSession) is the
+// agent's session or one of its descendants; it is ignored otherwise.
+//
+// An agent asking anything of a session outside its scope is answered as if
+// the session did not exist (Hide), before any permission question, so ids
+// do not leak.
+func Decide(p Principal, a Action, inScope bool) Decision {
+	switch p.Role {
+	case Admin:
+		return Allow
+	case Viewer:
+		if viewerActions[a] {
+			return Allow
+		}
+		return Deny
+	case Agent:
+		if sessionActions[a] && !inScope {
+			return Hide
+		}
+		if agentActions[a] {
+			return Allow
+		}
+		return Deny
+	}
+	return Deny
+}
+
+// TokenPrefix marks planserver tokens, so secret scanners and humans can
+// recognise one.
+const TokenPrefix = "ps_"
+
+// NewToken returns a new secret token: the prefix and 256 random bits.
+func NewToken() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return TokenPrefix + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// Hash returns the hex SHA-256 of a token, the only form ever stored.
+func Hash(token string) string {
+	h := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(h[:])
+}
+
+// HashesEqual compares two hex hashes in constant time.
+func HashesEqual(a, b string) bool {
+	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+// LooksLikeToken reports whether s has a token's shape, so obvious junk is
+// refused without a database lookup.
+func LooksLikeToken(s string) bool {
+	rest, ok := strings.CutPrefix(s, TokenPrefix)
+	return ok && len(rest) == 43
+}

@@ -1,0 +1,87 @@
+package auth
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestDecideEveryRoleActionAndScope spells out, independently of the
+// tables in auth.go, what each role may do, and checks Decide for every
+// (role, action, in scope?) combination.
+func TestDecideEveryRoleActionAndScope(t *testing.T) {
+	agentMay := map[Action]bool{
+		ReadSession: true, ListSessions: true, CreateSession: true, EnterPlanMode: true,
+		WriteSessionPlan: true, ReadSessionPlan: true, RequestReview: true, FilterTools: true,
+		CheckTool: true, WriteTodos: true, ReadTodos: true, ReadPlans: true, WritePlans: true,
+		ReadEvents: true,
+	}
+	// The ways out of plan mode and the administrative actions: never an
+	// agent's, wherever the session is.
+	agentMayNot := []Action{LeavePlanMode, DecideReview, CreateHarnessSession, CreateRootSession,
+		UpdateSession, DeleteSession, ManageTokens}
+	viewerMay := map[Action]bool{ReadSession: true, ListSessions: true, ReadSessionPlan: true,
+		ReadTodos: true, ReadPlans: true, ReadEvents: true}
+	targetsSession := map[Action]bool{
+		ReadSession: true, CreateSession: true, CreateHarnessSession: true, UpdateSession: true,
+		DeleteSession: true, EnterPlanMode: true, LeavePlanMode: true, WriteSessionPlan: true,
+		ReadSessionPlan: true, RequestReview: true, DecideReview: true, FilterTools: true,
+		CheckTool: true, WriteTodos: true, ReadTodos: true,
+	}
+	if len(agentMay)+len(agentMayNot) != len(Actions) {
+		t.Fatalf("the test's expectations cover %d actions, Actions has %d: classify the new one",
+			len(agentMay)+len(agentMayNot), len(Actions))
+	}
+	for _, a := range Actions {
+		for _, inScope := range []bool{true, false} {
+			check := func(p Principal, want Decision) {
+				t.Helper()
+				if got := Decide(p, a, inScope); got != want {
+					t.Errorf("%s %s (in scope %v) = %s, want %s", p.Role, a, inScope, got, want)
+				}
+			}
+			check(Principal{Name: "root", Role: Admin}, Allow)
+			check(Anonymous, Allow)
+			if viewerMay[a] {
+				check(Principal{Name: "v", Role: Viewer}, Allow)
+			} else {
+				check(Principal{Name: "v", Role: Viewer}, Deny)
+			}
+			agent := Principal{Name: "a", Role: Agent, SessionID: "s"}
+			switch {
+			case targetsSession[a] && !inScope:
+				check(agent, Hide)
+			case agentMay[a]:
+				check(agent, Allow)
+			default:
+				check(agent, Deny)
+			}
+			check(Principal{Name: "x", Role: "root"}, Deny)
+		}
+	}
+	for _, a := range agentMayNot {
+		if Decide(Principal{Role: Agent, SessionID: "s"}, a, true) == Allow {
+			t.Errorf("an agent may %s", a)
+		}
+	}
+}
+
+func TestTokens(t *testing.T) {
+	a, b := NewToken(), NewToken()
+	if a == b || !strings.HasPrefix(a, "ps_") || !LooksLikeToken(a) {
+		t.Fatalf("tokens %q %q", a, b)
+	}
+	if len(a) != 3+43 {
+		t.Errorf("token length %d: want 256 bits in base64url", len(a))
+	}
+	if Hash(a) == Hash(b) || len(Hash(a)) != 64 || strings.Contains(Hash(a), a) {
+		t.Errorf("hash %q", Hash(a))
+	}
+	if !HashesEqual(Hash(a), Hash(a)) || HashesEqual(Hash(a), Hash(b)) {
+		t.Error("HashesEqual")
+	}
+	for _, s := range []string{"", "ps_", "Bearer " + a, a + "x", "pk_" + a[3:]} {
+		if LooksLikeToken(s) {
+			t.Errorf("%q looks like a token", s)
+		}
+	}
+}

@@ -1,0 +1,368 @@
+package http_test
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/planserver/planserver/internal/apitest"
+	"github.com/planserver/planserver/internal/auth"
+	planhttp "github.com/planserver/planserver/internal/http"
+)
+
+// caller is one kind of credential the access tests call with.
+type caller string
+
+const (
+	admin    caller = "admin"
+	agentIn  caller = "agent in scope"
+	agentOut caller = "agent out of scope"
+	viewer   caller = "viewer"
+	noToken  caller = "no token"
+	revoked  caller = "revoked"
+	expired  caller = "expired"
+)
+
+// callers is the order the table test calls in: those that must change
+// nothing first, then the agent, then the admin, so the agent's allowed
+// writes never make the admin's call fail.
+var callers = []caller{noToken, revoked, expired, viewer, agentOut, agentIn, admin}
+
+// accessEnv is a server with --auth token, this session tree
+//
+//	root (build) ── tgt (plan; a plan at revision 1, review pending)
+//	other (build)
+//
+// a shared plan "shared", one shared plan "mine-<caller>" with steps a and
+// b (b needs a) per caller (for deletes and step writes, which would
+// otherwise get in each other's way), and one token per caller: the
+// in-scope agent is bound to root, the out-of-scope one to other. "victim"
+// is a viewer token for the token routes to act on.
+type accessEnv struct {
+	*apitest.Env
+	tokens map[caller]string
+}
+
+func withTokens(c *planhttp.Config) { c.Auth = planhttp.AuthToken }
+
+// newAccessTemplate builds the accessEnv database once, closed, so that
+// every case can start from a copy of it (copying a file is much cheaper
+// than making the fixture again).
+func newAccessTemplate(t *testing.T) *accessTemplate {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "template.db")
+	a := newAccessEnv(t, apitest.Open(t, path, withTokens))
+	a.Close()
+	return &accessTemplate{path: path, tokens: a.tokens}
+}
+
+type accessTemplate struct {
+	path   string
+	tokens map[caller]string
+}
+
+// open starts a server on a fresh copy of the template database.
+func (tpl *accessTemplate) open(t *testing.T) *accessEnv {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "access.db")
+	for _, suffix := range []string{"", "-wal"} { // a WAL left behind, if any, goes along
+		raw, err := os.ReadFile(tpl.path + suffix)
+		if os.IsNotExist(err) && suffix != "" {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path+suffix, raw, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &accessEnv{Env: apitest.Open(t, path, withTokens), tokens: tpl.tokens}
+}
+
+// newAccessEnv makes the fixture on env, a server with --auth token.
+func newAccessEnv(t *testing.T, env *apitest.Env) *accessEnv {
+	t.Helper()
+	a := &accessEnv{Env: env, tokens: map[caller]string{}}
+	a.tokens[admin] = env.Token(auth.Admin, "root-admin", "")
+	as := env.As(a.tokens[admin])
+	createSession(t, as, map[string]any{"id": "root"})
+	createSession(t, as, map[string]any{"id": "tgt", "parent_id": "root", "mode": "plan"})
+	createSession(t, as, map[string]any{"id": "other"})
+	writeSessionPlan(t, as, "tgt", map[string]any{"content": "# Plan\n1. Do it\n"}, http.StatusCreated)
+	act(t, as, "tgt", "review", nil, http.StatusOK)
+	putPlan(t, as, "shared", map[string]any{"content": "# Shared"}, http.StatusCreated)
+	for _, c := range callers {
+		putPlan(t, as, "mine-"+slug(c), map[string]any{"content": "# Mine", "steps": []map[string]any{
+			{"id": "a", "description": "A", "owner": "dev"},
+			{"id": "b", "description": "B", "owner": "dev", "deps": []string{"a"}},
+		}}, http.StatusCreated)
+	}
+
+	a.tokens[agentIn] = env.Token(auth.Agent, "agent-in", "root")
+	a.tokens[agentOut] = env.Token(auth.Agent, "agent-out", "other")
+	a.tokens[viewer] = env.Token(auth.Viewer, "viewer", "")
+	a.tokens[revoked] = env.Token(auth.Admin, "revoked", "")
+	env.Token(auth.Viewer, "victim", "")
+	store := auth.NewStore(env.DB)
+	if _, err := store.Revoke(context.Background(), "revoked", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	secret, _, err := store.Create(context.Background(),
+		auth.CreateInput{Role: "admin", Name: "expired", TTL: "1h"}, time.Now().Add(-2*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.tokens[expired] = secret
+	return a
+}
+
+// slug is c as a plan name.
+func slug(c caller) string { return strings.ReplaceAll(string(c), " ", "-") }
+
+// as returns the view of the server that calls as c.
+func (a *accessEnv) as(c caller) *apitest.Env { return a.As(a.tokens[c]) }
+
+// ok stands for any 2xx status in the table. (Not -1: that is the status
+// apitest reports for an exchange that broke the contract.)
+const ok = 0
+
+// accessCase is one request on one route and the status each caller must
+// get; "{who}" in its path is the caller's slug. An admin gets a 2xx and the callers without a valid token get 401
+// unless want says otherwise; viewer and both agents must be named.
+type accessCase struct {
+	name   string
+	path   string
+	body   any
+	header []string
+	want   map[caller]int
+}
+
+// expect is the status c must get.
+func (tc accessCase) expect(t *testing.T, c caller) int {
+	if want, named := tc.want[c]; named {
+		return want
+	}
+	switch c {
+	case admin:
+		return ok
+	case noToken, revoked, expired:
+		return http.StatusUnauthorized
+	}
+	t.Fatalf("the case does not say what %s gets", c)
+	return 0
+}
+
+func open() map[caller]int {
+	m := map[caller]int{}
+	for _, c := range callers {
+		m[c] = ok
+	}
+	return m
+}
+
+// writers is what shared-plan writes get: agents share plans whatever
+// their session; viewers only read.
+var writers = map[caller]int{viewer: 403, agentIn: ok, agentOut: ok}
+
+// readers is what reads outside any session get: everyone with a token.
+var readers = map[caller]int{viewer: ok, agentIn: ok, agentOut: ok}
+
+var tools = map[string]any{"tools": []map[string]any{{"name": "shell"}}}
+
+// accessTable is the access policy written out independently of
+// auth.Routes: every route of the router, keyed as chi reports it, with at
+// least one request. A route missing here fails TestEveryRouteForEveryCaller.
+var accessTable = map[string][]accessCase{
+	"GET /healthz":      {{path: "/healthz", want: open()}},
+	"GET /readyz":       {{path: "/readyz", want: open()}},
+	"GET /metrics":      {{path: "/metrics", want: open()}},
+	"GET /openapi.yaml": {{path: "/openapi.yaml", want: open()}},
+
+	"POST /v1/sessions": {
+		{name: "child", path: "/v1/sessions", body: map[string]any{"parent_id": "tgt"},
+			want: map[caller]int{viewer: 403, agentIn: ok, agentOut: 400}},
+		{name: "root", path: "/v1/sessions", body: map[string]any{"title": "free"},
+			want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 403}},
+		{name: "harness child", path: "/v1/sessions", body: map[string]any{"parent_id": "root", "harness": true},
+			want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 400}},
+	},
+	"GET /v1/sessions": {{path: "/v1/sessions",
+		want: map[caller]int{viewer: ok, agentIn: ok, agentOut: ok}}},
+	"GET /v1/sessions/{id}": {{path: "/v1/sessions/tgt",
+		want: map[caller]int{viewer: ok, agentIn: ok, agentOut: 404}}},
+	"PATCH /v1/sessions/{id}": {{path: "/v1/sessions/tgt", body: map[string]any{"title": "x"},
+		header: []string{"Content-Type", "application/merge-patch+json"},
+		want:   map[caller]int{viewer: 403, agentIn: 403, agentOut: 404}}},
+	"DELETE /v1/sessions/{id}": {{path: "/v1/sessions/tgt",
+		want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 404}}},
+	"PATCH /v1/sessions/{id}/mode": {
+		{name: "plan", path: "/v1/sessions/root/mode", body: map[string]any{"mode": "plan"},
+			want: map[caller]int{viewer: 403, agentIn: ok, agentOut: 404}},
+		{name: "build", path: "/v1/sessions/tgt/mode", body: map[string]any{"mode": "build"},
+			want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 404}},
+	},
+	"PUT /v1/sessions/{id}/plan": {{path: "/v1/sessions/tgt/plan", body: map[string]any{"content": "# Plan v2"},
+		want: map[caller]int{viewer: 403, agentIn: ok, agentOut: 404}}},
+	"GET /v1/sessions/{id}/plan": {{path: "/v1/sessions/tgt/plan",
+		want: map[caller]int{viewer: ok, agentIn: ok, agentOut: 404}}},
+	"POST /v1/sessions/{id}/plan/review": {{path: "/v1/sessions/tgt/plan/review",
+		want: map[caller]int{viewer: 403, agentIn: ok, agentOut: 404}}},
+	"POST /v1/sessions/{id}/plan/approve": {{path: "/v1/sessions/tgt/plan/approve", header: []string{"If-Match", `"1"`},
+		want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 404}}},
+	"POST /v1/sessions/{id}/plan/reject": {{path: "/v1/sessions/tgt/plan/reject",
+		want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 404}}},
+	"POST /v1/sessions/{id}/tools/filter": {{path: "/v1/sessions/tgt/tools/filter", body: tools,
+		want: map[caller]int{viewer: 403, agentIn: ok, agentOut: 404}}},
+	"POST /v1/sessions/{id}/tools/check": {{path: "/v1/sessions/tgt/tools/check", body: map[string]any{"name": "shell"},
+		want: map[caller]int{viewer: 403, agentIn: ok, agentOut: 404}}},
+	"PUT /v1/sessions/{id}/todos": {{path: "/v1/sessions/tgt/todos",
+		body: map[string]any{"todos": []map[string]any{{"content": "x", "status": "pending"}}},
+		want: map[caller]int{viewer: 403, agentIn: ok, agentOut: 404}}},
+	"GET /v1/sessions/{id}/todos": {{path: "/v1/sessions/tgt/todos",
+		want: map[caller]int{viewer: ok, agentIn: ok, agentOut: 404}}},
+
+	"GET /v1/plans":           {{path: "/v1/plans", want: map[caller]int{viewer: ok, agentIn: ok, agentOut: ok}}},
+	"GET /v1/plans/{name}":    {{path: "/v1/plans/shared", want: map[caller]int{viewer: ok, agentIn: ok, agentOut: ok}}},
+	"PUT /v1/plans/{name}":    {{path: "/v1/plans/shared", body: map[string]any{"content": "# v2"}, want: writers}},
+	"DELETE /v1/plans/{name}": {{path: "/v1/plans/mine-{who}", want: writers}},
+	"GET /v1/plans/{name}/content": {{path: "/v1/plans/shared/content",
+		want: map[caller]int{viewer: ok, agentIn: ok, agentOut: ok}}},
+	"PUT /v1/plans/{name}/content": {{path: "/v1/plans/shared/content", body: "# v3",
+		header: []string{"Content-Type", "text/markdown"}, want: writers}},
+	"GET /v1/plans/{name}/status": {{path: "/v1/plans/shared/status",
+		want: map[caller]int{viewer: ok, agentIn: ok, agentOut: ok}}},
+	"PUT /v1/plans/{name}/status": {{path: "/v1/plans/shared/status", body: map[string]any{"status": "done"}, want: writers}},
+	"GET /v1/plans/{name}/revisions": {{path: "/v1/plans/shared/revisions",
+		want: map[caller]int{viewer: ok, agentIn: ok, agentOut: ok}}},
+	"GET /v1/plans/{name}/revisions/{revision}": {{path: "/v1/plans/shared/revisions/1",
+		want: map[caller]int{viewer: ok, agentIn: ok, agentOut: ok}}},
+
+	"GET /v1/plans/{name}/steps":           {{path: "/v1/plans/mine-{who}/steps", want: readers}},
+	"GET /v1/plans/{name}/steps/{step_id}": {{path: "/v1/plans/mine-{who}/steps/a", want: readers}},
+	"GET /v1/plans/{name}/reports":         {{path: "/v1/plans/mine-{who}/reports", want: readers}},
+	"POST /v1/plans/{name}/steps/claim": {{path: "/v1/plans/mine-{who}/steps/claim",
+		body: map[string]any{"worker": "w"}, want: writers}},
+	"PATCH /v1/plans/{name}/steps/{step_id}": {{path: "/v1/plans/mine-{who}/steps/a",
+		body: map[string]any{"owner": "ops"}, want: writers}},
+	"POST /v1/plans/{name}/steps/{step_id}/claim": {{path: "/v1/plans/mine-{who}/steps/a/claim",
+		body: map[string]any{"worker": "w"}, want: writers}},
+	"POST /v1/plans/{name}/steps/{step_id}/reports": {{path: "/v1/plans/mine-{who}/steps/a/reports",
+		body: map[string]any{"outcome": "success", "details": "done"}, want: writers}},
+
+	"GET /v1/events": {
+		{name: "whole feed", path: "/v1/events", want: map[caller]int{viewer: ok, agentIn: ok, agentOut: ok}},
+		{name: "one session", path: "/v1/events?session_id=tgt", want: map[caller]int{viewer: ok, agentIn: ok, agentOut: 404}},
+	},
+
+	"POST /v1/tokens": {{path: "/v1/tokens", body: map[string]any{"role": "viewer"},
+		want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 403}}},
+	"GET /v1/tokens": {{path: "/v1/tokens",
+		want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 403}}},
+	"GET /v1/tokens/{name}": {{path: "/v1/tokens/victim",
+		want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 403}}},
+	"DELETE /v1/tokens/{name}": {{path: "/v1/tokens/victim",
+		want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 403}}},
+}
+
+// routes returns every route of the router as "METHOD /pattern".
+func routes(t *testing.T, api *planhttp.Server) []string {
+	t.Helper()
+	var out []string
+	err := chi.Walk(api.Router(), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		out = append(out, method+" "+route)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestEveryRouteForEveryCaller calls every route of the router as every
+// kind of caller, with GET routes also as HEAD (which the GET handler
+// serves), and checks the status. A route the table or auth.Routes does not
+// know fails the test, and so does a row for a route that is gone.
+func TestEveryRouteForEveryCaller(t *testing.T) {
+	probe := apitest.New(t)
+	walked := map[string]bool{}
+	for _, route := range routes(t, probe.API) {
+		walked[route] = true
+		if _, ok := accessTable[route]; !ok {
+			t.Errorf("route %s has no row in accessTable: say what every caller gets", route)
+		}
+		if _, ok := auth.Routes[route]; !ok && strings.Contains(route, " /v1/") {
+			t.Errorf("route %s has no rule in auth.Routes: nobody can call it", route)
+		}
+	}
+	for route := range accessTable {
+		if !walked[route] {
+			t.Errorf("accessTable has a row for %s, which the router does not serve", route)
+		}
+	}
+	for route := range auth.Routes {
+		if !walked[route] {
+			t.Errorf("auth.Routes has a rule for %s, which the router does not serve", route)
+		}
+	}
+	probe.Close()
+
+	tpl := newAccessTemplate(t)
+	for route, cases := range accessTable {
+		method, _, _ := strings.Cut(route, " ")
+		for _, tc := range cases {
+			t.Run(route+" "+tc.name, func(t *testing.T) {
+				a := tpl.open(t)
+				for _, c := range callers {
+					path := strings.ReplaceAll(tc.path, "{who}", slug(c))
+					resp := a.as(c).Call(method, path, tc.body, tc.header...)
+					checkStatus(t, c, method, path, resp.Status, tc.expect(t, c), resp.Body)
+					if resp.Status == http.StatusUnauthorized && resp.Code() != "unauthenticated" {
+						t.Errorf("%s: 401 with code %q", c, resp.Code())
+					}
+					if resp.Status == http.StatusForbidden && resp.Code() != "permission_denied" {
+						t.Errorf("%s: 403 with code %q", c, resp.Code())
+					}
+				}
+				if method != http.MethodGet {
+					return
+				}
+				// HEAD is not in the contract (the GET handler serves it),
+				// so it goes around env.Call.
+				for _, c := range callers {
+					path := strings.ReplaceAll(tc.path, "{who}", slug(c))
+					req, _ := http.NewRequest(http.MethodHead, a.Server.URL+path, nil)
+					if tok := a.tokens[c]; tok != "" {
+						req.Header.Set("Authorization", "Bearer "+tok)
+					}
+					resp, err := a.Client.Do(req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					resp.Body.Close()
+					checkStatus(t, c, http.MethodHead, path, resp.StatusCode, tc.expect(t, c), nil)
+				}
+			})
+		}
+	}
+}
+
+func checkStatus(t *testing.T, c caller, method, path string, got, want int, body []byte) {
+	t.Helper()
+	if want == ok && got >= 200 && got < 300 || got == want {
+		return
+	}
+	w := http.StatusText(want)
+	if want == ok {
+		w = "2xx"
+	}
+	t.Errorf("%s: %s %s = %d, want %s: %s", c, method, path, got, w, body)
+}

@@ -1,0 +1,220 @@
+package http
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/cors"
+
+	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/auth"
+	"github.com/planserver/planserver/internal/events"
+	"github.com/planserver/planserver/internal/sessions"
+)
+
+// The values of Config.Auth.
+const (
+	// AuthNone treats every caller as auth.Anonymous, an admin. The
+	// command line allows it only on a loopback address.
+	AuthNone = "none"
+	// AuthToken requires a bearer token on every /v1 request.
+	AuthToken = "token"
+)
+
+// guard is the /v1 middleware that answers, in this order, who is calling
+// (401), whether they are over their rate (429), and whether they may call
+// this route on this session (404 for a session outside an agent's scope,
+// 403 for an action the role lacks). It runs before the handler reads the
+// body or checks any precondition, so 401/403/404 come before 412. Handlers
+// of Refined routes check the action their body names with s.allow.
+func (s *Server) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		route, params := s.resolve(r)
+		p, err := s.authenticate(r, route)
+		if err != nil {
+			// Failed attempts count against the client's address, so that
+			// guessing tokens is rate limited too.
+			if s.limited(w, r, "ip:"+clientIP(r)) {
+				return
+			}
+			writeProblem(w, r, err)
+			return
+		}
+		key := "token:" + p.Name
+		if s.cfg.Auth != AuthToken {
+			key = "ip:" + clientIP(r)
+		}
+		if s.limited(w, r, key) {
+			return
+		}
+		r = r.WithContext(auth.WithPrincipal(events.WithActor(r.Context(), p.Name), p))
+		stripAccessToken(r)
+		if route != "" {
+			if err := s.authorizeRoute(r, route, params); err != nil {
+				writeProblem(w, r, err)
+				return
+			}
+		}
+		// Unknown routes and methods go on to the router's 404 and 405.
+		next.ServeHTTP(w, r)
+	})
+}
+
+// resolve finds the route a request will reach, as "METHOD /pattern", and
+// its URL parameters; "" when none matches. It mirrors the router: chi
+// routes on the escaped path when there is one, and HEAD is served by the
+// GET handler (middleware.GetHead), so HEAD is authorized as that GET.
+func (s *Server) resolve(r *http.Request) (string, *chi.Context) {
+	path := r.URL.RawPath
+	if path == "" {
+		path = r.URL.Path
+	}
+	method := r.Method
+	if method == http.MethodHead {
+		method = http.MethodGet
+	}
+	rctx := chi.NewRouteContext()
+	pattern := s.router.Find(rctx, method, path)
+	if pattern == "" {
+		return "", rctx
+	}
+	return method + " " + pattern, rctx
+}
+
+// authenticate returns the caller: auth.Anonymous without --auth token,
+// else the principal of the bearer token. Errors: unauthenticated.
+func (s *Server) authenticate(r *http.Request, route string) (auth.Principal, error) {
+	if s.cfg.Auth != AuthToken {
+		return auth.Anonymous, nil
+	}
+	secret, err := bearerToken(r, route)
+	if err != nil {
+		return auth.Principal{}, err
+	}
+	return s.tokens.Authenticate(r.Context(), secret, time.Now())
+}
+
+// bearerToken reads the token from Authorization: Bearer, or on the event
+// stream only, from ?access_token= (a browser EventSource cannot set
+// headers; anywhere else a token in a URL would only end up in logs).
+func bearerToken(r *http.Request, route string) (string, error) {
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, token, ok := strings.Cut(strings.TrimSpace(h), " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") {
+			return "", apierr.New(apierr.Unauthenticated, `the Authorization header must be "Bearer <token>"`)
+		}
+		return strings.TrimSpace(token), nil
+	}
+	if r.URL.Query().Has("access_token") {
+		if route != auth.EventStream {
+			return "", apierr.New(apierr.Unauthenticated,
+				"access_token is accepted only on %s; send the header Authorization: Bearer <token>", auth.EventStream)
+		}
+		return r.URL.Query().Get("access_token"), nil
+	}
+	return "", apierr.New(apierr.Unauthenticated,
+		"this server requires a token: send the header Authorization: Bearer <token> (create one with planserver token create)")
+}
+
+// stripAccessToken removes a used access_token from the request, so no
+// handler or log line downstream ever sees the secret.
+func stripAccessToken(r *http.Request) {
+	q := r.URL.Query()
+	if !q.Has("access_token") {
+		return
+	}
+	q.Del("access_token")
+	u := *r.URL
+	u.RawQuery = q.Encode()
+	r.URL = &u
+}
+
+// limited takes one request from key's rate limit; when none is left it
+// answers 429 with Retry-After and reports true.
+func (s *Server) limited(w http.ResponseWriter, r *http.Request, key string) bool {
+	ok, wait := s.limiter.allow(key, time.Now())
+	if ok {
+		return false
+	}
+	secs := retryAfter(wait)
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	writeProblem(w, r, apierr.New(apierr.RateLimited,
+		"more than %g requests a second (bursts of %d) from this caller; retry in %d s",
+		float64(s.limiter.rate), s.limiter.burst, secs))
+	return true
+}
+
+// clientIP is the address the connection comes from. X-Forwarded-For is
+// not trusted: anyone can send it.
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// authorizeRoute applies the route's rule from auth.Routes. A route
+// without a rule is refused for everyone: a new route must state its
+// access before anyone can call it.
+func (s *Server) authorizeRoute(r *http.Request, route string, params *chi.Context) error {
+	rule, ok := auth.Routes[route]
+	if !ok {
+		return fmt.Errorf("route %s has no rule in auth.Routes", route)
+	}
+	target := ""
+	if rule.SessionParam != "" {
+		target = params.URLParam(rule.SessionParam)
+	}
+	if err := s.allow(r, rule.Action, target, sessions.NotFound(target)); err != nil {
+		return err
+	}
+	if rule.SessionQuery != "" {
+		if id := r.URL.Query().Get(rule.SessionQuery); id != "" {
+			return s.allow(r, auth.ReadSession, id, sessions.NotFound(id))
+		}
+	}
+	return nil
+}
+
+// allow decides whether the caller may perform a on session target ("" for
+// none): nil, hidden (the error a missing target gets, answered when the
+// target is outside an agent's scope, so ids do not leak), or 403
+// permission_denied. It is the one check handlers call to refine an action
+// from the body.
+func (s *Server) allow(r *http.Request, a auth.Action, target string, hidden error) error {
+	p := auth.PrincipalFrom(r.Context())
+	inScope := true
+	if p.Role == auth.Agent && target != "" {
+		var err error
+		if inScope, err = auth.InScope(r.Context(), s.cfg.DB.Reader, p.SessionID, target); err != nil {
+			return err
+		}
+	}
+	switch auth.Decide(p, a, inScope) {
+	case auth.Allow:
+		return nil
+	case auth.Hide:
+		return hidden
+	}
+	return apierr.New(apierr.PermissionDenied, "%s", auth.DenyReason(p, a))
+}
+
+// corsHandler is the CORS middleware for an explicit list of origins. The
+// headers a browser UI needs are exposed: ETag and Location to follow
+// writes, Retry-After to back off, X-Request-ID and X-Event-Seq.
+func corsHandler(origins []string) func(http.Handler) http.Handler {
+	return cors.Handler(cors.Options{
+		AllowedOrigins: origins,
+		AllowedMethods: []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete},
+		AllowedHeaders: []string{"Authorization", "Content-Type", "If-Match", "If-None-Match", "Last-Event-ID",
+			"Accept", "X-Request-ID"},
+		ExposedHeaders: []string{"ETag", "Location", "Retry-After", "X-Request-ID", "X-Event-Seq"},
+		MaxAge:         600,
+	})
+}
