@@ -34,11 +34,8 @@ func startServer(bin, db, durability string, profile bool) (*server, error) {
 		return nil, err
 	}
 	s := &server{base: "http://" + addr, label: "--durability " + durability}
-	// Every load worker comes from 127.0.0.1, which the default per-client
-	// rate limit (--auth none) would cap at 50 requests a second: the
-	// benchmark measures the server, not the limiter.
-	args := []string{"serve", "--addr", addr, "--db", db, "--durability", durability, "--log-format", "json",
-		"--rate-limit", "0"}
+	// The defaults of make run: --auth none, so no token and no rate limit.
+	args := []string{"serve", "--addr", addr, "--db", db, "--durability", durability, "--log-format", "json"}
 	if profile {
 		paddr, err := freeAddr()
 		if err != nil {

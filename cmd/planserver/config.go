@@ -57,7 +57,7 @@ func flagSet(name string, cfg *config, serveFlags bool, stderr io.Writer) *flag.
 			"comma-separated tools offered in plan mode whatever their annotations (empty: read-only tools only)")
 		fs.StringVar(&cfg.Auth, "auth", "none",
 			"none (every caller is an admin; loopback --addr only) or token (Authorization: Bearer on every /v1 request)")
-		fs.Float64Var(&cfg.RateLimit, "rate-limit", 50, "requests a second per token (per client IP with --auth none); 0 turns rate limiting off")
+		fs.Float64Var(&cfg.RateLimit, "rate-limit", 50, "requests a second per token with --auth token; 0 turns rate limiting off")
 		fs.IntVar(&cfg.RateBurst, "rate-burst", 100, "requests a caller may make at once above --rate-limit")
 		fs.StringVar(&cfg.CORSOrigins, "cors-origins", "",
 			"comma-separated browser origins allowed to call the API, e.g. https://console.example.com (empty: CORS off)")

@@ -8,8 +8,8 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// limiter is a token bucket per caller: per token name with --auth token,
-// per client IP otherwise. A nil limiter lets everything through.
+// limiter is a token bucket per caller: per token name, and per client IP
+// for failed authentications. A nil limiter lets everything through.
 type limiter struct {
 	rate  rate.Limit
 	burst int

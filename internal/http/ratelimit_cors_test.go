@@ -60,14 +60,16 @@ func TestRateLimitPerToken(t *testing.T) {
 	rateLimited(t, bogus.Call("GET", "/v1/sessions", nil))
 }
 
-func TestRateLimitPerClientWithoutTokens(t *testing.T) {
+// TestNoRateLimitWithoutTokens: with --auth none the server is the loopback
+// user's alone, and its host apps (a TUI, a web UI, the agent's tool
+// filter every turn) share one address; limits are per token.
+func TestNoRateLimitWithoutTokens(t *testing.T) {
 	env := apitest.New(t, slowLimit)
-	for range 2 {
+	for range 10 {
 		if r := env.Call("GET", "/v1/sessions", nil); r.Status != http.StatusOK {
-			t.Fatalf("within the burst: %d %s", r.Status, r.Body)
+			t.Fatalf("without tokens: %d %s", r.Status, r.Body)
 		}
 	}
-	rateLimited(t, env.Call("GET", "/v1/sessions/x", nil))
 }
 
 func TestCORS(t *testing.T) {

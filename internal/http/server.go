@@ -58,9 +58,9 @@ type Config struct {
 	// Auth is AuthNone (the default: every caller is an anonymous admin)
 	// or AuthToken (every /v1 request carries a bearer token).
 	Auth string
-	// RateLimit is the requests a second each caller may make (per token,
-	// or per client IP without tokens), in bursts of up to RateBurst; 0
-	// turns rate limiting off.
+	// RateLimit is the requests a second each token may make with
+	// AuthToken (failed authentications count per client IP), in bursts of
+	// up to RateBurst; 0 turns rate limiting off. AuthNone is never limited.
 	RateLimit float64
 	RateBurst int
 	// CORSOrigins are the browser origins allowed to call the API; none
