@@ -180,3 +180,41 @@ func FuzzEventsQuery(f *testing.F) {
 		}
 	})
 }
+
+// withSteps prepares a plan "w" with two steps, the second depending on the
+// first, for the step routes.
+func withSteps(env *apitest.Env) {
+	env.Call(http.MethodPut, "/v1/plans/w", map[string]any{"content": "# w", "steps": []map[string]any{
+		{"id": "1", "description": "first", "owner": "a"},
+		{"id": "2", "description": "second", "owner": "b", "deps": []string{"1"}},
+	}})
+}
+
+func FuzzClaimBody(f *testing.F) {
+	fuzzBody(f, "POST", "/v1/plans/w/steps/claim", "application/json", []string{
+		`{"worker":"w1"}`, `{"worker":"w1","owner":"a","lease_seconds":60}`, `{"worker":""}`, `{"lease_seconds":-1,"worker":"x"}`,
+		`{"worker":"x","lease_seconds":1e9}`, `{}`,
+	}, withSteps)
+}
+
+func FuzzPatchStepBody(f *testing.F) {
+	fuzzBody(f, "PATCH", "/v1/plans/w/steps/2", "application/json", []string{
+		`{"status":"complete"}`, `{"status":"in_progress"}`, `{"owner":"c"}`, `{"status":"done"}`, `{"status":null}`, `{}`,
+	}, withSteps)
+}
+
+func FuzzStepReportBody(f *testing.F) {
+	fuzzBody(f, "POST", "/v1/plans/w/steps/1/reports", "application/json", []string{
+		`{"outcome":"success","details":"ok"}`, `{"outcome":"failure","details":"x","artifacts":[{"file":"a","status":"created"}]}`,
+		`{"outcome":"blocked","worker":"w1"}`, `{"outcome":"maybe"}`, `{"step_id":"2","outcome":"success"}`,
+		`{"outcome":"success","timestamp":"2026-01-10T17:30:00Z"}`, `{"outcome":"success","artifacts":[{"x":1}]}`,
+	}, withSteps)
+}
+
+func FuzzPutStepsYAML(f *testing.F) {
+	fuzzBody(f, "PUT", "/v1/plans/w", "application/yaml", []string{
+		"steps:\n- id: \"1\"\n  description: d\n  owner: o\n  deps: [\"1\"]\n",
+		"steps:\n- id: a\n  description: d\n  owner: o\n  deps: [b]\n- id: b\n  description: d\n  owner: o\n  deps: [a]\n",
+		"steps:\n- id: 1\n  description: d\n  owner: o\n", "steps: {}\n", "steps:\n- {id: x, description: d, owner: o, status: done}\n",
+	}, withSteps)
+}

@@ -50,7 +50,7 @@ func (req *planWriteRequest) change() (plans.Change, error) {
 	ch := plans.Change{Title: req.Title, Content: req.Content, Author: req.Author, Status: req.Status}
 	if len(req.Steps) > 0 && !bytes.Equal(req.Steps, []byte("null")) {
 		var err error
-		if ch.Steps, err = plans.ParseSteps("steps", req.Steps); err != nil {
+		if ch.Steps, err = plans.ParseSteps(req.Steps); err != nil {
 			return plans.Change{}, err
 		}
 	}

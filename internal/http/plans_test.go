@@ -81,7 +81,7 @@ func planEvents(t *testing.T, env *apitest.Env, name string) string {
 
 func TestPlanCreateReadUpdate(t *testing.T) {
 	env := apitest.New(t)
-	steps := `[{"id":"1","description":"Design the schema","owner":"DB-Agent","deps":[],"weight":1.50},{"owner":"QA","id":"2","description":"Test","deps":["1"]}]`
+	steps := `[{"id":"1","description":"Design the schema","owner":"DB-Agent","deps":[]},{"owner":"QA","id":"2","description":"Test","deps":["1"],"status":null}]`
 	resp := env.Call("PUT", "/v1/plans/release", `{"title":"Release 1.0","content":"# Plan\n\n- ship it\n","author":"architect","status":"draft","steps":`+steps+`}`)
 	if resp.Status != http.StatusCreated || resp.Header.Get("Location") != "/v1/plans/release" || resp.Header.Get("ETag") != `"1"` {
 		t.Fatalf("create: %d Location %q ETag %q %s", resp.Status, resp.Header.Get("Location"), resp.Header.Get("ETag"), resp.Body)
@@ -92,7 +92,9 @@ func TestPlanCreateReadUpdate(t *testing.T) {
 		created.Author != "architect" || created.Status != "draft" || created.Revision != 1 || created.CreatedAt != created.UpdatedAt {
 		t.Errorf("created = %+v", created)
 	}
-	// Steps round-trip exactly: key order and number spelling kept.
+	// Steps come back in plan order with every field, defaults filled in.
+	steps = `[{"id":"1","description":"Design the schema","owner":"DB-Agent","deps":[],"status":"pending","parallel":false,"criteria":"","commands":[],"files":[],"risk_notes":"","claimed_by":null,"claim_expires_at":null,"claim_expired":false},` +
+		`{"id":"2","description":"Test","owner":"QA","deps":["1"],"status":"pending","parallel":false,"criteria":"","commands":[],"files":[],"risk_notes":"","claimed_by":null,"claim_expires_at":null,"claim_expired":false}]`
 	if string(created.Steps) != steps {
 		t.Errorf("steps = %s, want %s", created.Steps, steps)
 	}
@@ -159,8 +161,7 @@ steps:
   description: "Implement backend endpoint"
   owner: "Backend-Agent"
   deps: ["1"]
-  parallel: false
-  estimate: 2.50
+  parallel: true
   commands:
     - "Run: pytest tests/test_upload.py"   # to validate later
 content: |
@@ -174,8 +175,8 @@ content: |
 	}
 	var p plan
 	resp.JSON(t, &p)
-	wantSteps := `[{"id":"1","description":"Design the database schema for storing uploaded CSV data","owner":"DB-Agent","deps":[],"status":"pending","risk_notes":"Ensure not to break existing schema; consider migration"},` +
-		`{"id":"2","description":"Implement backend endpoint","owner":"Backend-Agent","deps":["1"],"parallel":false,"estimate":2.50,"commands":["Run: pytest tests/test_upload.py"]}]`
+	wantSteps := `[{"id":"1","description":"Design the database schema for storing uploaded CSV data","owner":"DB-Agent","deps":[],"status":"pending","parallel":false,"criteria":"","commands":[],"files":[],"risk_notes":"Ensure not to break existing schema; consider migration","claimed_by":null,"claim_expires_at":null,"claim_expired":false},` +
+		`{"id":"2","description":"Implement backend endpoint","owner":"Backend-Agent","deps":["1"],"status":"pending","parallel":true,"criteria":"","commands":["Run: pytest tests/test_upload.py"],"files":[],"risk_notes":"","claimed_by":null,"claim_expires_at":null,"claim_expired":false}]`
 	if p.Title != "CSV upload" || p.Status != "in-progress" || p.Author != "PlannerAgent" || p.Content != md || string(p.Steps) != wantSteps || p.Revision != 2 {
 		t.Errorf("from YAML: %+v\nsteps %s", p, p.Steps)
 	}

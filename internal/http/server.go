@@ -46,6 +46,9 @@ type Config struct {
 	// RequirePreconditions makes updates and deletes without If-Match (or
 	// last_known_revision) fail with 428.
 	RequirePreconditions bool
+	// Now is the clock of shared plans (timestamps, claim leases, the ready
+	// set); time.Now when nil. Tests move it forward instead of sleeping.
+	Now func() time.Time
 	// Registry collects the Prometheus metrics served at /metrics; a new one
 	// is made when nil.
 	Registry *prometheus.Registry
@@ -120,7 +123,7 @@ func New(cfg Config) *Server {
 		registry: reg,
 		sessions: sessions.NewStore(cfg.DB),
 		gate:     sessions.NewGate(cfg.PlanModeAllow),
-		plans:    plans.NewStore(cfg.DB, plans.Config{History: cfg.PlanHistory, MaxContentBytes: cfg.MaxPlanBytes}),
+		plans:    plans.NewStore(cfg.DB, plans.Config{History: cfg.PlanHistory, MaxContentBytes: cfg.MaxPlanBytes, Now: cfg.Now}),
 		broker:   events.NewBroker(),
 		shutdown: make(chan struct{}),
 	}
@@ -175,6 +178,13 @@ func (s *Server) routes() chi.Router {
 		r.Put("/plans/{name}/status", s.setPlanStatus)
 		r.Get("/plans/{name}/revisions", s.listPlanRevisions)
 		r.Get("/plans/{name}/revisions/{revision}", s.getPlanRevision)
+		r.Get("/plans/{name}/steps", s.listSteps)
+		r.Post("/plans/{name}/steps/claim", s.claimNextStep)
+		r.Get("/plans/{name}/steps/{step_id}", s.getStep)
+		r.Patch("/plans/{name}/steps/{step_id}", s.patchStep)
+		r.Post("/plans/{name}/steps/{step_id}/claim", s.claimStep)
+		r.Post("/plans/{name}/steps/{step_id}/reports", s.addStepReport)
+		r.Get("/plans/{name}/reports", s.listReports)
 	})
 	return r
 }

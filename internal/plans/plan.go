@@ -6,8 +6,6 @@
 package plans
 
 import (
-	"bytes"
-	"encoding/json"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -25,32 +23,34 @@ const (
 
 // Plan is a shared plan document at one revision.
 type Plan struct {
-	Name      string `json:"name"`
-	Title     string `json:"title"`
-	Content   string `json:"content"`
-	Author    string `json:"author"`
-	Status    string `json:"status"`
-	Steps     Steps  `json:"steps"`
-	Revision  int64  `json:"revision"`
-	CreatedAt string `json:"created_at"`
-	UpdatedAt string `json:"updated_at"`
+	Name      string     `json:"name"`
+	Title     string     `json:"title"`
+	Content   string     `json:"content"`
+	Author    string     `json:"author"`
+	Status    string     `json:"status"`
+	Steps     []StepView `json:"steps"`
+	Progress  Progress   `json:"progress"`
+	Revision  int64      `json:"revision"`
+	CreatedAt string     `json:"created_at"`
+	UpdatedAt string     `json:"updated_at"`
 }
 
-// Summary is a plan without its content or steps: what lists and events
-// carry, so listing plans never costs their bodies.
+// Summary is a plan without its content or steps, but with their progress:
+// what lists and events carry, so listing plans never costs their bodies.
 type Summary struct {
-	Name      string `json:"name"`
-	Title     string `json:"title"`
-	Author    string `json:"author"`
-	Status    string `json:"status"`
-	Revision  int64  `json:"revision"`
-	CreatedAt string `json:"created_at"`
-	UpdatedAt string `json:"updated_at"`
+	Name      string   `json:"name"`
+	Title     string   `json:"title"`
+	Author    string   `json:"author"`
+	Status    string   `json:"status"`
+	Progress  Progress `json:"progress"`
+	Revision  int64    `json:"revision"`
+	CreatedAt string   `json:"created_at"`
+	UpdatedAt string   `json:"updated_at"`
 }
 
 // Summary returns p without its content and steps.
 func (p *Plan) Summary() Summary {
-	return Summary{Name: p.Name, Title: p.Title, Author: p.Author, Status: p.Status,
+	return Summary{Name: p.Name, Title: p.Title, Author: p.Author, Status: p.Status, Progress: p.Progress,
 		Revision: p.Revision, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
 }
 
@@ -77,52 +77,6 @@ type Warning struct {
 	Message string `json:"message"`
 }
 
-// Steps are a plan's structured steps: a JSON array of objects. They are
-// kept as sent (each object's JSON, compacted), so they round-trip
-// unchanged.
-type Steps []json.RawMessage
-
-// MarshalJSON encodes nil as [] so a plan always has a steps array.
-func (s Steps) MarshalJSON() ([]byte, error) {
-	if s == nil {
-		return []byte("[]"), nil
-	}
-	return json.Marshal([]json.RawMessage(s))
-}
-
-// ParseSteps decodes a JSON array of step objects. field names the steps
-// in errors ("steps"). Stored steps are read with the same rule, so what a
-// write accepts a read can always return.
-func ParseSteps(field string, raw []byte) (Steps, error) {
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil || items == nil {
-		return nil, apierr.Invalid(field, "must be an array of step objects")
-	}
-	var fields []apierr.FieldError
-	steps := make(Steps, 0, len(items))
-	for i, item := range items {
-		if !bytes.HasPrefix(item, []byte("{")) {
-			fields = append(fields, apierr.FieldError{Field: field + "[" + strconv.Itoa(i) + "]", Message: "must be an object"})
-			continue
-		}
-		var compact bytes.Buffer
-		if err := json.Compact(&compact, item); err != nil {
-			return nil, apierr.Invalid(field, "must be an array of step objects")
-		}
-		steps = append(steps, compact.Bytes())
-	}
-	if len(fields) > 0 {
-		return nil, apierr.InvalidFields(fields)
-	}
-	return steps, nil
-}
-
-// encode returns the steps as the JSON text stored in the database.
-func (s Steps) encode() string {
-	raw, _ := s.MarshalJSON() // RawMessages from ParseSteps are valid JSON
-	return string(raw)
-}
-
 // ValidateName checks a plan name against the rule of API.md. Names are
 // lower-case slugs so two spellings can never name one plan and a name is
 // safe in any URL or file path as it is: no "/", no "..", nothing to escape.
@@ -140,8 +94,13 @@ type Change struct {
 	Content *string
 	Author  *string
 	Status  *string
-	// Steps nil keeps the current steps; an empty, non-nil slice clears them.
+	// Steps nil keeps the current steps; an empty, non-nil slice clears
+	// them. They come from ParseSteps, which validated them.
 	Steps Steps
+	// contentOptional lets a write leave the content out although it
+	// replaces the plan: a YAML document in the plan & action item format
+	// carries steps, and may carry no Markdown at all (DecodeYAML).
+	contentOptional bool
 }
 
 // validate checks c's fields; contentRequired is set for writes that
@@ -150,7 +109,7 @@ type Change struct {
 func (c Change) validate(contentRequired bool, maxContent int64) error {
 	var fields []apierr.FieldError
 	add := func(field, msg string) { fields = append(fields, apierr.FieldError{Field: field, Message: msg}) }
-	if c.Content == nil && contentRequired {
+	if c.Content == nil && contentRequired && !c.contentOptional {
 		add("content", "is required")
 	}
 	if c.Content != nil {

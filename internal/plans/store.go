@@ -32,6 +32,10 @@ type Config struct {
 	History int
 	// MaxContentBytes bounds a plan's content (--max-plan-bytes).
 	MaxContentBytes int64
+	// Now is the clock: timestamps, lease expiry and readiness are all
+	// taken from it. time.Now when nil; tests move it forward instead of
+	// sleeping.
+	Now func() time.Time
 }
 
 // Store persists shared plans and their history. Every change runs in one
@@ -50,8 +54,14 @@ func NewStore(db *sqlite.DB, cfg Config) *Store {
 	if cfg.MaxContentBytes <= 0 {
 		cfg.MaxContentBytes = DefaultMaxContentBytes
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	return &Store{db: db, cfg: cfg}
 }
+
+// now is the store's clock.
+func (st *Store) now() time.Time { return st.cfg.Now() }
 
 // querier is what both *sql.Tx and *sql.DB offer.
 type querier interface {
@@ -63,7 +73,8 @@ const planColumns = `name, title, author, status, revision, created_at, updated_
 
 type scanner interface{ Scan(dest ...any) error }
 
-func scanPlan(row scanner) (*Plan, error) {
+// scanPlan reads a plan row, evaluating its steps at time now.
+func scanPlan(row scanner, now time.Time) (*Plan, error) {
 	var (
 		p     Plan
 		steps string
@@ -72,12 +83,13 @@ func scanPlan(row scanner) (*Plan, error) {
 		&steps, &p.Content); err != nil {
 		return nil, err
 	}
-	var err error
-	if p.Steps, err = ParseSteps("steps", []byte(steps)); err != nil {
-		// %v, not %w: the stored row is broken, which is the server's
-		// problem (500), not the client's invalid_argument.
-		return nil, fmt.Errorf("plan %q revision %d has unreadable steps: %v", p.Name, p.Revision, err)
+	s, err := decodeStoredSteps([]byte(steps))
+	if err != nil {
+		// A broken stored row is the server's problem (500), not the
+		// client's invalid_argument.
+		return nil, fmt.Errorf("plan %q revision %d has unreadable steps: %w", p.Name, p.Revision, err)
 	}
+	p.Steps, p.Progress = s.View(now), ProgressOf(s, now)
 	return &p, nil
 }
 
@@ -86,8 +98,8 @@ func notFound(name string) error { return apierr.New(apierr.NotFound, "plan %q n
 func what(name string) string { return fmt.Sprintf("plan %q", name) }
 
 // get loads the current revision of a plan.
-func get(ctx context.Context, q querier, name string) (*Plan, error) {
-	p, err := scanPlan(q.QueryRowContext(ctx, `SELECT `+planColumns+` FROM plans WHERE name = ?`, name))
+func (st *Store) get(ctx context.Context, q querier, name string) (*Plan, error) {
+	p, err := scanPlan(q.QueryRowContext(ctx, `SELECT `+planColumns+` FROM plans WHERE name = ?`, name), st.now())
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound(name)
 	}
@@ -123,7 +135,7 @@ func (st *Store) Get(ctx context.Context, name string) (*Plan, error) {
 	var p *Plan
 	err := st.read(ctx, name, func(tx *sql.Tx) error {
 		var err error
-		p, err = get(ctx, tx, name)
+		p, err = st.get(ctx, tx, name)
 		return err
 	})
 	return p, err
@@ -162,6 +174,13 @@ func (st *Store) Put(ctx context.Context, name string, ch Change, pre revision.P
 	}
 	if err := ch.validate(true, st.cfg.MaxContentBytes); err != nil {
 		return nil, false, err
+	}
+	if ch.Steps != nil {
+		// ParseSteps has checked them; the graph is checked again here so
+		// that no caller can store a graph the step operations cannot use.
+		if fields := ValidateGraph(ch.Steps); len(fields) > 0 {
+			return nil, false, apierr.InvalidFields(fields)
+		}
 	}
 	var (
 		out     *Plan
@@ -243,23 +262,32 @@ type statusChange struct {
 
 // insert creates a plan at revision 1.
 func (st *Store) insert(ctx context.Context, tx *sql.Tx, name string, ch Change) (*Plan, error) {
-	now := sqlite.FormatTime(time.Now())
+	now := sqlite.FormatTime(st.now())
 	_, err := tx.ExecContext(ctx, `INSERT INTO plans (`+planColumns+`) VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?)`,
 		name, deref(ch.Title), deref(ch.Author), deref(ch.Status), now, now, ch.Steps.encode(), deref(ch.Content))
 	if err != nil {
 		return nil, fmt.Errorf("create plan %q: %w", name, err)
 	}
-	return get(ctx, tx, name)
+	return st.get(ctx, tx, name)
 }
 
-// update applies ch to a plan at revision rev as revision rev+1: the
+// update applies ch to a plan at revision rev as revision rev+1 (see bump)
+// and returns the new revision.
+func (st *Store) update(ctx context.Context, tx *sql.Tx, name string, rev int64, ch Change) (*Plan, error) {
+	if err := st.bump(ctx, tx, name, rev, ch); err != nil {
+		return nil, err
+	}
+	return st.get(ctx, tx, name)
+}
+
+// bump applies ch to a plan at revision rev as revision rev+1: the
 // replaced revision goes to the history, and the history is pruned to the
 // configured length.
-func (st *Store) update(ctx context.Context, tx *sql.Tx, name string, rev int64, ch Change) (*Plan, error) {
+func (st *Store) bump(ctx context.Context, tx *sql.Tx, name string, rev int64, ch Change) error {
 	if _, err := tx.ExecContext(ctx, `INSERT INTO plan_revisions
 		(name, revision, title, author, status, updated_at, steps, content)
 		SELECT name, revision, title, author, status, updated_at, steps, content FROM plans WHERE name = ?`, name); err != nil {
-		return nil, fmt.Errorf("keep revision %d of plan %q: %w", rev, name, err)
+		return fmt.Errorf("keep revision %d of plan %q: %w", rev, name, err)
 	}
 	var steps sql.NullString
 	if ch.Steps != nil {
@@ -272,15 +300,15 @@ func (st *Store) update(ctx context.Context, tx *sql.Tx, name string, rev int64,
 		revision = revision + 1, updated_at = ?
 		WHERE name = ?`,
 		nullable(ch.Title), nullable(ch.Author), nullable(ch.Status), steps, nullable(ch.Content),
-		sqlite.FormatTime(time.Now()), name)
+		sqlite.FormatTime(st.now()), name)
 	if err != nil {
-		return nil, fmt.Errorf("update plan %q: %w", name, err)
+		return fmt.Errorf("update plan %q: %w", name, err)
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM plan_revisions WHERE name = ? AND revision <= ?`,
 		name, rev+1-int64(st.cfg.History)); err != nil {
-		return nil, fmt.Errorf("prune history of plan %q: %w", name, err)
+		return fmt.Errorf("prune history of plan %q: %w", name, err)
 	}
-	return get(ctx, tx, name)
+	return nil
 }
 
 // Delete removes a plan and its history (delete_plan). It reads nothing
@@ -360,7 +388,7 @@ func (st *Store) GetRevision(ctx context.Context, name string, n int64) (*Plan, 
 			return notFound(name)
 		}
 		if n == rev {
-			p, err = get(ctx, tx, name)
+			p, err = st.get(ctx, tx, name)
 			return err
 		}
 		if n > rev || n <= rev-int64(st.cfg.History) {
@@ -369,7 +397,7 @@ func (st *Store) GetRevision(ctx context.Context, name string, n int64) (*Plan, 
 		p, err = scanPlan(tx.QueryRowContext(ctx, `
 			SELECT r.name, r.title, r.author, r.status, r.revision, p.created_at, r.updated_at, r.steps, r.content
 			FROM plan_revisions r JOIN plans p ON p.name = r.name
-			WHERE r.name = ? AND r.revision = ?`, name, n))
+			WHERE r.name = ? AND r.revision = ?`, name, n), st.now())
 		if errors.Is(err, sql.ErrNoRows) {
 			return revisionNotFound(name, n, rev, st.cfg.History)
 		}
@@ -407,10 +435,9 @@ type Page struct {
 }
 
 // listSQL builds the page query of q, resuming after name after: one index
-// range in name order (see the plans indexes), never OFFSET. Its last
-// column is "" for a readable row, else why the row is unreadable; its
-// steps checks are ParseSteps' rule, made in SQL so a listing never loads
-// steps or content into Go.
+// range in name order (see the plans indexes), never OFFSET. It reads the
+// steps, for the progress of each plan, but never the content, which is
+// stored after them.
 func listSQL(q ListQuery, after string, limit int) (string, []any) {
 	where := []string{"name > ?"}
 	args := []any{after}
@@ -423,13 +450,7 @@ func listSQL(q ListQuery, after string, limit int) (string, []any) {
 		args = append(args, q.Author)
 	}
 	args = append(args, limit+1)
-	return `SELECT name, title, author, status, revision, created_at, updated_at,
-		CASE
-			WHEN NOT json_valid(steps) THEN 'its steps are not valid JSON'
-			WHEN json_type(steps) <> 'array' THEN 'its steps are not a JSON array'
-			WHEN EXISTS (SELECT 1 FROM json_each(plans.steps) WHERE type <> 'object') THEN 'one of its steps is not a JSON object'
-			ELSE ''
-		END
+	return `SELECT name, title, author, status, revision, created_at, updated_at, steps
 		FROM plans WHERE ` + strings.Join(where, " AND ") + ` ORDER BY name LIMIT ?`, args
 }
 
@@ -451,6 +472,7 @@ func (st *Store) List(ctx context.Context, q ListQuery) (*Page, error) {
 	}
 	page := &Page{Plans: []Summary{}, Warnings: []Warning{}}
 	query, args := listSQL(q, after, limit)
+	now := st.now()
 	err = st.db.Read(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, query, args...)
 		if err != nil {
@@ -461,12 +483,13 @@ func (st *Store) List(ctx context.Context, q ListQuery) (*Page, error) {
 		for rows.Next() {
 			n++
 			var (
-				s       Summary
-				problem string
+				s   Summary
+				raw []byte
 			)
-			if err := rows.Scan(&s.Name, &s.Title, &s.Author, &s.Status, &s.Revision, &s.CreatedAt, &s.UpdatedAt, &problem); err != nil {
+			if err := rows.Scan(&s.Name, &s.Title, &s.Author, &s.Status, &s.Revision, &s.CreatedAt, &s.UpdatedAt, &raw); err != nil {
 				return fmt.Errorf("list plans: %w", err)
 			}
+			steps, problem := decodeStoredSteps(raw)
 			if n > limit {
 				// The extra row only says there is a next page, which
 				// resumes after the last row of this one, readable or not.
@@ -477,10 +500,11 @@ func (st *Store) List(ctx context.Context, q ListQuery) (*Page, error) {
 			case ValidateName(s.Name) != nil:
 				page.Warnings = append(page.Warnings, Warning{Name: s.Name,
 					Message: fmt.Sprintf("plan %q breaks the plan name rule; no request can address it", s.Name)})
-			case problem != "":
+			case problem != nil:
 				page.Warnings = append(page.Warnings, Warning{Name: s.Name,
-					Message: fmt.Sprintf("plan %q cannot be read: %s; delete it, or PUT it with new steps", s.Name, problem)})
+					Message: fmt.Sprintf("plan %q cannot be read: %v; delete it, or PUT it with new steps", s.Name, problem)})
 			default:
+				s.Progress = ProgressOf(steps, now)
 				page.Plans = append(page.Plans, s)
 			}
 			last = s.Name

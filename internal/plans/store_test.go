@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/planserver/planserver/internal/pagetoken"
+	"github.com/planserver/planserver/internal/revision"
 	"github.com/planserver/planserver/internal/sqlite"
 )
 
@@ -109,6 +110,52 @@ func BenchmarkListPage(b *testing.B) {
 				page, err := st.List(ctx, q)
 				if err != nil || len(page.Plans) == 0 {
 					b.Fatalf("page: %v, %d plans", err, len(page.Plans))
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkClaimAndReport measures one claim plus one report (two plan
+// revisions) on a plan of 50 independent steps, with a small and with a
+// 1 MiB Markdown content: every step change copies the replaced revision,
+// content included, into the history.
+func BenchmarkClaimAndReport(b *testing.B) {
+	for _, size := range []int{1 << 10, 1 << 20} {
+		b.Run(fmt.Sprintf("content=%dKiB", size>>10), func(b *testing.B) {
+			db := openDB(b)
+			st := NewStore(db, Config{})
+			ctx := context.Background()
+			var raw []string
+			for i := 0; i < 50; i++ {
+				raw = append(raw, fmt.Sprintf(`{"id":"s%d","description":"d","owner":"o"}`, i))
+			}
+			steps, err := ParseSteps([]byte("[" + strings.Join(raw, ",") + "]"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			content := strings.Repeat("x", size)
+			reset := func() {
+				if _, _, err := st.Put(ctx, "bench", Change{Content: &content, Steps: steps}, revision.Precondition{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reset()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				res, err := st.Claim(ctx, "bench", ClaimRequest{Worker: "w"}, revision.Precondition{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if res == nil {
+					b.StopTimer()
+					reset()
+					b.StartTimer()
+					continue
+				}
+				w := "w"
+				if _, err := st.AddReport(ctx, "bench", res.Step.ID, ReportInput{Outcome: OutcomeSuccess, Worker: &w}, revision.Precondition{}); err != nil {
+					b.Fatal(err)
 				}
 			}
 		})

@@ -27,8 +27,11 @@ type yamlIn struct {
 
 // DecodeYAML reads a plan written as a YAML document into a Change. Fields
 // left out (or null) keep their current value, exactly as in the JSON
-// form. Unknown fields, several documents and anything but a mapping are
-// invalid_argument errors.
+// form, with one difference: a document that carries steps may leave the
+// content out (it keeps the current content; a new plan starts with none),
+// because the plan & action item format of the seeds is steps alone.
+// Unknown fields, several documents and anything but a mapping are
+// invalid_argument errors; so are steps that ParseSteps refuses.
 func DecodeYAML(body []byte) (Change, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return Change{}, apierr.New(apierr.InvalidArgument, "request body is empty; send a YAML document")
@@ -51,9 +54,10 @@ func DecodeYAML(body []byte) (Change, error) {
 			return Change{}, apierr.Invalid("steps", "%v", err)
 		}
 		var err error
-		if ch.Steps, err = ParseSteps("steps", c.buf.Bytes()); err != nil {
+		if ch.Steps, err = ParseSteps(c.buf.Bytes()); err != nil {
 			return Change{}, err
 		}
+		ch.contentOptional = true
 	}
 	return ch, nil
 }
@@ -72,28 +76,25 @@ func yamlError(err error) error {
 }
 
 // yamlOut fixes the order of the fields of a YAML plan: the short fields
-// first, then the steps, then the Markdown body, which is usually longest.
+// first, then the steps, then the Markdown body, which is usually longest
+// (and left out when the plan has none, as a plan imported from steps
+// alone). Steps leave out their empty optional fields and everything
+// derived at read time, so the document is the plan as written.
 type yamlOut struct {
-	Title   string       `yaml:"title"`
-	Author  string       `yaml:"author"`
-	Status  string       `yaml:"status"`
-	Steps   []*yaml.Node `yaml:"steps"`
-	Content string       `yaml:"content"`
+	Title   string `yaml:"title"`
+	Author  string `yaml:"author"`
+	Status  string `yaml:"status"`
+	Steps   []Step `yaml:"steps"`
+	Content string `yaml:"content,omitempty"`
 }
 
 // EncodeYAML writes p as a YAML document that DecodeYAML reads back to the
 // same plan. A leading comment names the plan and its revision, which YAML
 // readers ignore.
 func EncodeYAML(p *Plan) ([]byte, error) {
-	out := yamlOut{Title: p.Title, Author: p.Author, Status: p.Status, Content: p.Content, Steps: []*yaml.Node{}}
-	for i, raw := range p.Steps {
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		step, err := jsonNode(dec)
-		if err != nil {
-			return nil, fmt.Errorf("encode plan %q as YAML: step %d: %w", p.Name, i, err)
-		}
-		out.Steps = append(out.Steps, step)
+	out := yamlOut{Title: p.Title, Author: p.Author, Status: p.Status, Content: p.Content, Steps: make([]Step, len(p.Steps))}
+	for i := range p.Steps {
+		out.Steps[i] = p.Steps[i].Step
 	}
 	var doc yaml.Node
 	if err := doc.Encode(out); err != nil {
@@ -158,11 +159,16 @@ func (c *yamlToJSON) convert(n *yaml.Node, depth int) error {
 		return nil
 	case yaml.MappingNode:
 		buf.WriteByte('{')
+		seen := make(map[string]bool, len(n.Content)/2)
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			if k.Kind != yaml.ScalarNode {
 				return fmt.Errorf("line %d: mapping keys must be plain scalars", k.Line)
 			}
+			if seen[k.Value] {
+				return fmt.Errorf("line %d: key %q appears twice in one mapping", k.Line, k.Value)
+			}
+			seen[k.Value] = true
 			if i > 0 {
 				buf.WriteByte(',')
 			}
@@ -203,57 +209,4 @@ func (c *yamlToJSON) convert(n *yaml.Node, depth int) error {
 		return nil
 	}
 	return fmt.Errorf("line %d: unsupported YAML node", n.Line)
-}
-
-// jsonNode reads one JSON value from dec (which must UseNumber) as a YAML
-// node, keeping the order of object keys and numbers as written.
-func jsonNode(dec *json.Decoder) (*yaml.Node, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	switch t := tok.(type) {
-	case json.Delim:
-		n := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
-		end := json.Delim(']')
-		if t == '{' {
-			n = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-			end = '}'
-		}
-		for dec.More() {
-			if t == '{' {
-				key, err := dec.Token()
-				if err != nil {
-					return nil, err
-				}
-				n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key.(string)})
-			}
-			v, err := jsonNode(dec)
-			if err != nil {
-				return nil, err
-			}
-			n.Content = append(n.Content, v)
-		}
-		if tok, err := dec.Token(); err != nil || tok != end {
-			return nil, fmt.Errorf("malformed JSON: %v", err)
-		}
-		return n, nil
-	case string:
-		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: t}, nil
-	case json.Number:
-		tag := "!!int"
-		if strings.ContainsAny(string(t), ".eE") {
-			tag = "!!float"
-		}
-		return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: string(t)}, nil
-	case bool:
-		v := "false"
-		if t {
-			v = "true"
-		}
-		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: v}, nil
-	case nil:
-		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}, nil
-	}
-	return nil, fmt.Errorf("unexpected JSON token %v", tok)
 }

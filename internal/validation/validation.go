@@ -20,6 +20,8 @@ import (
 var (
 	SessionID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 	PlanName  = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,127}$`)
+	// StepID is also the pattern of a step id in plan-schema.json.
+	StepID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 )
 
 // rules maps each custom tag to its check and the message a client reads.
