@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -237,4 +238,62 @@ func TestBrokerWakesWithoutBlocking(t *testing.T) {
 	if b.Subscribers() != 0 {
 		t.Errorf("subscribers after unsubscribe = %d", b.Subscribers())
 	}
+}
+
+// TestHeadCacheFollowsCommits: the cached head moves with every commit made
+// through db.Write, agrees with Head, and under concurrent readers and
+// writers never runs ahead of the log.
+func TestHeadCacheFollowsCommits(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	cache := events.NewHeadCache(db)
+	check := func() {
+		t.Helper()
+		got, err := cache.Head(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := events.Head(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Fatalf("cached head %d, log head %d", got, want)
+		}
+	}
+	check()
+	appendPlanEvents(t, db, "p", 3)
+	check()
+	check() // served from memory, still right
+	appendPlanEvents(t, db, "p", 1)
+	check()
+
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for r := 0; r < 4; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				got, err := cache.Head(ctx)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if real, _ := events.Head(ctx, db); got > real {
+					t.Errorf("cached head %d is ahead of the log's %d", got, real)
+					return
+				}
+			}
+		}()
+	}
+	appendPlanEvents(t, db, "q", 50)
+	close(stop)
+	wg.Wait()
+	check()
 }

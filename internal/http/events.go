@@ -70,7 +70,7 @@ func newEventMetrics(reg prometheus.Registerer, subscribers func() int) *eventMe
 func (s *Server) withEventHead(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.URL.Path != eventsPath {
-			head, err := events.Head(r.Context(), s.cfg.DB)
+			head, err := s.head.Head(r.Context())
 			if err != nil {
 				writeProblem(w, r, err)
 				return

@@ -95,7 +95,9 @@ type Server struct {
 	plans    *plans.Store
 
 	// broker wakes event streams after every commit.
-	broker       *events.Broker
+	broker *events.Broker
+	// head is the event log's head for X-Event-Seq.
+	head         *events.HeadCache
 	eventMetrics *eventMetrics
 	// shutdown is closed by Shutdown to end every event stream.
 	shutdown     chan struct{}
@@ -145,6 +147,7 @@ func New(cfg Config) *Server {
 	}
 	s.eventMetrics = newEventMetrics(reg, s.broker.Subscribers)
 	cfg.DB.OnCommit(s.broker.Notify)
+	s.head = events.NewHeadCache(cfg.DB)
 	s.schemaVersion = sqlite.KnownVersion()
 	s.router = s.routes()
 	return s
