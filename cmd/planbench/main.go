@@ -58,6 +58,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if _, err := os.Stat(o.bin); err != nil {
 		return fmt.Errorf("server binary: %w (run make build first)", err)
 	}
+	if o.pprofDir != "" {
+		if err := os.MkdirAll(o.pprofDir, 0o755); err != nil {
+			return err
+		}
+	}
 	dir, err := os.MkdirTemp("", "planbench")
 	if err != nil {
 		return err

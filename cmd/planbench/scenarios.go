@@ -92,8 +92,8 @@ func benchCreateSession(ctx context.Context, o options, c *http.Client, srv *ser
 // with few and with many plans stored: with keyset pagination on an index
 // the cost must not grow with the table.
 func benchListPages(ctx context.Context, o options, c *http.Client, dir string) (small, large result, err error) {
-	measure := func(total int) (result, error) {
-		srv, err := startServer(o.bin, filepath.Join(dir, fmt.Sprintf("list-%d.db", total)), "normal", o.pprofDir != "")
+	measure := func(label string, total int) (result, error) {
+		srv, err := startServer(o.bin, filepath.Join(dir, "list-"+label+".db"), "normal", o.pprofDir != "")
 		if err != nil {
 			return result{}, err
 		}
@@ -123,16 +123,16 @@ func benchListPages(ctx context.Context, o options, c *http.Client, dir string) 
 				tokens = append(tokens, token)
 			}
 		}
-		return srv.profileWhile(o.pprofDir, fmt.Sprintf("list-%d", total), o.duration, func() result {
+		return srv.profileWhile(o.pprofDir, fmt.Sprintf("list-%s-%d", label, total), o.duration, func() result {
 			return drive(ctx, o, func(ctx context.Context, w, i int) error {
 				return expect(c, "GET", srv.base+"/v1/plans?limit=100&page_token="+tokens[(w+i)%len(tokens)], nil, nil, 200)
 			})
 		}), nil
 	}
-	if small, err = measure(o.smallList); err != nil {
+	if small, err = measure("small", o.smallList); err != nil {
 		return
 	}
-	large, err = measure(o.largeList)
+	large, err = measure("large", o.largeList)
 	return
 }
 
