@@ -38,6 +38,7 @@ Usage:
   planserver migrate up|down|status     manage the database schema
   planserver token create --role R [--session ID] [--name N] [--ttl D]
   planserver token list | revoke NAME   manage bearer tokens (stored hashed)
+  planserver backup FILE [--db DB]      write an online, consistent copy of the database
   planserver version                    print the version
 
 Run 'planserver serve -h' for the flags; each has a PLANSERVER_* environment
@@ -55,6 +56,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return serve(ctx, args[1:], getenv, stdout, stderr)
 	case "migrate":
 		return migrate(ctx, args[1:], getenv, stdout, stderr)
+	case "backup":
+		return backup(ctx, args[1:], getenv, stdout, stderr)
 	case "token":
 		return token(ctx, args[1:], getenv, stdout, stderr)
 	case "version", "--version", "-version":

@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/url"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -61,6 +62,9 @@ type DB struct {
 	Reader *sql.DB
 	// Path is the database file.
 	Path string
+	// baseDSN opens a connection with the common pragmas and neither the
+	// writer's immediate transactions nor the readers' query_only.
+	baseDSN string
 
 	mu          sync.Mutex
 	afterCommit []func()
@@ -114,7 +118,7 @@ func Open(ctx context.Context, path string, durability Durability) (*DB, error) 
 	reader.SetMaxOpenConns(readers)
 	reader.SetMaxIdleConns(readers)
 	reader.SetConnMaxIdleTime(0)
-	return &DB{Writer: writer, Reader: reader, Path: path}, nil
+	return &DB{Writer: writer, Reader: reader, Path: path, baseDSN: "file:" + path + "?" + q.Encode()}, nil
 }
 
 // Close closes both pools.
@@ -284,4 +288,25 @@ func KnownVersion() int64 {
 		}
 	}
 	return known
+}
+
+// Backup writes a consistent copy of the database to dest, which must not
+// exist, with VACUUM INTO on a connection of its own: it reads one
+// snapshot, so writers carry on meanwhile (WAL) and the copy is what was
+// committed when it began. The copy is compacted and has no WAL of its own.
+// (The read pool cannot do it: query_only forbids VACUUM INTO.)
+func (db *DB) Backup(ctx context.Context, dest string) error {
+	if _, err := os.Stat(dest); err == nil {
+		return fmt.Errorf("backup: %s already exists; choose a new file", dest)
+	}
+	c, err := newConnector(db.baseDSN)
+	if err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	conn := sql.OpenDB(c)
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `VACUUM INTO ?`, dest); err != nil {
+		return fmt.Errorf("backup to %s: %w", dest, err)
+	}
+	return nil
 }
