@@ -19,6 +19,15 @@ import (
 	"github.com/planserver/planserver/internal/validation"
 )
 
+// The media types of plans, shared and session: JSON is the whole
+// resource, Markdown its content alone, YAML the plan & action item
+// document of the seeds.
+const (
+	mediaJSON     = "application/json"
+	mediaMarkdown = "text/markdown"
+	mediaYAML     = "application/yaml"
+)
+
 // mediaType returns the request's media type without parameters, lower-case;
 // "" when the request names none.
 func mediaType(r *http.Request) (string, error) {
@@ -233,19 +242,21 @@ func (s *Server) precondition(r *http.Request, lastKnown *int64) (revision.Preco
 	return revision.New(im, inm, lastKnown, s.cfg.RequirePreconditions)
 }
 
-// notModified answers 304 when the request's If-None-Match names current.
-// It reports whether it did.
-func notModified(w http.ResponseWriter, r *http.Request, current int64) (bool, error) {
+// answeredNotModified answers a GET whose If-None-Match names the current
+// revision with 304 (and a malformed one with its 400), and reports whether
+// it answered; otherwise the handler writes the representation.
+func answeredNotModified(w http.ResponseWriter, r *http.Request, current int64) bool {
 	inm, err := revision.ParseMatch("If-None-Match", r.Header.Get("If-None-Match"))
 	if err != nil {
-		return false, err
+		writeProblem(w, r, err)
+		return true
 	}
 	if inm.NotModified(current) {
 		w.Header().Set("ETag", revision.ETag(current))
 		w.WriteHeader(http.StatusNotModified)
-		return true, nil
+		return true
 	}
-	return false, nil
+	return false
 }
 
 func setETag(w http.ResponseWriter, rev int64) { w.Header().Set("ETag", revision.ETag(rev)) }

@@ -15,14 +15,6 @@ import (
 	"github.com/planserver/planserver/internal/validation"
 )
 
-// The media types of a shared plan. JSON is the whole plan, Markdown its
-// content alone, YAML the plan & action item document of the seeds.
-const (
-	mediaJSON     = "application/json"
-	mediaMarkdown = "text/markdown"
-	mediaYAML     = "application/yaml"
-)
-
 // planNameParam returns the {name} URL parameter, unescaped and validated.
 // chi routes on the escaped path, so "a%2Fb" arrives here whole and is
 // refused as the name "a/b" rather than routed anywhere.
@@ -169,10 +161,7 @@ func (s *Server) getPlan(w http.ResponseWriter, r *http.Request) {
 // Accept.
 func (s *Server) writePlanAs(w http.ResponseWriter, r *http.Request, mt string, p *plans.Plan) {
 	w.Header().Set("Vary", "Accept")
-	if done, err := notModified(w, r, p.Revision); done || err != nil {
-		if err != nil {
-			writeProblem(w, r, err)
-		}
+	if answeredNotModified(w, r, p.Revision) {
 		return
 	}
 	setETag(w, p.Revision)
@@ -291,10 +280,7 @@ func (s *Server) getPlanStatus(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, err)
 		return
 	}
-	if done, err := notModified(w, r, v.Revision); done || err != nil {
-		if err != nil {
-			writeProblem(w, r, err)
-		}
+	if answeredNotModified(w, r, v.Revision) {
 		return
 	}
 	setETag(w, v.Revision)

@@ -12,7 +12,7 @@ func (s *Server) putSessionPlan(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, err)
 		return
 	}
-	mt, err := requireMediaType(r, "application/json", "text/markdown")
+	mt, err := requireMediaType(r, mediaJSON, mediaMarkdown)
 	if err != nil {
 		writeProblem(w, r, err)
 		return
@@ -23,7 +23,7 @@ func (s *Server) putSessionPlan(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var in sessions.PlanInput
-	if mt == "text/markdown" {
+	if mt == mediaMarkdown {
 		in.Content = string(body)
 	} else if err := decodeJSONBytes(body, &in, false); err != nil {
 		writeProblem(w, r, err)
@@ -55,7 +55,7 @@ func (s *Server) getSessionPlan(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Vary", "Accept")
-	mt, err := negotiate(r, "application/json", "text/markdown")
+	mt, err := negotiate(r, mediaJSON, mediaMarkdown)
 	if err != nil {
 		writeProblem(w, r, err)
 		return
@@ -65,17 +65,12 @@ func (s *Server) getSessionPlan(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, err)
 		return
 	}
-	if done, err := notModified(w, r, plan.Revision); done || err != nil {
-		if err != nil {
-			writeProblem(w, r, err)
-		}
+	if answeredNotModified(w, r, plan.Revision) {
 		return
 	}
 	setETag(w, plan.Revision)
-	if mt == "text/markdown" {
-		w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write([]byte(plan.Content))
+	if mt == mediaMarkdown {
+		writeMarkdown(w, plan.Content)
 		return
 	}
 	writeJSON(w, http.StatusOK, plan)

@@ -58,10 +58,7 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, err)
 		return
 	}
-	if done, err := notModified(w, r, sess.Revision); done || err != nil {
-		if err != nil {
-			writeProblem(w, r, err)
-		}
+	if answeredNotModified(w, r, sess.Revision) {
 		return
 	}
 	writeSession(w, http.StatusOK, sess)

@@ -44,10 +44,7 @@ func (s *Server) getTodos(w http.ResponseWriter, r *http.Request) {
 	}
 	// A list never written has no revision to tag.
 	if list.Revision > 0 {
-		if done, err := notModified(w, r, list.Revision); done || err != nil {
-			if err != nil {
-				writeProblem(w, r, err)
-			}
+		if answeredNotModified(w, r, list.Revision) {
 			return
 		}
 		setETag(w, list.Revision)
