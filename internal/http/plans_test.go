@@ -602,9 +602,13 @@ func TestPlanDelete(t *testing.T) {
 	if got := planEvents(t, env, "d"); got != "plan.created@1,plan.updated@2,plan.deleted@2" {
 		t.Errorf("events = %s", got)
 	}
-	// A plan made again under the same name starts afresh.
-	if p := putPlan(t, env, "d", map[string]any{"content": "again"}, 201); p.Revision != 1 {
-		t.Errorf("recreated at revision %d", p.Revision)
+	// A plan made again under the same name continues above the deleted
+	// one's revisions, so an ETag of the old plan can never match the new.
+	if p := putPlan(t, env, "d", map[string]any{"content": "again"}, 201); p.Revision != 3 {
+		t.Errorf("recreated at revision %d, want 3", p.Revision)
+	}
+	if r := env.Call("PUT", "/v1/plans/d", map[string]any{"content": "stale"}, "If-Match", `"1"`); r.Status != 412 {
+		t.Errorf("If-Match of the deleted plan's revision 1: %d, want 412", r.Status)
 	}
 }
 

@@ -655,3 +655,44 @@ func TestConcurrentModeChangesAreLinearizable(t *testing.T) {
 		t.Errorf("child effective %s, parent %s", kid.EffectiveMode, final.EffectiveMode)
 	}
 }
+
+// TestRecreatedSessionNeverMatchesOldRevisions deletes a session whose plan
+// a human read at revision 1, re-creates it under the same id with a new
+// plan, and checks that nothing of the old one can match the new: not the
+// session's ETag, not the plan's, not an approval naming the old plan
+// revision.
+func TestRecreatedSessionNeverMatchesOldRevisions(t *testing.T) {
+	env := apitest.New(t)
+	createSession(t, env, map[string]any{"id": "s", "mode": "plan"})
+	if r := env.Call("PUT", "/v1/sessions/s/plan", map[string]any{"content": "old plan"}); r.Status != 201 || r.Header.Get("ETag") != `"1"` {
+		t.Fatalf("old plan: %d %s", r.Status, r.Header.Get("ETag"))
+	}
+	env.Call("PUT", "/v1/sessions/s/todos", map[string]any{"todos": []map[string]any{{"content": "x", "status": "pending"}}})
+	setMode(t, env, "s", "build", 200) // the session is at revision 2
+	if r := env.Call("DELETE", "/v1/sessions/s", nil); r.Status != 204 {
+		t.Fatalf("delete: %d", r.Status)
+	}
+
+	again := createSession(t, env, map[string]any{"id": "s", "mode": "plan"})
+	if again.Revision != 3 {
+		t.Errorf("re-created session at revision %d, want 3", again.Revision)
+	}
+	r := env.Call("PUT", "/v1/sessions/s/plan", map[string]any{"content": "new plan, never read"})
+	if r.Status != 201 || r.Header.Get("ETag") != `"2"` {
+		t.Fatalf("new plan: %d ETag %s, want 201 \"2\"", r.Status, r.Header.Get("ETag"))
+	}
+	if r := env.Call("GET", "/v1/sessions/s/todos", nil); r.Map(t)["revision"] != float64(0) {
+		t.Errorf("todos of the re-created session: %s", r.Body)
+	}
+	if r := env.Call("PUT", "/v1/sessions/s/todos", map[string]any{"todos": []any{}}); r.Header.Get("ETag") != `"2"` {
+		t.Errorf("first todos of the re-created session: ETag %s, want \"2\"", r.Header.Get("ETag"))
+	}
+	env.Call("POST", "/v1/sessions/s/plan/review", nil)
+	// The human's If-Match names the old plan's revision 1: refused.
+	if r := env.Call("POST", "/v1/sessions/s/plan/approve", nil, "If-Match", `"1"`); r.Status != 412 {
+		t.Errorf("approval of the deleted session's plan revision: %d %s", r.Status, r.Body)
+	}
+	if s := getSession(t, env, "s"); s.EffectiveMode != "plan" {
+		t.Errorf("effective mode %s after a refused approval", s.EffectiveMode)
+	}
+}

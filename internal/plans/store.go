@@ -260,11 +260,16 @@ type statusChange struct {
 	Revision       int64  `json:"revision"`
 }
 
-// insert creates a plan at revision 1.
+// insert creates a plan at revision 1, or above the last revision of a
+// deleted plan of the same name.
 func (st *Store) insert(ctx context.Context, tx *sql.Tx, name string, ch Change) (*Plan, error) {
+	first, err := sqlite.FirstRevision(ctx, tx, sqlite.FloorPlan, name)
+	if err != nil {
+		return nil, err
+	}
 	now := sqlite.FormatTime(st.now())
-	_, err := tx.ExecContext(ctx, `INSERT INTO plans (`+planColumns+`) VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?)`,
-		name, deref(ch.Title), deref(ch.Author), deref(ch.Status), now, now, ch.Steps.encode(), deref(ch.Content))
+	_, err = tx.ExecContext(ctx, `INSERT INTO plans (`+planColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		name, deref(ch.Title), deref(ch.Author), deref(ch.Status), first, now, now, ch.Steps.encode(), deref(ch.Content))
 	if err != nil {
 		return nil, fmt.Errorf("create plan %q: %w", name, err)
 	}
@@ -332,6 +337,9 @@ func (st *Store) Delete(ctx context.Context, name string, pre revision.Precondit
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM plans WHERE name = ?`, name); err != nil {
 			return fmt.Errorf("delete plan %q: %w", name, err)
+		}
+		if err := sqlite.RecordDeletion(ctx, tx, sqlite.FloorPlan, name, rev); err != nil {
+			return err
 		}
 		_, err = events.Append(ctx, tx, events.PlanDeleted, "", name, rev, map[string]any{"name": name, "revision": rev})
 		return err

@@ -109,8 +109,12 @@ func (st *Store) PutPlan(ctx context.Context, id string, in PlanInput, maxBytes 
 		now := sqlite.FormatTime(time.Now())
 		if cur == nil {
 			created = true
-			_, err = tx.ExecContext(ctx, `INSERT INTO session_plans (`+planColumns+`) VALUES (?, ?, ?, 1, ?, ?)`,
-				id, in.Content, author, now, now)
+			var first int64
+			if first, err = sqlite.FirstRevision(ctx, tx, sqlite.FloorSessionPlan, id); err != nil {
+				return err
+			}
+			_, err = tx.ExecContext(ctx, `INSERT INTO session_plans (`+planColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
+				id, in.Content, author, first, now, now)
 		} else {
 			_, err = tx.ExecContext(ctx, `UPDATE session_plans SET content = ?, author = ?, revision = revision + 1, updated_at = ?
 				WHERE session_id = ?`, in.Content, author, now, id)

@@ -217,11 +217,15 @@ func (st *Store) Create(ctx context.Context, in CreateInput) (*Session, error) {
 			return unsupportedMode(in.ID, fmt.Sprintf(
 				"session %q is harness-backed: its agent owns its tools, so plan mode cannot be enforced", in.ID))
 		}
+		first, err := sqlite.FirstRevision(ctx, tx, sqlite.FloorSession, in.ID)
+		if err != nil {
+			return err
+		}
 		now := sqlite.FormatTime(time.Now())
-		_, err := tx.ExecContext(ctx, `INSERT INTO sessions
+		_, err = tx.ExecContext(ctx, `INSERT INTO sessions
 			(id, title, agent, parent_id, mode, harness, metadata, revision, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`,
-			in.ID, in.Title, in.Agent, parent, mode, boolInt(in.Harness), metadata, now, now)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			in.ID, in.Title, in.Agent, parent, mode, boolInt(in.Harness), metadata, first, now, now)
 		if err != nil {
 			return fmt.Errorf("create session %q: %w", in.ID, err)
 		}
@@ -627,12 +631,15 @@ func (st *Store) Delete(ctx context.Context, id string, pre revision.Preconditio
 		if err != nil {
 			return err
 		}
-		// Descendants first, deepest last in the list, so a UI removes
-		// children before their parent.
+		// The deepest sessions first, so a UI removes children before
+		// their parent.
 		for i := len(nodes) - 1; i >= 0; i-- {
 			n := nodes[i]
 			data := map[string]any{"id": n.ID, "deleted_with": id}
 			if _, err := events.Append(ctx, tx, events.SessionDeleted, n.ID, "", 0, data); err != nil {
+				return err
+			}
+			if err := recordDeletion(ctx, tx, n.ID); err != nil {
 				return err
 			}
 		}
@@ -641,6 +648,31 @@ func (st *Store) Delete(ctx context.Context, id string, pre revision.Preconditio
 		}
 		return nil
 	})
+}
+
+// recordDeletion remembers the revisions of a session, its plan and its
+// todos as they are deleted, so that a session re-created under the same
+// id continues above them and no ETag or approval If-Match of the old one
+// can match the new one.
+func recordDeletion(ctx context.Context, tx *sql.Tx, id string) error {
+	for _, r := range []struct{ kind, query string }{
+		{sqlite.FloorSession, `SELECT revision FROM sessions WHERE id = ?`},
+		{sqlite.FloorSessionPlan, `SELECT revision FROM session_plans WHERE session_id = ?`},
+		{sqlite.FloorTodos, `SELECT revision FROM session_todos WHERE session_id = ?`},
+	} {
+		var rev int64
+		err := tx.QueryRowContext(ctx, r.query, id).Scan(&rev)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("delete session %q: %w", id, err)
+		}
+		if err := sqlite.RecordDeletion(ctx, tx, r.kind, id, rev); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func encodeMetadata(m map[string]any) (string, error) {

@@ -84,11 +84,15 @@ func (st *Store) PutTodos(ctx context.Context, id string, in TodosInput, pre rev
 			out = cur
 			return nil
 		}
+		first, err := sqlite.FirstRevision(ctx, tx, sqlite.FloorTodos, id)
+		if err != nil {
+			return err
+		}
 		now := sqlite.FormatTime(time.Now())
 		if _, err := tx.ExecContext(ctx, `INSERT INTO session_todos (session_id, todos, revision, updated_at)
-			VALUES (?, ?, 1, ?)
+			VALUES (?, ?, ?, ?)
 			ON CONFLICT (session_id) DO UPDATE SET todos = excluded.todos, revision = revision + 1, updated_at = excluded.updated_at`,
-			id, string(raw), now); err != nil {
+			id, string(raw), first, now); err != nil {
 			return fmt.Errorf("write todos of session %q: %w", id, err)
 		}
 		if out, err = getTodos(ctx, tx, id); err != nil {
