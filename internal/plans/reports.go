@@ -117,18 +117,7 @@ func (st *Store) AddReport(ctx context.Context, name, stepID string, in ReportIn
 		return nil, fmt.Errorf("encode artifacts: %w", err)
 	}
 	var out *Report
-	err = st.db.Write(ctx, func(tx *sql.Tx) error {
-		steps, rev, err := loadSteps(ctx, tx, name)
-		if err != nil {
-			return err
-		}
-		if err := pre.Check(what(name), true, rev); err != nil {
-			return err
-		}
-		i, err := findStep(steps, name, stepID)
-		if err != nil {
-			return err
-		}
+	err = st.changeStep(ctx, name, stepID, pre, func(tx *sql.Tx, steps Steps, rev int64, i int) error {
 		s := &steps[i]
 		if in.Worker != nil && !s.heldBy(*in.Worker) {
 			return lateReport(s, *in.Worker, rev)

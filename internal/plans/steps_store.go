@@ -220,18 +220,7 @@ func (st *Store) UpdateStep(ctx context.Context, name, id string, patch StepPatc
 		return nil, err
 	}
 	var out *StepResult
-	err := st.db.Write(ctx, func(tx *sql.Tx) error {
-		steps, rev, err := loadSteps(ctx, tx, name)
-		if err != nil {
-			return err
-		}
-		if err := pre.Check(what(name), true, rev); err != nil {
-			return err
-		}
-		i, err := findStep(steps, name, id)
-		if err != nil {
-			return err
-		}
+	err := st.changeStep(ctx, name, id, pre, func(tx *sql.Tx, steps Steps, rev int64, i int) error {
 		old := steps[i]
 		s := &steps[i]
 		if patch.Owner != nil {
@@ -281,16 +270,9 @@ func (st *Store) Claim(ctx context.Context, name string, req ClaimRequest, pre r
 		return nil, err
 	}
 	var out *StepResult
-	err := st.db.Write(ctx, func(tx *sql.Tx) error {
-		steps, rev, err := loadSteps(ctx, tx, name)
-		if err != nil {
-			return err
-		}
-		if err := pre.Check(what(name), true, rev); err != nil {
-			return err
-		}
-		now := st.now()
-		for _, i := range Ready(steps, now) {
+	err := st.changeSteps(ctx, name, pre, func(tx *sql.Tx, steps Steps, rev int64) error {
+		var err error
+		for _, i := range Ready(steps, st.now()) {
 			if req.Owner != "" && steps[i].Owner != req.Owner {
 				continue
 			}
@@ -316,7 +298,30 @@ func (st *Store) ClaimStep(ctx context.Context, name, id string, req StepClaimRe
 		return nil, err
 	}
 	var out *StepResult
-	err := st.db.Write(ctx, func(tx *sql.Tx) error {
+	err := st.changeStep(ctx, name, id, pre, func(tx *sql.Tx, steps Steps, rev int64, i int) error {
+		s := &steps[i]
+		switch {
+		case s.heldBy(req.Worker):
+		case s.claimable(st.now()):
+			if err := depsIncomplete(steps, i, "claimed"); err != nil {
+				return err
+			}
+		default:
+			return claimConflict(s, rev)
+		}
+		var err error
+		out, err = st.claimAt(ctx, tx, name, rev, steps, i, req.Worker, leaseOf(req.LeaseSeconds))
+		return err
+	})
+	return out, err
+}
+
+// changeSteps runs change on plan name's steps in one write transaction,
+// once the plan exists and its precondition holds: the opening every step
+// write shares.
+func (st *Store) changeSteps(ctx context.Context, name string, pre revision.Precondition,
+	change func(tx *sql.Tx, steps Steps, rev int64) error) error {
+	return st.db.Write(ctx, func(tx *sql.Tx) error {
 		steps, rev, err := loadSteps(ctx, tx, name)
 		if err != nil {
 			return err
@@ -324,25 +329,21 @@ func (st *Store) ClaimStep(ctx context.Context, name, id string, req StepClaimRe
 		if err := pre.Check(what(name), true, rev); err != nil {
 			return err
 		}
+		return change(tx, steps, rev)
+	})
+}
+
+// changeStep is changeSteps for one step, found by id (not_found
+// otherwise); i is its index in steps.
+func (st *Store) changeStep(ctx context.Context, name, id string, pre revision.Precondition,
+	change func(tx *sql.Tx, steps Steps, rev int64, i int) error) error {
+	return st.changeSteps(ctx, name, pre, func(tx *sql.Tx, steps Steps, rev int64) error {
 		i, err := findStep(steps, name, id)
 		if err != nil {
 			return err
 		}
-		s := &steps[i]
-		now := st.now()
-		switch {
-		case s.heldBy(req.Worker):
-		case s.claimable(now):
-			if err := depsIncomplete(steps, i, "claimed"); err != nil {
-				return err
-			}
-		default:
-			return claimConflict(s, rev)
-		}
-		out, err = st.claimAt(ctx, tx, name, rev, steps, i, req.Worker, leaseOf(req.LeaseSeconds))
-		return err
+		return change(tx, steps, rev, i)
 	})
-	return out, err
 }
 
 // claimConflict explains why a step cannot be claimed.
