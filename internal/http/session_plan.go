@@ -1,8 +1,10 @@
 package http
 
 import (
+	"context"
 	"net/http"
 
+	"github.com/planserver/planserver/internal/revision"
 	"github.com/planserver/planserver/internal/sessions"
 )
 
@@ -76,78 +78,51 @@ func (s *Server) getSessionPlan(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, plan)
 }
 
-// The review actions answer the session (whose review object changed)
-// without an ETag: their If-Match names the plan revision, and the
-// session's own ETag comes with GET /v1/sessions/{id}.
+// reviewAction is the handler of each review action: an optional JSON body
+// of type In, the If-Match naming the plan revision, the store call. The
+// answer is the session (whose review object changed) without an ETag:
+// the If-Match names the plan's revision, and the session's own ETag comes
+// with GET /v1/sessions/{id}.
+func reviewAction[In, Out any](s *Server, act func(ctx context.Context, id string, in In, pre revision.Precondition) (Out, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, err := sessionIDParam(r)
+		if err != nil {
+			writeProblem(w, r, err)
+			return
+		}
+		var in In
+		if err := s.decodeJSON(w, r, &in, decodeOptions{allowEmpty: true}); err != nil {
+			writeProblem(w, r, err)
+			return
+		}
+		pre, err := s.precondition(r, nil)
+		if err != nil {
+			writeProblem(w, r, err)
+			return
+		}
+		out, err := act(r.Context(), id, in, pre)
+		if err != nil {
+			writeProblem(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, out)
+	}
+}
 
+// requestPlanReview is exit_plan_mode.
 func (s *Server) requestPlanReview(w http.ResponseWriter, r *http.Request) {
-	id, err := sessionIDParam(r)
-	if err != nil {
-		writeProblem(w, r, err)
-		return
-	}
-	var in sessions.ReviewRequest
-	if err := s.decodeJSON(w, r, &in, decodeOptions{allowEmpty: true}); err != nil {
-		writeProblem(w, r, err)
-		return
-	}
-	pre, err := s.precondition(r, nil)
-	if err != nil {
-		writeProblem(w, r, err)
-		return
-	}
-	sess, err := s.sessions.RequestReview(r.Context(), id, in, pre)
-	if err != nil {
-		writeProblem(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, sess)
+	reviewAction(s, s.sessions.RequestReview)(w, r)
 }
 
+// approvePlan is the human's approval of the plan revision they read; it
+// takes no body.
 func (s *Server) approvePlan(w http.ResponseWriter, r *http.Request) {
-	id, err := sessionIDParam(r)
-	if err != nil {
-		writeProblem(w, r, err)
-		return
-	}
-	var none struct{}
-	if err := s.decodeJSON(w, r, &none, decodeOptions{allowEmpty: true}); err != nil {
-		writeProblem(w, r, err)
-		return
-	}
-	pre, err := s.precondition(r, nil)
-	if err != nil {
-		writeProblem(w, r, err)
-		return
-	}
-	approval, err := s.sessions.Approve(r.Context(), id, pre)
-	if err != nil {
-		writeProblem(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, approval)
+	reviewAction(s, func(ctx context.Context, id string, _ struct{}, pre revision.Precondition) (*sessions.Approval, error) {
+		return s.sessions.Approve(ctx, id, pre)
+	})(w, r)
 }
 
+// rejectPlan sends the plan back with the human's feedback.
 func (s *Server) rejectPlan(w http.ResponseWriter, r *http.Request) {
-	id, err := sessionIDParam(r)
-	if err != nil {
-		writeProblem(w, r, err)
-		return
-	}
-	var in sessions.ReviewRejection
-	if err := s.decodeJSON(w, r, &in, decodeOptions{allowEmpty: true}); err != nil {
-		writeProblem(w, r, err)
-		return
-	}
-	pre, err := s.precondition(r, nil)
-	if err != nil {
-		writeProblem(w, r, err)
-		return
-	}
-	sess, err := s.sessions.Reject(r.Context(), id, in, pre)
-	if err != nil {
-		writeProblem(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, sess)
+	reviewAction(s, s.sessions.Reject)(w, r)
 }
