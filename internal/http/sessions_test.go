@@ -77,6 +77,26 @@ func countRows(t *testing.T, env *apitest.Env, table, where string, args ...any)
 	return n
 }
 
+// refused sends one case of a bad-input table, a request that deliberately
+// breaks the contract (a raw body, none when both body and contentType are
+// empty), and fails the test unless it is refused with status and code.
+func refused(t *testing.T, env *apitest.Env, method, path, body, contentType string, status int, code string) *apitest.Response {
+	t.Helper()
+	var h []string
+	if contentType != "" {
+		h = append(h, "Content-Type", contentType)
+	}
+	var b any
+	if body != "" || contentType != "" {
+		b = body
+	}
+	r := env.Bad(method, path, b, h...)
+	if r.Status != status || r.Code() != code {
+		t.Fatalf("got %d %s, want %d %s", r.Status, r.Body, status, code)
+	}
+	return r
+}
+
 func mustJSON(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -501,18 +521,7 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h := []string{}
-			if c.contentType != "" {
-				h = append(h, "Content-Type", c.contentType)
-			}
-			var body any
-			if c.body != "" {
-				body = c.body
-			}
-			r := env.Bad(c.method, c.path, body, h...)
-			if r.Status != c.status || r.Code() != c.code {
-				t.Fatalf("got %d %s, want %d %s", r.Status, r.Body, c.status, c.code)
-			}
+			r := refused(t, env, c.method, c.path, c.body, c.contentType, c.status, c.code)
 			if c.field != "" && !strings.Contains(string(r.Body), `"field":"`+c.field+`"`) {
 				t.Errorf("error does not name field %s: %s", c.field, r.Body)
 			}

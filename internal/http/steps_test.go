@@ -900,18 +900,7 @@ func TestStepBadInputIsRefusedAndWritesNothing(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var h []string
-			if c.contentType != "" {
-				h = append(h, "Content-Type", c.contentType)
-			}
-			var body any
-			if c.body != "" || c.contentType != "" {
-				body = c.body
-			}
-			r := env.Bad(c.method, c.path, body, h...)
-			if r.Status != c.status || r.Code() != c.code {
-				t.Fatalf("got %d %s, want %d %s", r.Status, r.Body, c.status, c.code)
-			}
+			r := refused(t, env, c.method, c.path, c.body, c.contentType, c.status, c.code)
 			if c.field != "" && !strings.Contains(string(r.Body), `"field":"`+c.field+`"`) {
 				t.Errorf("error does not name field %s: %s", c.field, r.Body)
 			}
