@@ -1,10 +1,23 @@
-// Package migrations embeds the goose SQL migrations, so the binary carries
-// its schema and `planserver serve` can migrate any database it opens.
+// Package migrations embeds the goose SQL migrations of each engine, so the
+// binary carries its schema and `planserver serve` can migrate any database
+// it opens. Versions mean the same schema on every engine.
 package migrations
 
-import "embed"
+import (
+	"embed"
+	"io/fs"
+)
 
-// FS holds every *.sql migration in this directory.
-//
-//go:embed *.sql
-var FS embed.FS
+//go:embed sqlite/*.sql
+var sqliteFS embed.FS
+
+// SQLite holds the migrations of the embedded SQLite engine.
+var SQLite = mustSub(sqliteFS, "sqlite")
+
+func mustSub(f fs.FS, dir string) fs.FS {
+	sub, err := fs.Sub(f, dir)
+	if err != nil {
+		panic(err) // the directory is embedded above
+	}
+	return sub
+}

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-
-	"github.com/planserver/planserver/internal/sqlite"
 )
 
 // backup writes an online, consistent copy of the database to a new file,
@@ -27,13 +25,12 @@ func backup(ctx context.Context, args []string, getenv func(string) string, stdo
 	if _, err := os.Stat(cfg.DB); err != nil {
 		return fmt.Errorf("database %s: %w", cfg.DB, err)
 	}
-	durability, _ := sqlite.ParseDurability(cfg.Durability)
-	db, err := sqlite.Open(ctx, cfg.DB, durability)
+	d, err := openDB(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	if err := db.Backup(ctx, dest); err != nil {
+	defer d.Close()
+	if err := d.Backup(ctx, dest); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s: backed up to %s\n", cfg.DB, dest)

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/events"
 	planhttp "github.com/planserver/planserver/internal/http"
 	"github.com/planserver/planserver/internal/sessions"
-	"github.com/planserver/planserver/internal/sqlite"
 )
 
 // config is every setting of planserver, filled from flags, then from
@@ -111,7 +111,7 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) err
 
 // validate checks values the flag package cannot.
 func (c *config) validate() error {
-	if _, err := sqlite.ParseDurability(c.Durability); err != nil {
+	if _, err := db.ParseDurability(c.Durability); err != nil {
 		return fmt.Errorf("--durability: %w", err)
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {

@@ -6,8 +6,6 @@ import (
 	"io"
 	"text/tabwriter"
 	"time"
-
-	"github.com/planserver/planserver/internal/sqlite"
 )
 
 func migrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -23,15 +21,14 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 	if err := cfg.validate(); err != nil {
 		return err
 	}
-	durability, _ := sqlite.ParseDurability(cfg.Durability)
-	db, err := sqlite.Open(ctx, cfg.DB, durability)
+	d, err := openDB(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer d.Close()
 	switch action {
 	case "up":
-		from, to, err := db.MigrateUp(ctx, nil)
+		from, to, err := d.MigrateUp(ctx, nil)
 		if err != nil {
 			return err
 		}
@@ -41,13 +38,13 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 			fmt.Fprintf(stdout, "%s: migrated from version %d to %d\n", cfg.DB, from, to)
 		}
 	case "down":
-		v, err := db.MigrateDown(ctx, nil)
+		v, err := d.MigrateDown(ctx, nil)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "%s: rolled back migration %d\n", cfg.DB, v)
 	case "status":
-		st, err := db.MigrateStatus(ctx)
+		st, err := d.MigrateStatus(ctx)
 		if err != nil {
 			return err
 		}

@@ -11,9 +11,9 @@ import (
 	"net/http/pprof"
 	"time"
 
+	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/events"
 	planhttp "github.com/planserver/planserver/internal/http"
-	"github.com/planserver/planserver/internal/sqlite"
 )
 
 // shutdownGrace is how long in-flight requests may take to finish after
@@ -30,14 +30,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	corsOrigins, _ := origins(cfg.CORSOrigins) // validated
 	log := newLogger(cfg.LogFormat, stderr)
-	db, err := openAndMigrate(ctx, cfg, stderr)
+	store, err := openAndMigrate(ctx, cfg, stderr)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer store.Close()
 
 	api := planhttp.New(planhttp.Config{
-		DB:                   db,
+		DB:                   store,
 		Logger:               log,
 		MaxBodyBytes:         cfg.MaxBodyBytes,
 		MaxPlanBytes:         cfg.MaxPlanBytes,
@@ -157,17 +157,22 @@ func servePprof(addr string, log *slog.Logger) (func(), error) {
 	return func() { _ = srv.Close() }, nil
 }
 
+// openDB opens the database cfg names.
+func openDB(ctx context.Context, cfg config) (*db.DB, error) {
+	durability, _ := db.ParseDurability(cfg.Durability) // validated
+	return db.Open(ctx, cfg.DB, db.Options{Durability: durability})
+}
+
 // openAndMigrate opens the database and applies pending migrations,
 // refusing a schema newer than this binary.
-func openAndMigrate(ctx context.Context, cfg config, stderr io.Writer) (*sqlite.DB, error) {
-	durability, _ := sqlite.ParseDurability(cfg.Durability) // validated
-	db, err := sqlite.Open(ctx, cfg.DB, durability)
+func openAndMigrate(ctx context.Context, cfg config, stderr io.Writer) (*db.DB, error) {
+	d, err := openDB(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	if _, _, err := db.MigrateUp(ctx, nil); err != nil {
-		db.Close()
+	if _, _, err := d.MigrateUp(ctx, nil); err != nil {
+		d.Close()
 		return nil, err
 	}
-	return db, nil
+	return d, nil
 }

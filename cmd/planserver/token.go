@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
-	"time"
 
 	"github.com/planserver/planserver/internal/auth"
 )
@@ -35,15 +34,15 @@ func token(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := cfg.validate(); err != nil {
 		return err
 	}
-	db, err := openAndMigrate(ctx, cfg, stderr)
+	d, err := openAndMigrate(ctx, cfg, stderr)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	store := auth.NewStore(db)
+	defer d.Close()
+	store := auth.NewStore(d)
 	switch action {
 	case "create":
-		secret, tok, err := store.Create(ctx, in, time.Now())
+		secret, tok, err := store.Create(ctx, in)
 		if err != nil {
 			return err
 		}
@@ -66,7 +65,7 @@ func token(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 		return tw.Flush()
 	case "revoke":
-		tok, err := store.Revoke(ctx, revokeName, time.Now())
+		tok, err := store.Revoke(ctx, revokeName)
 		if err != nil {
 			return err
 		}

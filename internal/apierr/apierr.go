@@ -1,45 +1,45 @@
 // Package apierr owns the error vocabulary every planserver package speaks:
-// one Error type carrying a stable Code (the code column of API.md), so the
-// HTTP layer can map it to a status in one table and clients can switch on it.
+// one Error type carrying a stable Code (the code column of API.md, defined
+// in the public api package), so a transport can map it to a status in one
+// table and clients can switch on it.
 package apierr
 
 import (
 	"errors"
 	"fmt"
+
+	"github.com/planserver/planserver/api"
 )
 
 // Code is the stable, machine-readable error code clients switch on.
-type Code string
+type Code = api.Code
 
 // The code set of API.md. The HTTP status for each lives in internal/http.
 const (
-	InvalidArgument      Code = "invalid_argument"
-	Unauthenticated      Code = "unauthenticated"
-	PermissionDenied     Code = "permission_denied"
-	NotFound             Code = "not_found"
-	MethodNotAllowed     Code = "method_not_allowed"
-	NotAcceptable        Code = "not_acceptable"
-	AlreadyExists        Code = "already_exists"
-	VersionConflict      Code = "version_conflict"
-	PreconditionRequired Code = "precondition_required"
-	PayloadTooLarge      Code = "payload_too_large"
-	UnsupportedMediaType Code = "unsupported_media_type"
-	UnsupportedMode      Code = "unsupported_mode"
-	PlanMissing          Code = "plan_missing"
-	ReviewNotPending     Code = "review_not_pending"
-	DepsIncomplete       Code = "deps_incomplete"
-	CursorExpired        Code = "cursor_expired"
-	RateLimited          Code = "rate_limited"
-	Unavailable          Code = "unavailable"
-	Internal             Code = "internal"
+	InvalidArgument      = api.CodeInvalidArgument
+	Unauthenticated      = api.CodeUnauthenticated
+	PermissionDenied     = api.CodePermissionDenied
+	NotFound             = api.CodeNotFound
+	MethodNotAllowed     = api.CodeMethodNotAllowed
+	NotAcceptable        = api.CodeNotAcceptable
+	AlreadyExists        = api.CodeAlreadyExists
+	VersionConflict      = api.CodeVersionConflict
+	PreconditionRequired = api.CodePreconditionRequired
+	PayloadTooLarge      = api.CodePayloadTooLarge
+	UnsupportedMediaType = api.CodeUnsupportedMediaType
+	UnsupportedMode      = api.CodeUnsupportedMode
+	PlanMissing          = api.CodePlanMissing
+	ReviewNotPending     = api.CodeReviewNotPending
+	DepsIncomplete       = api.CodeDepsIncomplete
+	CursorExpired        = api.CodeCursorExpired
+	RateLimited          = api.CodeRateLimited
+	InsufficientStorage  = api.CodeInsufficientStorage
+	Unavailable          = api.CodeUnavailable
+	Internal             = api.CodeInternal
 )
 
-// FieldError names one invalid field the way the client sent it, e.g.
-// "steps[3].deps[0]" or the header name "If-Match".
-type FieldError struct {
-	Field   string `json:"field"`
-	Message string `json:"message"`
-}
+// FieldError names one invalid field the way the client sent it.
+type FieldError = api.FieldError
 
 // Error is a failure a client can act on. Detail is safe to show to clients.
 type Error struct {
@@ -52,17 +52,30 @@ type Error struct {
 	// Precondition marks failures caused by an HTTP precondition header
 	// (If-Match, If-None-Match): they are answered 412 whatever the code.
 	Precondition bool
+	// RetryAfter, in seconds, tells the client when to try again (sent as
+	// Retry-After); 0 for none.
+	RetryAfter int
 	// Extra holds additional problem members, e.g. the session that makes a
 	// mode unsupported.
 	Extra map[string]any
+	// Cause is the underlying failure, for the server's log; never shown
+	// to clients.
+	Cause error
 }
 
 func (e *Error) Error() string {
-	if e.Detail == "" {
-		return string(e.Code)
+	msg := string(e.Code)
+	if e.Detail != "" {
+		msg += ": " + e.Detail
 	}
-	return string(e.Code) + ": " + e.Detail
+	if e.Cause != nil {
+		msg += " (" + e.Cause.Error() + ")"
+	}
+	return msg
 }
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Cause }
 
 // New returns an Error with a formatted detail.
 func New(code Code, format string, args ...any) *Error {

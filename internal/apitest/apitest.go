@@ -17,7 +17,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -26,8 +25,8 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/auth"
+	"github.com/planserver/planserver/internal/db"
 	planhttp "github.com/planserver/planserver/internal/http"
-	"github.com/planserver/planserver/internal/sqlite"
 )
 
 var (
@@ -69,7 +68,7 @@ func Router(tb testing.TB) routers.Router {
 // Env is one planserver under test.
 type Env struct {
 	TB     testing.TB
-	DB     *sqlite.DB
+	DB     *db.DB
 	API    *planhttp.Server
 	Server *httptest.Server
 	Client *http.Client
@@ -97,7 +96,7 @@ func (e *Env) As(token string) *Env {
 func (e *Env) Token(role auth.Role, name, session string) string {
 	e.TB.Helper()
 	secret, _, err := auth.NewStore(e.DB).Create(context.Background(),
-		auth.CreateInput{Role: string(role), Name: name, SessionID: session}, time.Now())
+		auth.CreateInput{Role: string(role), Name: name, SessionID: session})
 	if err != nil {
 		e.TB.Fatalf("create %s token %q: %v", role, name, err)
 	}
@@ -115,21 +114,21 @@ func New(tb testing.TB, configure ...func(*planhttp.Config)) *Env {
 func Open(tb testing.TB, path string, configure ...func(*planhttp.Config)) *Env {
 	tb.Helper()
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, path, sqlite.DurabilityNormal)
+	store, err := db.Open(ctx, path, db.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if _, _, err := db.MigrateUp(ctx, nil); err != nil {
-		db.Close()
+	if _, _, err := store.MigrateUp(ctx, nil); err != nil {
+		store.Close()
 		tb.Fatal(err)
 	}
-	cfg := planhttp.Config{DB: db, Logger: discardLogger(), Version: "test"}
+	cfg := planhttp.Config{DB: store, Logger: discardLogger(), Version: "test"}
 	for _, c := range configure {
 		c(&cfg)
 	}
 	srv := planhttp.New(cfg)
 	ts := httptest.NewServer(srv)
-	e := &Env{TB: tb, DB: db, API: srv, Server: ts, Client: ts.Client(), DBPath: path}
+	e := &Env{TB: tb, DB: store, API: srv, Server: ts, Client: ts.Client(), DBPath: path}
 	tb.Cleanup(e.Close)
 	return e
 }

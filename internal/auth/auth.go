@@ -50,6 +50,14 @@ type Principal struct {
 	// SessionID is an agent token's scope: this session and its
 	// descendants. Empty for other roles.
 	SessionID string
+	// SessionPK and SessionPath are that session's identity and chain of
+	// identities (see sessions.Link): the scope is compared by identity,
+	// never by the id, which a later session may reuse.
+	SessionPK   int64
+	SessionPath string
+	// hash is the token's hash, to check it again later (Store.Recheck);
+	// empty for Anonymous.
+	hash string
 }
 
 // Anonymous is the caller when the server runs with --auth none: an admin
@@ -68,6 +76,7 @@ const (
 	CreateSession        Action = "session.create"
 	CreateRootSession    Action = "session.create_root"
 	CreateHarnessSession Action = "session.create_harness"
+	NameSession          Action = "session.create_named"
 	UpdateSession        Action = "session.update"
 	DeleteSession        Action = "session.delete"
 	EnterPlanMode        Action = "session.mode.plan"
@@ -82,6 +91,7 @@ const (
 	ReadTodos            Action = "todos.read"
 	ReadPlans            Action = "plan.read"
 	WritePlans           Action = "plan.write"
+	ExecuteSteps         Action = "step.execute"
 	ReadEvents           Action = "events.read"
 	ManageTokens         Action = "tokens.manage"
 )
@@ -89,9 +99,9 @@ const (
 // Actions lists every action, for exhaustive tests.
 var Actions = []Action{
 	ReadSession, ListSessions, CreateSession, CreateRootSession, CreateHarnessSession,
-	UpdateSession, DeleteSession, EnterPlanMode, LeavePlanMode, WriteSessionPlan,
+	NameSession, UpdateSession, DeleteSession, EnterPlanMode, LeavePlanMode, WriteSessionPlan,
 	ReadSessionPlan, RequestReview, DecideReview, FilterTools, CheckTool, WriteTodos,
-	ReadTodos, ReadPlans, WritePlans, ReadEvents, ManageTokens,
+	ReadTodos, ReadPlans, WritePlans, ExecuteSteps, ReadEvents, ManageTokens,
 }
 
 // Decision is the outcome of Decide.
@@ -123,31 +133,47 @@ var viewerActions = map[Action]bool{
 // filter and check tools, move a session into plan mode, and use shared
 // plans and steps. Everything else — leaving plan mode, deciding a review,
 // creating a harness session (whose tools cannot be gated, and whose
-// presence would block plan mode above it), editing or deleting sessions,
-// tokens — is denied.
+// presence would block plan mode above it), naming a new session (ids are
+// global, so whether one is taken would tell an agent about sessions
+// outside its tree; an agent's sessions get generated ids), editing or
+// deleting sessions, tokens — is denied.
 var agentActions = map[Action]bool{
 	ReadSession: true, ListSessions: true, CreateSession: true, EnterPlanMode: true,
 	WriteSessionPlan: true, ReadSessionPlan: true, RequestReview: true,
 	FilterTools: true, CheckTool: true, WriteTodos: true, ReadTodos: true,
-	ReadPlans: true, WritePlans: true, ReadEvents: true,
+	ReadPlans: true, WritePlans: true, ExecuteSteps: true, ReadEvents: true,
 }
 
 // sessionActions target one session, so an agent's scope applies to them.
 var sessionActions = map[Action]bool{
-	ReadSession: true, CreateSession: true, CreateHarnessSession: true, UpdateSession: true,
+	ReadSession: true, CreateSession: true, CreateHarnessSession: true, NameSession: true, UpdateSession: true,
 	DeleteSession: true, EnterPlanMode: true, LeavePlanMode: true, WriteSessionPlan: true,
 	ReadSessionPlan: true, RequestReview: true, DecideReview: true, FilterTools: true,
 	CheckTool: true, WriteTodos: true, ReadTodos: true,
 }
 
-// Decide says whether p may perform a. inScope reports whether the target
-// session (for actions on a session; the parent for CreateSession) is the
-// agent's session or one of its descendants; it is ignored otherwise.
+// Facts are what a decision needs to know beyond the principal and the
+// action, found out by the caller.
+type Facts struct {
+	// InScope reports whether the target session (for actions on a
+	// session; the parent for CreateSession) is the agent's session or one
+	// of its descendants.
+	InScope bool
+	// PlanMode reports whether the agent's own session is in effective
+	// plan mode.
+	PlanMode bool
+}
+
+// Decide says whether p may perform a, given f (only an agent's decisions
+// depend on it).
 //
 // An agent asking anything of a session outside its scope is answered as if
 // the session did not exist (Hide), before any permission question, so ids
-// do not leak.
-func Decide(p Principal, a Action, inScope bool) Decision {
+// do not leak. An agent whose session is in plan mode may plan — read and
+// write plans — but not execute: claiming steps, starting or completing
+// them, and reporting on them wait for a human's approval, exactly like
+// the agent's state-changing tools.
+func Decide(p Principal, a Action, f Facts) Decision {
 	switch p.Role {
 	case Admin:
 		return Allow
@@ -157,8 +183,11 @@ func Decide(p Principal, a Action, inScope bool) Decision {
 		}
 		return Deny
 	case Agent:
-		if sessionActions[a] && !inScope {
+		if sessionActions[a] && !f.InScope {
 			return Hide
+		}
+		if a == ExecuteSteps && f.PlanMode {
+			return Deny
 		}
 		if agentActions[a] {
 			return Allow

@@ -7,22 +7,26 @@ import (
 
 // TestDecideEveryRoleActionAndScope spells out, independently of the
 // tables in auth.go, what each role may do, and checks Decide for every
-// (role, action, in scope?) combination.
+// (role, action, in scope?, in plan mode?) combination.
 func TestDecideEveryRoleActionAndScope(t *testing.T) {
 	agentMay := map[Action]bool{
 		ReadSession: true, ListSessions: true, CreateSession: true, EnterPlanMode: true,
 		WriteSessionPlan: true, ReadSessionPlan: true, RequestReview: true, FilterTools: true,
 		CheckTool: true, WriteTodos: true, ReadTodos: true, ReadPlans: true, WritePlans: true,
-		ReadEvents: true,
+		ExecuteSteps: true, ReadEvents: true,
 	}
 	// The ways out of plan mode and the administrative actions: never an
-	// agent's, wherever the session is.
+	// agent's, wherever the session is. Naming a session would tell an
+	// agent which ids are taken outside its tree.
 	agentMayNot := []Action{LeavePlanMode, DecideReview, CreateHarnessSession, CreateRootSession,
-		UpdateSession, DeleteSession, ManageTokens}
+		NameSession, UpdateSession, DeleteSession, ManageTokens}
+	// What an agent whose own session is in plan mode may not do:
+	// execute, as opposed to plan.
+	notInPlanMode := map[Action]bool{ExecuteSteps: true}
 	viewerMay := map[Action]bool{ReadSession: true, ListSessions: true, ReadSessionPlan: true,
 		ReadTodos: true, ReadPlans: true, ReadEvents: true}
 	targetsSession := map[Action]bool{
-		ReadSession: true, CreateSession: true, CreateHarnessSession: true, UpdateSession: true,
+		ReadSession: true, CreateSession: true, CreateHarnessSession: true, NameSession: true, UpdateSession: true,
 		DeleteSession: true, EnterPlanMode: true, LeavePlanMode: true, WriteSessionPlan: true,
 		ReadSessionPlan: true, RequestReview: true, DecideReview: true, FilterTools: true,
 		CheckTool: true, WriteTodos: true, ReadTodos: true,
@@ -32,11 +36,12 @@ func TestDecideEveryRoleActionAndScope(t *testing.T) {
 			len(agentMay)+len(agentMayNot), len(Actions))
 	}
 	for _, a := range Actions {
-		for _, inScope := range []bool{true, false} {
+		for _, f := range []Facts{{InScope: true}, {}, {InScope: true, PlanMode: true}, {PlanMode: true}} {
+			inScope := f.InScope
 			check := func(p Principal, want Decision) {
 				t.Helper()
-				if got := Decide(p, a, inScope); got != want {
-					t.Errorf("%s %s (in scope %v) = %s, want %s", p.Role, a, inScope, got, want)
+				if got := Decide(p, a, f); got != want {
+					t.Errorf("%s %s (%+v) = %s, want %s", p.Role, a, f, got, want)
 				}
 			}
 			check(Principal{Name: "root", Role: Admin}, Allow)
@@ -50,6 +55,8 @@ func TestDecideEveryRoleActionAndScope(t *testing.T) {
 			switch {
 			case targetsSession[a] && !inScope:
 				check(agent, Hide)
+			case notInPlanMode[a] && f.PlanMode:
+				check(agent, Deny)
 			case agentMay[a]:
 				check(agent, Allow)
 			default:
@@ -59,7 +66,7 @@ func TestDecideEveryRoleActionAndScope(t *testing.T) {
 		}
 	}
 	for _, a := range agentMayNot {
-		if Decide(Principal{Role: Agent, SessionID: "s"}, a, true) == Allow {
+		if Decide(Principal{Role: Agent, SessionID: "s"}, a, Facts{InScope: true}) == Allow {
 			t.Errorf("an agent may %s", a)
 		}
 	}

@@ -21,7 +21,8 @@ type Rule struct {
 	SessionQuery string
 	// Refined marks routes whose handler refines Action from the body: a
 	// mode change to build is LeavePlanMode; a new session is a root, a
-	// harness or a child of a parent that must be in scope.
+	// harness or a child of a parent that must be in scope; a step moved to
+	// in_progress or complete is ExecuteSteps.
 	Refined bool
 }
 
@@ -62,11 +63,11 @@ var Routes = map[string]Rule{
 	"GET /v1/plans/{name}/revisions":                {Action: ReadPlans},
 	"GET /v1/plans/{name}/revisions/{revision}":     {Action: ReadPlans},
 	"GET /v1/plans/{name}/steps":                    {Action: ReadPlans},
-	"POST /v1/plans/{name}/steps/claim":             {Action: WritePlans},
+	"POST /v1/plans/{name}/steps/claim":             {Action: ExecuteSteps},
 	"GET /v1/plans/{name}/steps/{step_id}":          {Action: ReadPlans},
-	"PATCH /v1/plans/{name}/steps/{step_id}":        {Action: WritePlans},
-	"POST /v1/plans/{name}/steps/{step_id}/claim":   {Action: WritePlans},
-	"POST /v1/plans/{name}/steps/{step_id}/reports": {Action: WritePlans},
+	"PATCH /v1/plans/{name}/steps/{step_id}":        {Action: WritePlans, Refined: true},
+	"POST /v1/plans/{name}/steps/{step_id}/claim":   {Action: ExecuteSteps},
+	"POST /v1/plans/{name}/steps/{step_id}/reports": {Action: ExecuteSteps},
 	"GET /v1/plans/{name}/reports":                  {Action: ReadPlans},
 	// An agent's feed holds only its subtree's events and those of no
 	// session (shared plans); the handler applies that filter.
@@ -79,11 +80,18 @@ var Routes = map[string]Rule{
 
 // DenyReason explains a Deny to the caller. For an agent trying to leave
 // plan mode it says what to do instead, since the caller is often a model.
-func DenyReason(p Principal, a Action) string {
+func DenyReason(p Principal, a Action, f Facts) string {
 	switch {
+	case p.Role == Agent && a == ExecuteSteps && f.PlanMode:
+		return fmt.Sprintf("[plan mode is active] agent token %q may not %s: its session %q is in plan mode, "+
+			"which allows planning, not executing. Read and write the plan instead (write_plan, steps in the plan), "+
+			"then ask a human for review (exit_plan_mode); once the plan is approved, claim and report steps", p.Name, a, p.SessionID)
 	case p.Role == Agent && (a == LeavePlanMode || a == DecideReview):
 		return fmt.Sprintf("agent token %q may not %s: only a human (an admin token) ends plan mode, by approving the plan; "+
 			"write the plan and ask for review (POST /v1/sessions/{id}/plan/review)", p.Name, a)
+	case p.Role == Agent && a == NameSession:
+		return fmt.Sprintf("agent token %q may not choose a session's id: leave id out, and the new session gets a generated one "+
+			"(the answer's id and Location name it)", p.Name)
 	case p.Role == Agent && (a == CreateHarnessSession || a == CreateRootSession):
 		return fmt.Sprintf("agent token %q may not %s: an agent creates only ordinary sub-sessions of its own session (set parent_id, no harness)", p.Name, a)
 	case p.Role == Viewer:

@@ -6,58 +6,51 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
-	"github.com/planserver/planserver/internal/sqlite"
+	"github.com/planserver/planserver/internal/db"
+	"github.com/planserver/planserver/internal/validation"
 )
 
 // NamePattern is the rule for token names.
 var NamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
 
 // Token is what is known about a token; never its secret.
-type Token struct {
-	Name       string  `json:"name"`
-	Role       Role    `json:"role"`
-	SessionID  *string `json:"session_id"`
-	CreatedAt  string  `json:"created_at"`
-	ExpiresAt  *string `json:"expires_at"`
-	LastUsedAt *string `json:"last_used_at"`
-	RevokedAt  *string `json:"revoked_at"`
-}
+type Token = api.Token
+
+// CreateInput describes a new token.
+type CreateInput = api.TokenCreate
 
 // Store keeps tokens.
 type Store struct {
-	db *sqlite.DB
+	db *db.DB
 	// touched remembers when last_used_at was last written per token, so a
 	// busy token costs one write a minute, not one per request.
 	mu      sync.Mutex
 	touched map[string]time.Time
 }
 
-// NewStore returns a Store on db.
-func NewStore(db *sqlite.DB) *Store { return &Store{db: db, touched: map[string]time.Time{}} }
-
-// CreateInput describes a new token.
-type CreateInput struct {
-	Role      string `json:"role" validate:"required"`
-	SessionID string `json:"session_id"`
-	Name      string `json:"name"`
-	// TTL is a Go duration ("24h"); empty means no expiry.
-	TTL string `json:"ttl"`
-}
+// NewStore returns a Store on d.
+func NewStore(d *db.DB) *Store { return &Store{db: d, touched: map[string]time.Time{}} }
 
 // Create makes a token and returns its secret, which is never shown again.
+// An agent token is bound to its session's identity: deleting the session
+// revokes the token, and a later session of the same id is not its scope.
 // Errors: invalid_argument (role, name, scope, ttl), already_exists (name).
-func (s *Store) Create(ctx context.Context, in CreateInput, now time.Time) (string, *Token, error) {
+func (s *Store) Create(ctx context.Context, in CreateInput) (string, *Token, error) {
+	if err := validation.Struct(in); err != nil {
+		return "", nil, err
+	}
 	role, err := ParseRole(in.Role)
 	if err != nil {
 		return "", nil, apierr.Invalid("role", "%v", err)
 	}
 	if in.Name == "" {
-		in.Name = string(role) + "-" + NewToken()[3:11]
-		in.Name = sanitizeName(in.Name)
+		in.Name = sanitizeName(string(role) + "-" + NewToken()[3:11])
 	}
 	if !NamePattern.MatchString(in.Name) {
 		return "", nil, apierr.Invalid("name", "must match %s", NamePattern)
@@ -68,39 +61,42 @@ func (s *Store) Create(ctx context.Context, in CreateInput, now time.Time) (stri
 	if role != Agent && in.SessionID != "" {
 		return "", nil, apierr.Invalid("session_id", "only agent tokens are bound to a session")
 	}
-	var expires sql.NullString
+	var ttl time.Duration
 	if in.TTL != "" {
-		ttl, err := time.ParseDuration(in.TTL)
-		if err != nil || ttl <= 0 {
+		if ttl, err = time.ParseDuration(in.TTL); err != nil || ttl <= 0 {
 			return "", nil, apierr.Invalid("ttl", "want a positive duration such as 24h or 30m, got %q", in.TTL)
 		}
-		expires = sql.NullString{String: sqlite.FormatTime(now.Add(ttl)), Valid: true}
 	}
 	secret := NewToken()
 	var tok *Token
-	err = s.db.Write(ctx, func(tx *sql.Tx) error {
+	err = s.db.Write(ctx, func(tx *db.Tx) error {
+		var sessionPK sql.NullInt64
 		if in.SessionID != "" {
-			var n int
-			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sessions WHERE id = ?`, in.SessionID).Scan(&n); err != nil {
-				return fmt.Errorf("create token: %w", err)
-			}
-			if n == 0 {
+			err := tx.QueryRow(`SELECT pk FROM sessions WHERE id = ?`, in.SessionID).Scan(&sessionPK)
+			if errors.Is(err, sql.ErrNoRows) {
 				return apierr.Invalid("session_id", "no session %q", in.SessionID)
+			}
+			if err != nil {
+				return fmt.Errorf("create token: %w", err)
 			}
 		}
 		var taken int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM tokens WHERE name = ?`, in.Name).Scan(&taken); err != nil {
+		if err := tx.QueryRow(`SELECT count(*) FROM tokens WHERE name = ?`, in.Name).Scan(&taken); err != nil {
 			return fmt.Errorf("create token: %w", err)
 		}
 		if taken > 0 {
 			return apierr.New(apierr.AlreadyExists, "token %q already exists", in.Name)
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO tokens (name, hash, role, session_id, created_at, expires_at)
-			VALUES (?, ?, ?, ?, ?, ?)`, in.Name, Hash(secret), role, nullString(in.SessionID), sqlite.FormatTime(now), expires)
+		var expires sql.NullString
+		if ttl > 0 {
+			expires = sql.NullString{String: db.FormatTime(tx.Now().Add(ttl)), Valid: true}
+		}
+		_, err := tx.Exec(`INSERT INTO tokens (name, hash, role, session_id, session_pk, created_at, expires_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, in.Name, Hash(secret), role, nullString(in.SessionID), sessionPK, tx.NowText(), expires)
 		if err != nil {
 			return fmt.Errorf("create token %q: %w", in.Name, err)
 		}
-		tok, err = get(ctx, tx, in.Name)
+		tok, err = get(tx, in.Name)
 		return err
 	})
 	if err != nil {
@@ -123,11 +119,6 @@ func sanitizeName(s string) string {
 
 const tokenColumns = `name, role, session_id, created_at, expires_at, last_used_at, revoked_at`
 
-type querier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
 type scanner interface{ Scan(dest ...any) error }
 
 func scanToken(row scanner) (*Token, error) {
@@ -138,8 +129,8 @@ func scanToken(row scanner) (*Token, error) {
 	return &t, nil
 }
 
-func get(ctx context.Context, q querier, name string) (*Token, error) {
-	t, err := scanToken(q.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE name = ?`, name))
+func get(q db.Querier, name string) (*Token, error) {
+	t, err := scanToken(q.QueryRow(`SELECT `+tokenColumns+` FROM tokens WHERE name = ?`, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, apierr.New(apierr.NotFound, "token %q not found", name)
 	}
@@ -151,12 +142,12 @@ func get(ctx context.Context, q querier, name string) (*Token, error) {
 
 // Get returns the token name. Errors: not_found.
 func (s *Store) Get(ctx context.Context, name string) (*Token, error) {
-	return get(ctx, s.db.Reader, name)
+	return get(s.db.Reader(ctx), name)
 }
 
 // List returns every token, oldest first, revoked ones included.
 func (s *Store) List(ctx context.Context) ([]*Token, error) {
-	rows, err := s.db.Reader.QueryContext(ctx, `SELECT `+tokenColumns+` FROM tokens ORDER BY created_at, name`)
+	rows, err := s.db.Reader(ctx).Query(`SELECT ` + tokenColumns + ` FROM tokens ORDER BY created_at, name`)
 	if err != nil {
 		return nil, fmt.Errorf("list tokens: %w", err)
 	}
@@ -177,18 +168,18 @@ func (s *Store) List(ctx context.Context) ([]*Token, error) {
 
 // Revoke revokes a token by name; revoking twice is a no-op. Errors:
 // not_found.
-func (s *Store) Revoke(ctx context.Context, name string, now time.Time) (*Token, error) {
+func (s *Store) Revoke(ctx context.Context, name string) (*Token, error) {
 	var tok *Token
-	err := s.db.Write(ctx, func(tx *sql.Tx) error {
-		if _, err := get(ctx, tx, name); err != nil {
+	err := s.db.Write(ctx, func(tx *db.Tx) error {
+		if _, err := get(tx, name); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE tokens SET revoked_at = coalesce(revoked_at, ?) WHERE name = ?`,
-			sqlite.FormatTime(now), name); err != nil {
+		if _, err := tx.Exec(`UPDATE tokens SET revoked_at = coalesce(revoked_at, ?) WHERE name = ?`,
+			tx.NowText(), name); err != nil {
 			return fmt.Errorf("revoke token %q: %w", name, err)
 		}
 		var err error
-		tok, err = get(ctx, tx, name)
+		tok, err = get(tx, name)
 		return err
 	})
 	return tok, err
@@ -202,46 +193,73 @@ func errUnauthenticated(why string) error {
 }
 
 // Authenticate returns the principal of a secret token. Errors:
-// unauthenticated (unknown, malformed, expired or revoked).
-func (s *Store) Authenticate(ctx context.Context, secret string, now time.Time) (Principal, error) {
+// unauthenticated (unknown, malformed, expired or revoked, or bound to a
+// session that no longer exists).
+func (s *Store) Authenticate(ctx context.Context, secret string) (Principal, error) {
 	if !LooksLikeToken(secret) {
 		return Principal{}, errUnauthenticated("not a planserver token")
 	}
-	hash := Hash(secret)
+	p, err := s.principal(s.db.Reader(ctx), Hash(secret), s.db.Now())
+	if err != nil {
+		return Principal{}, err
+	}
+	s.touch(ctx, p.Name)
+	return p, nil
+}
+
+// Recheck checks, within q's snapshot, that principal p's token is still
+// valid: not revoked, not expired, its session still there. An event
+// stream calls it in the snapshot of every page it reads, so it ends with
+// the token. Principals without a token (--auth none) always pass.
+func (s *Store) Recheck(q db.Querier, p Principal) error {
+	if p.hash == "" {
+		return nil
+	}
+	_, err := s.principal(q, p.hash, s.db.Now())
+	return err
+}
+
+// principal reads the principal of the token whose hash is hash, as of now.
+func (s *Store) principal(q db.Querier, hash string, now time.Time) (Principal, error) {
 	var (
 		storedHash string
-		tok        *Token
+		t          Token
+		pk         sql.NullInt64
+		path       sql.NullString
 	)
-	row := s.db.Reader.QueryRowContext(ctx, `SELECT hash, `+tokenColumns+` FROM tokens WHERE hash = ?`, hash)
-	var t Token
-	err := row.Scan(&storedHash, &t.Name, &t.Role, &t.SessionID, &t.CreatedAt, &t.ExpiresAt, &t.LastUsedAt, &t.RevokedAt)
+	err := q.QueryRow(`SELECT t.hash, t.name, t.role, t.session_id, t.created_at, t.expires_at, t.last_used_at, t.revoked_at,
+			t.session_pk, s.ancestry || s.pk || '/'
+		FROM tokens t LEFT JOIN sessions s ON s.pk = t.session_pk WHERE t.hash = ?`, hash).
+		Scan(&storedHash, &t.Name, &t.Role, &t.SessionID, &t.CreatedAt, &t.ExpiresAt, &t.LastUsedAt, &t.RevokedAt, &pk, &path)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Principal{}, errUnauthenticated("unknown token")
 	}
 	if err != nil {
 		return Principal{}, fmt.Errorf("authenticate: %w", err)
 	}
-	tok = &t
 	if !HashesEqual(storedHash, hash) {
 		return Principal{}, errUnauthenticated("unknown token")
 	}
-	if tok.RevokedAt != nil {
-		return Principal{}, errUnauthenticated("token " + tok.Name + " was revoked")
+	if t.RevokedAt != nil {
+		return Principal{}, errUnauthenticated("token " + t.Name + " was revoked")
 	}
-	if tok.ExpiresAt != nil && *tok.ExpiresAt <= sqlite.FormatTime(now) {
-		return Principal{}, errUnauthenticated("token " + tok.Name + " expired at " + *tok.ExpiresAt)
+	if t.ExpiresAt != nil && *t.ExpiresAt <= db.FormatTime(now) {
+		return Principal{}, errUnauthenticated("token " + t.Name + " expired at " + *t.ExpiresAt)
 	}
-	s.touch(ctx, tok.Name, now)
-	p := Principal{Name: tok.Name, Role: tok.Role}
-	if tok.SessionID != nil {
-		p.SessionID = *tok.SessionID
+	p := Principal{Name: t.Name, Role: Role(t.Role), hash: hash}
+	if t.SessionID != nil {
+		if !path.Valid {
+			return Principal{}, errUnauthenticated("token " + t.Name + " was bound to session " + *t.SessionID + ", which no longer exists")
+		}
+		p.SessionID, p.SessionPK, p.SessionPath = *t.SessionID, pk.Int64, path.String
 	}
 	return p, nil
 }
 
 // touch records that a token was used, at most once a minute per token.
 // A failure to record it never fails the request.
-func (s *Store) touch(ctx context.Context, name string, now time.Time) {
+func (s *Store) touch(ctx context.Context, name string) {
+	now := s.db.Now()
 	s.mu.Lock()
 	last, ok := s.touched[name]
 	if ok && now.Sub(last) < time.Minute {
@@ -250,33 +268,18 @@ func (s *Store) touch(ctx context.Context, name string, now time.Time) {
 	}
 	s.touched[name] = now
 	s.mu.Unlock()
-	_ = s.db.Write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE tokens SET last_used_at = ? WHERE name = ?`, sqlite.FormatTime(now), name)
+	_ = s.db.Write(ctx, func(tx *db.Tx) error {
+		_, err := tx.Exec(`UPDATE tokens SET last_used_at = ? WHERE name = ?`, tx.NowText(), name)
 		return err
 	})
 }
 
-// InScope reports whether session target is scope or one of its
-// descendants. A target that does not exist is not in scope.
-func InScope(ctx context.Context, q querier, scope, target string) (bool, error) {
-	if scope == "" || target == "" {
-		return false, nil
-	}
-	if scope == target {
-		return true, nil
-	}
-	var n int
-	err := q.QueryRowContext(ctx, `
-		WITH RECURSIVE chain(id, parent_id) AS (
-			SELECT id, parent_id FROM sessions WHERE id = ?
-			UNION ALL
-			SELECT s.id, s.parent_id FROM sessions s JOIN chain c ON s.id = c.parent_id
-		)
-		SELECT count(*) FROM chain WHERE id = ?`, target, scope).Scan(&n)
-	if err != nil {
-		return false, fmt.Errorf("scope of session %q: %w", target, err)
-	}
-	return n > 0, nil
+// InScope is the scope rule: a session is in an agent's scope when its
+// path (its chain of identities) starts with the path of the session the
+// agent's token was bound to. A later session that merely reuses an id is
+// never in scope.
+func InScope(scope, target string) bool {
+	return scope != "" && target != "" && strings.HasPrefix(target, scope)
 }
 
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }

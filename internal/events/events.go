@@ -10,52 +10,37 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"time"
 
-	"github.com/planserver/planserver/internal/sqlite"
+	"github.com/planserver/planserver/api"
+	"github.com/planserver/planserver/internal/db"
 )
 
-// Event types. Every type API.md lists is emitted by exactly one kind of
-// change.
+// Event types: see api.
 const (
-	SessionCreated         = "session.created"
-	SessionUpdated         = "session.updated"
-	SessionModeChanged     = "session.mode_changed"
-	SessionDeleted         = "session.deleted"
-	SessionPlanUpdated     = "session_plan.updated"
-	SessionReviewRequested = "session.review_requested"
-	SessionReviewApproved  = "session.review_approved"
-	SessionReviewRejected  = "session.review_rejected"
-	TodosUpdated           = "todos.updated"
-	ToolCallDenied         = "tool_call.denied"
-	PlanCreated            = "plan.created"
-	PlanUpdated            = "plan.updated"
-	PlanStatusChanged      = "plan.status_changed"
-	PlanDeleted            = "plan.deleted"
-	StepUpdated            = "step.updated"
-	StepClaimed            = "step.claimed"
-	StepReportAdded        = "step.report_added"
+	SessionCreated         = api.EventSessionCreated
+	SessionUpdated         = api.EventSessionUpdated
+	SessionModeChanged     = api.EventSessionModeChanged
+	SessionDeleted         = api.EventSessionDeleted
+	SessionPlanUpdated     = api.EventSessionPlanUpdated
+	SessionReviewRequested = api.EventSessionReviewRequested
+	SessionReviewApproved  = api.EventSessionReviewApproved
+	SessionReviewRejected  = api.EventSessionReviewRejected
+	TodosUpdated           = api.EventTodosUpdated
+	ToolCallDenied         = api.EventToolCallDenied
+	PlanCreated            = api.EventPlanCreated
+	PlanUpdated            = api.EventPlanUpdated
+	PlanStatusChanged      = api.EventPlanStatusChanged
+	PlanDeleted            = api.EventPlanDeleted
+	StepUpdated            = api.EventStepUpdated
+	StepClaimed            = api.EventStepClaimed
+	StepReportAdded        = api.EventStepReportAdded
 )
 
 // Types lists every event type, in API.md's order.
-var Types = []string{
-	SessionCreated, SessionUpdated, SessionModeChanged, SessionDeleted, SessionPlanUpdated,
-	SessionReviewRequested, SessionReviewApproved, SessionReviewRejected, TodosUpdated,
-	ToolCallDenied, PlanCreated, PlanUpdated, PlanStatusChanged, PlanDeleted,
-	StepUpdated, StepClaimed, StepReportAdded,
-}
+var Types = api.EventTypes
 
 // Event is one entry of the change log.
-type Event struct {
-	Seq       int64           `json:"seq"`
-	Type      string          `json:"type"`
-	Time      string          `json:"time"`
-	Actor     string          `json:"actor"`
-	SessionID string          `json:"session_id,omitempty"`
-	Plan      string          `json:"plan,omitempty"`
-	Revision  int64           `json:"revision,omitempty"`
-	Data      json.RawMessage `json:"data"`
-}
+type Event = api.Event
 
 type actorKey struct{}
 
@@ -73,56 +58,66 @@ func ActorFrom(ctx context.Context) string {
 	return "anonymous"
 }
 
-// Append records e in the log inside tx and returns its sequence number.
-// Actor defaults to the context's actor and Time to now. data is marshalled
-// to JSON (nil becomes {}). For a session event, the session's ancestry is
-// recorded too, so subtree filters keep working after the session is gone;
-// append before deleting.
-func Append(ctx context.Context, tx *sql.Tx, typ string, sessionID, plan string, rev int64, data any) (int64, error) {
-	raw := []byte("{}")
-	if data != nil {
-		var err error
-		if raw, err = json.Marshal(data); err != nil {
-			return 0, fmt.Errorf("append %s event: %w", typ, err)
-		}
-	}
-	var path sql.NullString
-	if sessionID != "" {
-		p, err := sessionPath(ctx, tx, sessionID)
-		if err != nil {
-			return 0, fmt.Errorf("append %s event: %w", typ, err)
-		}
-		path = sql.NullString{String: p, Valid: true}
-	}
-	res, err := tx.ExecContext(ctx,
-		`INSERT INTO events (type, time, actor, session_id, session_path, plan, revision, data)
-		 VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		typ, sqlite.FormatTime(time.Now()), ActorFrom(ctx), nullString(sessionID), path,
-		nullString(plan), nullInt(rev), string(raw))
-	if err != nil {
-		return 0, fmt.Errorf("append %s event: %w", typ, err)
-	}
-	return res.LastInsertId()
+// Session names the session an event is about by its identity: ID is its
+// name, PK its identity (never reused), Path its chain of identities,
+// "/<ancestor pks>/<pk>/". Scopes and subtree filters match Path, so an
+// event is never shown to a principal granted a later session of the same
+// name.
+type Session struct {
+	ID   string
+	PK   int64
+	Path string
 }
 
-// sessionPath returns "/root/.../id/" for a session that exists in tx.
-func sessionPath(ctx context.Context, tx *sql.Tx, id string) (string, error) {
-	var path string
-	err := tx.QueryRowContext(ctx, `
-		WITH RECURSIVE chain(id, parent_id, depth) AS (
-			SELECT id, parent_id, 0 FROM sessions WHERE id = ?
-			UNION ALL
-			SELECT s.id, s.parent_id, c.depth + 1 FROM sessions s JOIN chain c ON s.id = c.parent_id
-		)
-		SELECT coalesce('/' || group_concat(id, '/' ORDER BY depth DESC) || '/', '') FROM chain`, id).Scan(&path)
+// New is an event to append: what changed, about which session (nil for
+// none) or plan (""), the revision it made (0 for none), and its data.
+type New struct {
+	Type     string
+	Session  *Session
+	Plan     string
+	Revision int64
+	Data     any
+}
+
+// Append records e in the log inside tx and returns its sequence number.
+// The actor is tx's context's; the time is tx's clock. Data is marshalled
+// to JSON (nil becomes {}).
+func Append(tx *db.Tx, e New) (int64, error) {
+	raw := []byte("{}")
+	if e.Data != nil {
+		var err error
+		if raw, err = json.Marshal(e.Data); err != nil {
+			return 0, fmt.Errorf("append %s event: %w", e.Type, err)
+		}
+	}
+	var (
+		sessionID, path sql.NullString
+		pk              sql.NullInt64
+	)
+	if s := e.Session; s != nil {
+		sessionID = sql.NullString{String: s.ID, Valid: true}
+		pk = sql.NullInt64{Int64: s.PK, Valid: true}
+		path = sql.NullString{String: s.Path, Valid: true}
+	}
+	var seq int64
+	err := tx.QueryRow(`INSERT INTO events (type, time, actor, session_id, session_pk, session_path, plan, revision, data)
+		 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`,
+		e.Type, tx.NowText(), ActorFrom(tx.Context()), sessionID, pk, path,
+		nullString(e.Plan), nullInt(e.Revision), string(raw)).Scan(&seq)
 	if err != nil {
-		return "", fmt.Errorf("session path of %q: %w", id, err)
+		return 0, fmt.Errorf("append %s event: %w", e.Type, db.Classify(err))
 	}
-	if path == "" {
-		// The session is not in tx (already deleted): record it alone.
-		return "/" + id + "/", nil
+	return seq, nil
+}
+
+// AppendAll appends every event of es, in order.
+func AppendAll(tx *db.Tx, es []New) error {
+	for _, e := range es {
+		if _, err := Append(tx, e); err != nil {
+			return err
+		}
 	}
-	return path, nil
+	return nil
 }
 
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }

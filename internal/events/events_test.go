@@ -2,39 +2,38 @@ package events_test
 
 import (
 	"context"
-	"database/sql"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/events"
-	"github.com/planserver/planserver/internal/sqlite"
 )
 
-func openDB(t *testing.T) *sqlite.DB {
+func openDB(t *testing.T) *db.DB {
 	t.Helper()
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "e.db"), sqlite.DurabilityNormal)
+	d, err := db.Open(ctx, filepath.Join(t.TempDir(), "e.db"), db.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
-	if _, _, err := db.MigrateUp(ctx, nil); err != nil {
+	t.Cleanup(func() { d.Close() })
+	if _, _, err := d.MigrateUp(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	return db
+	return d
 }
 
 // appendPlanEvents appends n plan.updated events of plan in one
 // transaction. Plan events need no session rows, which keeps these tests
 // about the log alone.
-func appendPlanEvents(t *testing.T, db *sqlite.DB, plan string, n int) {
+func appendPlanEvents(t *testing.T, d *db.DB, plan string, n int) {
 	t.Helper()
-	err := db.Write(context.Background(), func(tx *sql.Tx) error {
+	err := d.Write(context.Background(), func(tx *db.Tx) error {
 		for i := 0; i < n; i++ {
-			if _, err := events.Append(context.Background(), tx, events.PlanUpdated, "", plan, int64(i+1), nil); err != nil {
+			if _, err := events.Append(tx, events.New{Type: events.PlanUpdated, Plan: plan, Revision: int64(i + 1)}); err != nil {
 				return err
 			}
 		}
@@ -53,9 +52,9 @@ func seqs(p events.Page) []int64 {
 	return out
 }
 
-func read(t *testing.T, db *sqlite.DB, q events.Query) events.Page {
+func read(t *testing.T, d *db.DB, q events.Query) events.Page {
 	t.Helper()
-	p, err := events.Read(context.Background(), db, q)
+	p, err := events.Read(context.Background(), d, q)
 	if err != nil {
 		t.Fatalf("read %+v: %v", q, err)
 	}
@@ -131,8 +130,12 @@ func TestQueryValidation(t *testing.T) {
 			t.Errorf("%+v: %v, want invalid_argument on %s", c.q, err, c.field)
 		}
 	}
-	if err := (events.Query{Limit: 1000, SessionID: "s.1", Plan: "p-1", Types: events.Types}).Validate(); err != nil {
+	q := events.Query{Limit: 1000, SessionID: "s.1", Plan: "p-1", Types: append(append([]string{}, events.Types...), events.Types...)}
+	if err := q.Validate(); err != nil {
 		t.Errorf("valid query refused: %v", err)
+	}
+	if len(q.Types) != len(events.Types) {
+		t.Errorf("repeated types kept: %d types after validation, want %d", len(q.Types), len(events.Types))
 	}
 }
 
@@ -202,7 +205,7 @@ func TestPruneDeletesLargeBacklogsInBatches(t *testing.T) {
 		t.Errorf("%d prune transactions, want 121", commits)
 	}
 	var count, lowest int64
-	if err := db.Reader.QueryRow(`SELECT count(*), min(seq) FROM events`).Scan(&count, &lowest); err != nil {
+	if err := db.Reader(context.Background()).QueryRow(`SELECT count(*), min(seq) FROM events`).Scan(&count, &lowest); err != nil {
 		t.Fatal(err)
 	}
 	if count != 34 || lowest != 1_201 {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 
-	"github.com/planserver/planserver/internal/sqlite"
+	"github.com/planserver/planserver/internal/db"
 )
 
 // HeadCache serves Head from memory between commits. Every snapshot GET
@@ -17,17 +17,17 @@ import (
 // resuming from such a head sees a change twice, never misses one, which is
 // Head's promise anyway.
 type HeadCache struct {
-	db    *sqlite.DB
+	db    *db.DB
 	stale atomic.Bool
 	head  atomic.Int64
 }
 
 // NewHeadCache returns a cache of db's head, invalidated by every commit
 // made through db.Write.
-func NewHeadCache(db *sqlite.DB) *HeadCache {
-	c := &HeadCache{db: db}
+func NewHeadCache(d *db.DB) *HeadCache {
+	c := &HeadCache{db: d}
 	c.stale.Store(true)
-	db.OnCommit(func() { c.stale.Store(true) })
+	d.OnCommit(func() { c.stale.Store(true) })
 	return c
 }
 

@@ -3,12 +3,13 @@ package events
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/planserver/planserver/internal/apierr"
-	"github.com/planserver/planserver/internal/sqlite"
+	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/validation"
 )
 
@@ -26,29 +27,48 @@ type Query struct {
 	// Limit bounds the page; DefaultLimit when 0.
 	Limit int `json:"limit" validate:"gte=0,lte=1000"`
 	// SessionID keeps the events of that session and of all its
-	// descendants, including sessions deleted since.
+	// descendants. It names the live session of that id, or when there is
+	// none, the last one of that id the log knows (a deleted session's
+	// history); never a mix of two sessions that had the same id.
 	SessionID string `json:"session_id" validate:"omitempty,session_id"`
+	// SessionPath, when set, is the path SessionID was resolved to
+	// (Page.SessionPath): a reader that reads on, such as an event stream,
+	// keeps following the session it found first, not a later one that
+	// takes its id.
+	SessionPath string `json:"-"`
 	// Plan keeps the events of that shared plan.
 	Plan string `json:"plan" validate:"omitempty,plan_name"`
 	// Types keeps the events of these types; every type when empty.
 	Types []string `json:"types"`
-	// Scope, when set, keeps only the events of that session and its
-	// descendants and the events of no session (shared plans): an agent
-	// token's view of the log. It is set by access control, not by the
-	// client.
+	// Scope, when set, keeps only the events of the session with that
+	// path (events.Session.Path) and its descendants, and the events of no
+	// session (shared plans): an agent token's view of the log. It is set
+	// by access control, not by the client.
 	Scope string `json:"-"`
+	// Guard, when set, runs first in the snapshot every page is read from;
+	// an error ends the read with it. The event stream re-checks its
+	// caller's token with it, in the very snapshot the events come from,
+	// so no event committed after a revocation is ever sent.
+	Guard func(q db.Querier) error `json:"-"`
 }
 
 // Validate reports every invalid field of q as an invalid_argument error.
-func (q Query) Validate() error {
+// Repeated types are dropped, so a filter never names more types than
+// exist.
+func (q *Query) Validate() error {
 	if err := validation.Struct(q); err != nil {
 		return err
 	}
+	var types []string
 	for _, t := range q.Types {
 		if !slices.Contains(Types, t) {
 			return apierr.Invalid("types", "unknown event type %q; known types: %s", t, strings.Join(Types, ", "))
 		}
+		if !slices.Contains(types, t) {
+			types = append(types, t)
+		}
 	}
+	q.Types = types
 	return nil
 }
 
@@ -62,18 +82,16 @@ type Page struct {
 	// filters. A filtered reader thus moves past events it does not want
 	// and its cursor does not age out of the retained log while it waits.
 	Next int64
-}
-
-// querier is what both *sql.Tx and *sql.DB offer.
-type querier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	// SessionPath is the path the query's SessionID named ("" when it
+	// names nothing yet), to pin in the next query.
+	SessionPath string
 }
 
 // bounds returns the log's head (the highest seq ever appended, even if
 // pruned since) and the highest pruned seq, in one statement so both come
 // from the same snapshot.
-func bounds(ctx context.Context, q querier) (head, prunedThrough int64, err error) {
-	err = q.QueryRowContext(ctx, `
+func bounds(q db.Querier) (head, prunedThrough int64, err error) {
+	err = q.QueryRow(`
 		SELECT coalesce((SELECT max(seq) FROM events), 0),
 		       (SELECT pruned_through FROM event_retention WHERE id = 1)`).Scan(&head, &prunedThrough)
 	if err != nil {
@@ -85,9 +103,38 @@ func bounds(ctx context.Context, q querier) (head, prunedThrough int64, err erro
 // Head returns the seq of the newest event ever appended (0 for an empty
 // log). A client that reads a snapshot after taking Head and then reads
 // the log after Head may see a change twice, but never misses one.
-func Head(ctx context.Context, db *sqlite.DB) (int64, error) {
-	head, _, err := bounds(ctx, db.Reader)
+func Head(ctx context.Context, d *db.DB) (int64, error) {
+	head, _, err := bounds(d.Reader(ctx))
 	return head, err
+}
+
+// SubtreeRange returns the bounds of the session paths under path (path
+// itself included): every path p with lo <= p < hi. Paths are "/1/5/",
+// and "/" sorts just before "0", so the range is an index range on any
+// engine that compares bytes.
+func SubtreeRange(path string) (lo, hi string) {
+	return path, path[:len(path)-1] + "0"
+}
+
+// sessionPath resolves the session_id filter to a path: the live
+// session's, or the last one of that id the log recorded; "" when the id
+// names nothing.
+func sessionPath(q db.Querier, id string) (string, error) {
+	var path string
+	err := q.QueryRow(`SELECT ancestry || pk || '/' FROM sessions WHERE id = ?`, id).Scan(&path)
+	if errors.Is(err, sql.ErrNoRows) {
+		var p sql.NullString
+		err = q.QueryRow(`SELECT session_path FROM events WHERE session_id = ? AND session_path IS NOT NULL
+			ORDER BY seq DESC LIMIT 1`, id).Scan(&p)
+		if errors.Is(err, sql.ErrNoRows) {
+			return "", nil
+		}
+		path = p.String
+	}
+	if err != nil {
+		return "", fmt.Errorf("find session %q: %w", id, err)
+	}
+	return path, nil
 }
 
 const eventColumns = `seq, type, time, actor, session_id, plan, revision, data`
@@ -97,8 +144,8 @@ const eventColumns = `seq, type, time, actor, session_id, plan, revision, data`
 // query; cursor_expired when events after the cursor were pruned (the
 // reader has missed them and must re-read current state) or when the
 // cursor is ahead of the log (it belongs to another database, or to this
-// one before it was restored from a backup).
-func Read(ctx context.Context, db *sqlite.DB, q Query) (Page, error) {
+// one before it was restored from a backup); whatever q.Guard returns.
+func Read(ctx context.Context, d *db.DB, q Query) (Page, error) {
 	if err := q.Validate(); err != nil {
 		return Page{}, err
 	}
@@ -107,8 +154,13 @@ func Read(ctx context.Context, db *sqlite.DB, q Query) (Page, error) {
 		limit = DefaultLimit
 	}
 	var page Page
-	err := db.Read(ctx, func(tx *sql.Tx) error {
-		head, pruned, err := bounds(ctx, tx)
+	err := d.Read(ctx, func(tx *db.Tx) error {
+		if q.Guard != nil {
+			if err := q.Guard(tx); err != nil {
+				return err
+			}
+		}
+		head, pruned, err := bounds(tx)
 		if err != nil {
 			return err
 		}
@@ -126,13 +178,25 @@ func Read(ctx context.Context, db *sqlite.DB, q Query) (Page, error) {
 		where := []string{"seq > ?"}
 		args := []any{after}
 		if q.SessionID != "" {
-			// session_path is "/root/.../self/" as it was at append time.
-			where = append(where, "instr(session_path, '/' || ? || '/') > 0")
-			args = append(args, q.SessionID)
+			path := q.SessionPath
+			if path == "" {
+				if path, err = sessionPath(tx, q.SessionID); err != nil {
+					return err
+				}
+			}
+			if path == "" {
+				page.Next = head // nothing of that id: an empty page
+				return nil
+			}
+			page.SessionPath = path
+			lo, hi := SubtreeRange(path)
+			where = append(where, "session_path >= ? AND session_path < ?")
+			args = append(args, lo, hi)
 		}
 		if q.Scope != "" {
-			where = append(where, "(session_id IS NULL OR instr(session_path, '/' || ? || '/') > 0)")
-			args = append(args, q.Scope)
+			lo, hi := SubtreeRange(q.Scope)
+			where = append(where, "(session_id IS NULL OR (session_path >= ? AND session_path < ?))")
+			args = append(args, lo, hi)
 		}
 		if q.Plan != "" {
 			where = append(where, "plan = ?")
@@ -145,7 +209,7 @@ func Read(ctx context.Context, db *sqlite.DB, q Query) (Page, error) {
 			}
 		}
 		args = append(args, limit)
-		rows, err := tx.QueryContext(ctx, `SELECT `+eventColumns+` FROM events WHERE `+
+		rows, err := tx.Query(`SELECT `+eventColumns+` FROM events WHERE `+
 			strings.Join(where, " AND ")+` ORDER BY seq LIMIT ?`, args...)
 		if err != nil {
 			return fmt.Errorf("read events after %d: %w", after, err)

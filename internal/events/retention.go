@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/planserver/planserver/internal/sqlite"
+	"github.com/planserver/planserver/internal/db"
 )
 
 // Retention bounds the log. The zero value keeps every event forever.
@@ -36,10 +36,10 @@ var pruneBatch = 5000
 // later time. The row cap works on seqs: every event at or below
 // head-MaxRows goes, so at most MaxRows remain (exactly MaxRows, since
 // AUTOINCREMENT seqs are contiguous), without counting the table.
-func Prune(ctx context.Context, db *sqlite.DB, r Retention, now time.Time) (int64, error) {
+func Prune(ctx context.Context, d *db.DB, r Retention, now time.Time) (int64, error) {
 	var through int64
-	err := db.Read(ctx, func(tx *sql.Tx) error {
-		head, pruned, err := bounds(ctx, tx)
+	err := d.Read(ctx, func(tx *db.Tx) error {
+		head, pruned, err := bounds(tx)
 		if err != nil {
 			return err
 		}
@@ -48,8 +48,8 @@ func Prune(ctx context.Context, db *sqlite.DB, r Retention, now time.Time) (int6
 		}
 		if r.MaxAge > 0 {
 			var old sql.NullInt64
-			if err := tx.QueryRowContext(ctx, `SELECT max(seq) FROM events WHERE time < ?`,
-				sqlite.FormatTime(now.Add(-r.MaxAge))).Scan(&old); err != nil {
+			if err := tx.QueryRow(`SELECT max(seq) FROM events WHERE time < ?`,
+				db.FormatTime(now.Add(-r.MaxAge))).Scan(&old); err != nil {
 				return fmt.Errorf("find events older than %s: %w", r.MaxAge, err)
 			}
 			through = max(through, old.Int64)
@@ -65,24 +65,24 @@ func Prune(ctx context.Context, db *sqlite.DB, r Retention, now time.Time) (int6
 	var total int64
 	for {
 		var n int64
-		err := db.Write(ctx, func(tx *sql.Tx) error {
+		err := d.Write(ctx, func(tx *db.Tx) error {
 			var upper sql.NullInt64
-			if err := tx.QueryRowContext(ctx, `SELECT max(seq) FROM
+			if err := tx.QueryRow(`SELECT max(seq) FROM
 				(SELECT seq FROM events WHERE seq <= ? ORDER BY seq LIMIT ?)`, through, pruneBatch).Scan(&upper); err != nil {
 				return fmt.Errorf("prune events through %d: %w", through, err)
 			}
 			if !upper.Valid {
 				return nil
 			}
-			res, err := tx.ExecContext(ctx, `DELETE FROM events WHERE seq <= ?`, upper.Int64)
+			res, err := tx.Exec(`DELETE FROM events WHERE seq <= ?`, upper.Int64)
 			if err != nil {
 				return fmt.Errorf("prune events through %d: %w", upper.Int64, err)
 			}
 			if n, err = res.RowsAffected(); err != nil {
 				return fmt.Errorf("prune events through %d: %w", upper.Int64, err)
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE event_retention SET pruned_through = max(pruned_through, ?) WHERE id = 1`,
-				upper.Int64); err != nil {
+			if _, err := tx.Exec(`UPDATE event_retention SET pruned_through = ? WHERE id = 1 AND pruned_through < ?`,
+				upper.Int64, upper.Int64); err != nil {
 				return fmt.Errorf("record events pruned through %d: %w", upper.Int64, err)
 			}
 			return nil

@@ -112,11 +112,13 @@ func newAccessEnv(t *testing.T, env *apitest.Env) *accessEnv {
 	a.tokens[revoked] = env.Token(auth.Admin, "revoked", "")
 	env.Token(auth.Viewer, "victim", "")
 	store := auth.NewStore(env.DB)
-	if _, err := store.Revoke(context.Background(), "revoked", time.Now()); err != nil {
+	if _, err := store.Revoke(context.Background(), "revoked"); err != nil {
 		t.Fatal(err)
 	}
-	secret, _, err := store.Create(context.Background(),
-		auth.CreateInput{Role: "admin", Name: "expired", TTL: "1h"}, time.Now().Add(-2*time.Hour))
+	// A token made two hours ago that lived for one.
+	env.DB.SetClock(func() time.Time { return time.Now().Add(-2 * time.Hour) })
+	secret, _, err := store.Create(context.Background(), auth.CreateInput{Role: "admin", Name: "expired", TTL: "1h"})
+	env.DB.SetClock(time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,7 +94,7 @@ func (s *Server) authenticate(r *http.Request, route string) (auth.Principal, er
 	if err != nil {
 		return auth.Principal{}, err
 	}
-	return s.tokens.Authenticate(r.Context(), secret, time.Now())
+	return s.tokens.Authenticate(r.Context(), secret)
 }
 
 // bearerToken reads the token from Authorization: Bearer, or on the event
@@ -184,23 +184,38 @@ func (s *Server) authorizeRoute(r *http.Request, route string, params *chi.Conte
 // none): nil, hidden (the error a missing target gets, answered when the
 // target is outside an agent's scope, so ids do not leak), or 403
 // permission_denied. It is the one check handlers call to refine an action
-// from the body.
+// from the body. The facts Decide needs about an agent are looked up here:
+// whether the target is in its scope (by identity), and, for executing
+// steps, whether its own session is in plan mode.
 func (s *Server) allow(r *http.Request, a auth.Action, target string, hidden error) error {
 	p := auth.PrincipalFrom(r.Context())
-	inScope := true
-	if p.Role == auth.Agent && target != "" {
-		var err error
-		if inScope, err = auth.InScope(r.Context(), s.cfg.DB.Reader, p.SessionID, target); err != nil {
-			return err
+	f := auth.Facts{InScope: true} // an action on no session is in every scope
+	if p.Role == auth.Agent {
+		if target != "" {
+			f.InScope = false
+			loc, err := s.sessions.Locate(r.Context(), target)
+			switch {
+			case err == nil:
+				f.InScope = auth.InScope(p.SessionPath, loc.Path)
+			case apierr.CodeOf(err) != apierr.NotFound:
+				return err
+			}
+		}
+		if a == auth.ExecuteSteps {
+			mode, found, err := s.sessions.EffectiveModeOf(r.Context(), p.SessionPK)
+			if err != nil {
+				return err
+			}
+			f.PlanMode = !found || mode == sessions.Plan
 		}
 	}
-	switch auth.Decide(p, a, inScope) {
+	switch auth.Decide(p, a, f) {
 	case auth.Allow:
 		return nil
 	case auth.Hide:
 		return hidden
 	}
-	return apierr.New(apierr.PermissionDenied, "%s", auth.DenyReason(p, a))
+	return apierr.New(apierr.PermissionDenied, "%s", auth.DenyReason(p, a, f))
 }
 
 // corsHandler is the CORS middleware for an explicit list of origins. The

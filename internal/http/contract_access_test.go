@@ -40,7 +40,7 @@ func TestContractListsAccessResponses(t *testing.T) {
 		}
 		denied := rule.Refined
 		for _, role := range []auth.Role{auth.Viewer, auth.Agent} {
-			denied = denied || auth.Decide(auth.Principal{Role: role, SessionID: "s"}, rule.Action, true) == auth.Deny
+			denied = denied || auth.Decide(auth.Principal{Role: role, SessionID: "s"}, rule.Action, auth.Facts{InScope: true}) == auth.Deny
 		}
 		want := map[string]bool{"401": true, "429": true, "403": denied}
 		if rule.SessionParam != "" || rule.SessionQuery != "" {

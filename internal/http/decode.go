@@ -43,15 +43,20 @@ func mediaType(r *http.Request) (string, error) {
 }
 
 // requireMediaType checks the request's Content-Type against the accepted
-// ones. A missing Content-Type is taken as the first accepted type, so
-// `curl --data` users are not punished for curl's defaults when the body is
-// what we expect; an explicit other type is 415.
+// ones: another type is 415, and so is a body without a Content-Type. A
+// web page can send a body without one to any origin without asking
+// (fetch with mode "no-cors"), so a body is taken as JSON only when it says
+// so; a request without a body needs no Content-Type.
 func requireMediaType(r *http.Request, accepted ...string) (string, error) {
 	mt, err := mediaType(r)
 	if err != nil {
 		return "", err
 	}
 	if mt == "" {
+		if r.ContentLength != 0 {
+			return "", apierr.New(apierr.UnsupportedMediaType, "the request has a body but no Content-Type; send Content-Type: %s",
+				strings.Join(accepted, " or "))
+		}
 		return accepted[0], nil
 	}
 	for _, a := range accepted {
@@ -125,10 +130,83 @@ func decodeJSONBytes(body []byte, dst any, allowEmpty bool) error {
 	if dec.More() {
 		return apierr.New(apierr.InvalidArgument, "request body holds more than one JSON value")
 	}
+	if err := repeatedMembers(body); err != nil {
+		return err
+	}
 	if err := exactMembers(body, dst); err != nil {
 		return err
 	}
 	return validation.Struct(dst)
+}
+
+// repeatedMembers rejects a JSON object, at any depth, that names a member
+// twice: {"mode":"plan","mode":"build"}. encoding/json keeps the last one,
+// other parsers the first; a request whose meaning depends on the parser
+// must be refused, not guessed. The error names the member's path.
+func repeatedMembers(body []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	type level struct {
+		object bool
+		path   string
+		index  int
+		key    string // the member whose value comes next (objects)
+		onKey  bool   // the next string is a member name (objects)
+		seen   map[string]bool
+	}
+	var stack []*level
+	member := func() string {
+		if len(stack) == 0 {
+			return ""
+		}
+		top := stack[len(stack)-1]
+		if top.object {
+			return joinPath(top.path, top.key)
+		}
+		return fmt.Sprintf("%s[%d]", top.path, top.index)
+	}
+	valueDone := func() {
+		if len(stack) == 0 {
+			return
+		}
+		if top := stack[len(stack)-1]; top.object {
+			top.key, top.onKey = "", true
+		} else {
+			top.index++
+		}
+	}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil // io.EOF, or malformed JSON, which Decode has judged
+		}
+		top := (*level)(nil)
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{', '[':
+				stack = append(stack, &level{object: t == '{', onKey: t == '{', path: member(), seen: map[string]bool{}})
+			default:
+				stack = stack[:len(stack)-1]
+				valueDone()
+			}
+		case string:
+			if top != nil && top.onKey {
+				if top.seen[t] {
+					return apierr.Invalid(joinPath(top.path, t), "member appears more than once in one object; send it once")
+				}
+				top.seen[t] = true
+				top.key, top.onKey = t, false
+				continue
+			}
+			valueDone()
+		default:
+			valueDone()
+		}
+	}
 }
 
 // exactMembers rejects object members whose names match a field of the
@@ -242,21 +320,20 @@ func (s *Server) precondition(r *http.Request, lastKnown *int64) (revision.Preco
 	return revision.New(im, inm, lastKnown, s.cfg.RequirePreconditions)
 }
 
-// answeredNotModified answers a GET whose If-None-Match names the current
-// revision with 304 (and a malformed one with its 400), and reports whether
-// it answered; otherwise the handler writes the representation.
-func answeredNotModified(w http.ResponseWriter, r *http.Request, current int64) bool {
+// notModified answers a GET whose If-None-Match names the current
+// revision with 304 and reports whether it did; otherwise the handler
+// writes the representation. A malformed If-None-Match is its 400.
+func notModified(w http.ResponseWriter, r *http.Request, current int64) (bool, error) {
 	inm, err := revision.ParseMatch("If-None-Match", r.Header.Get("If-None-Match"))
 	if err != nil {
-		writeProblem(w, r, err)
-		return true
+		return false, err
 	}
 	if inm.NotModified(current) {
 		w.Header().Set("ETag", revision.ETag(current))
 		w.WriteHeader(http.StatusNotModified)
-		return true
+		return true, nil
 	}
-	return false
+	return false, nil
 }
 
 func setETag(w http.ResponseWriter, rev int64) { w.Header().Set("ETag", revision.ETag(rev)) }

@@ -14,8 +14,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/auth"
+	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/events"
 )
 
@@ -81,38 +83,29 @@ func (s *Server) withEventHead(next http.Handler) http.Handler {
 	})
 }
 
-// eventPage is the JSON form of GET /v1/events.
-type eventPage struct {
-	Events    []events.Event `json:"events"`
-	NextAfter int64          `json:"next_after"`
-}
-
-func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
+func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Add("Vary", "Accept")
 	media, err := negotiate(r, "application/json", "text/event-stream")
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	q, err := eventQuery(r)
-	if err != nil {
-		writeProblem(w, r, err)
-		return
-	}
 	if media == "text/event-stream" {
-		s.streamEvents(w, r, q)
-		return
+		return s.streamEvents(w, r, q, err)
+	}
+	if err != nil {
+		return err
 	}
 	page, err := events.Read(r.Context(), s.cfg.DB, q)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	if page.Events == nil {
 		page.Events = []events.Event{}
 	}
 	s.eventMetrics.delivered.WithLabelValues("json").Add(float64(len(page.Events)))
-	writeJSON(w, http.StatusOK, eventPage{Events: page.Events, NextAfter: page.Next})
+	writeJSON(w, http.StatusOK, api.EventPage{Events: page.Events, NextAfter: page.Next})
+	return nil
 }
 
 // eventQuery reads the cursor and filters of GET /v1/events. Last-Event-ID
@@ -124,7 +117,7 @@ func eventQuery(r *http.Request) (events.Query, error) {
 	q := events.Query{After: -1, SessionID: v.Get("session_id"), Plan: v.Get("plan"),
 		// An agent's feed is its subtree and the events of no session;
 		// a session_id outside it was answered 404 by the route's rule.
-		Scope: auth.PrincipalFrom(r.Context()).SessionID}
+		Scope: auth.PrincipalFrom(r.Context()).SessionPath}
 	if after := v.Get("after"); after != "" {
 		n, err := parseCursor("after", after)
 		if err != nil {
@@ -145,7 +138,13 @@ func eventQuery(r *http.Request) (events.Query, error) {
 	}
 	q.Limit = limit
 	if v.Has("types") {
-		for _, t := range strings.Split(v.Get("types"), ",") {
+		types := strings.Split(v.Get("types"), ",")
+		if len(types) > len(events.Types) {
+			// Every type once is all a filter can say; more is noise (or
+			// an attempt to make a huge query).
+			return q, apierr.Invalid("types", "names %d types; there are only %d", len(types), len(events.Types))
+		}
+		for _, t := range types {
 			q.Types = append(q.Types, strings.TrimSpace(t))
 		}
 	}
@@ -161,23 +160,43 @@ func parseCursor(field, s string) (int64, error) {
 	return n, nil
 }
 
+// errorEventsParam opts a stream into reporting a refusal at open as an
+// error event instead of an HTTP status: a browser EventSource cannot read
+// the status of a failed request, so a UI could not tell an expired cursor
+// from a revoked token from a network failure.
+const errorEventsParam = "error_events"
+
 // streamEvents serves the feed as Server-Sent Events. It only ever sends
 // rows read back from the log: the broker's wake-ups carry nothing, they
 // only prompt a re-read from the stream's cursor, so catch-up and live
 // delivery are the same loop and cannot race, reorder or skip.
-func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q events.Query) {
+//
+// The stream is authorized for as long as it lasts, not only when it
+// opens: every page is read in a snapshot that first checks the caller's
+// token again (revoked, expired, its session deleted), and so does every
+// heartbeat. A stream whose caller lost its right ends with an error event
+// carrying the problem, and not one event committed after the revocation
+// reaches it. qerr is the error of the stream's query, if any.
+func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q events.Query, qerr error) error {
 	ctx := r.Context()
+	p := auth.PrincipalFrom(ctx)
+	q.Guard = func(tx db.Querier) error { return s.tokens.Recheck(tx, p) }
 	// Subscribe before the first read: a commit that lands after the read
 	// leaves a wake-up pending, so the loop never sleeps past it.
 	wake, unsubscribe := s.broker.Subscribe()
 	defer unsubscribe()
 	q.Limit = sseBatch
 	// The first read comes before the response starts, so an expired or
-	// bad cursor is still an HTTP status (410, 400) the client can act on.
-	page, err := events.Read(ctx, s.cfg.DB, q)
-	if err != nil {
-		writeProblem(w, r, err)
-		return
+	// bad cursor is still an HTTP status (410, 400) the client can act on
+	// (or, opted in, an error event).
+	var page events.Page
+	err := qerr
+	if err == nil {
+		page, err = events.Read(ctx, s.cfg.DB, q)
+	}
+	optedIn := r.URL.Query().Get(errorEventsParam) == "true"
+	if err != nil && !optedIn {
+		return err
 	}
 	// A stream lives as long as its client, past the server's
 	// WriteTimeout: sseWriter sets a deadline per write instead. (Its
@@ -190,11 +209,15 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q events.Q
 	h.Set("X-Accel-Buffering", "no") // nginx: pass each event on at once
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodHead {
-		return // a stream's headers, without the stream
+		return nil // a stream's headers, without the stream
 	}
 	fmt.Fprintf(&sw.buf, "retry: %d\n\n", sseRetry)
+	if err != nil {
+		s.endStream(sw, r, err)
+		return nil
+	}
 	if sw.flush() != nil {
-		return
+		return nil
 	}
 	// sent is the cursor the client holds: the last id it was given.
 	sent := max(q.After, 0)
@@ -204,54 +227,76 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q events.Q
 		for _, e := range page.Events {
 			data, err := json.Marshal(e)
 			if err != nil {
-				logger(r).Error("encode event", slog.Int64("seq", e.Seq), slog.Any("error", err))
-				return
+				noteFailure(r, fmt.Errorf("encode event %d: %w", e.Seq, err))
+				return nil
 			}
 			fmt.Fprintf(&sw.buf, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, data)
 			sent = e.Seq
 		}
 		if len(page.Events) > 0 {
 			if sw.flush() != nil {
-				return
+				return nil
 			}
 			s.eventMetrics.delivered.WithLabelValues("sse").Add(float64(len(page.Events)))
 		}
-		q.After = page.Next
+		q.After, q.SessionPath = page.Next, page.SessionPath
 		if len(page.Events) < sseBatch {
-			if !s.awaitEvents(ctx, wake, heartbeat.C, sw, &sent, q.After) {
-				return
+			if err := s.awaitEvents(ctx, wake, heartbeat.C, sw, &sent, q.After, p); err != nil {
+				s.endStream(sw, r, err)
+				return nil
 			}
 		} else if s.shuttingDown() {
-			return // mid catch-up; the client resumes after the restart
+			return nil // mid catch-up; the client resumes after the restart
+		}
+		if ctx.Err() != nil {
+			return nil
 		}
 		if page, err = events.Read(ctx, s.cfg.DB, q); err != nil {
-			// Headers are gone: all that is left is to end the stream. A
-			// reconnect gets the status (410 when the cursor was pruned).
-			if ctx.Err() == nil && apierr.CodeOf(err) != apierr.CursorExpired {
-				logger(r).Error("read event log", slog.Any("error", err))
-			}
-			return
+			s.endStream(sw, r, err)
+			return nil
 		}
 	}
 }
 
-// awaitEvents waits for a commit, sending heartbeats meanwhile. It reports
-// false when the stream must end: the client left, a write failed, or the
-// server is shutting down. A heartbeat also carries the cursor when the
-// log moved past events the stream's filters skipped (an id line without
-// data updates an EventSource's Last-Event-ID but fires no event), so a
-// reconnect resumes from there and a quiet subscription's cursor does not
-// age out of the retained log.
-func (s *Server) awaitEvents(ctx context.Context, wake <-chan struct{}, tick <-chan time.Time, sw *sseWriter, sent *int64, cursor int64) bool {
+// errStreamEnds ends a stream without an error event: the client left, a
+// write failed, or the server is shutting down (clients reconnect).
+var errStreamEnds = errors.New("stream ends")
+
+// endStream ends a stream whose headers are gone with an error event
+// carrying the problem (410 when the cursor was pruned, 401 when the token
+// is no longer valid), which an EventSource can read, unlike a status.
+func (s *Server) endStream(sw *sseWriter, r *http.Request, err error) {
+	if errors.Is(err, errStreamEnds) || r.Context().Err() != nil {
+		return
+	}
+	_, _, body := problem(r, err)
+	data, _ := json.Marshal(body)
+	fmt.Fprintf(&sw.buf, "event: error\ndata: %s\n\n", data)
+	_ = sw.flush()
+}
+
+// awaitEvents waits for a commit, sending heartbeats meanwhile. It returns
+// nil when woken, errStreamEnds when the stream must end quietly (the
+// client left, a write failed, the server is shutting down), and the
+// problem when the caller's token no longer holds, which each heartbeat
+// checks. A heartbeat also carries the cursor when the log moved past
+// events the stream's filters skipped (an id line without data updates an
+// EventSource's Last-Event-ID but fires no event), so a reconnect resumes
+// from there and a quiet subscription's cursor does not age out of the
+// retained log.
+func (s *Server) awaitEvents(ctx context.Context, wake <-chan struct{}, tick <-chan time.Time, sw *sseWriter, sent *int64, cursor int64, p auth.Principal) error {
 	for {
 		select {
 		case <-wake:
-			return true
+			return nil
 		case <-ctx.Done():
-			return false
+			return errStreamEnds
 		case <-s.shutdown:
-			return false
+			return errStreamEnds
 		case <-tick:
+			if err := s.tokens.Recheck(s.cfg.DB.Reader(ctx), p); err != nil {
+				return err
+			}
 			sw.buf.WriteString(": heartbeat\n")
 			if cursor > *sent {
 				fmt.Fprintf(&sw.buf, "id: %d\n", cursor)
@@ -259,7 +304,7 @@ func (s *Server) awaitEvents(ctx context.Context, wake <-chan struct{}, tick <-c
 			}
 			sw.buf.WriteString("\n")
 			if sw.flush() != nil {
-				return false
+				return errStreamEnds
 			}
 		}
 	}

@@ -3,7 +3,6 @@ package http_test
 import (
 	"bufio"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/planserver/planserver/internal/apitest"
+	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/events"
 	planhttp "github.com/planserver/planserver/internal/http"
 )
@@ -167,6 +167,23 @@ func decodeBlock(b sseBlock) (events.Event, error) {
 	return e, nil
 }
 
+// noEventWithin checks that s delivers no event within d, then closes it.
+func noEventWithin(t *testing.T, s *stream, d time.Duration) {
+	t.Helper()
+	got := make(chan events.Event, 1)
+	go func() {
+		if e, err := s.event(); err == nil {
+			got <- e
+		}
+		close(got)
+	}()
+	time.Sleep(d)
+	s.close()
+	if e, ok := <-got; ok {
+		t.Errorf("unexpected event %+v", e)
+	}
+}
+
 func mustEvent(t *testing.T, s *stream) events.Event {
 	t.Helper()
 	e, err := s.event()
@@ -190,7 +207,7 @@ func eventLog(t *testing.T, env *apitest.Env, where string, args ...any) []logRo
 	if where != "" {
 		q += " WHERE " + where
 	}
-	rows, err := env.DB.Reader.Query(q+" ORDER BY seq", args...)
+	rows, err := env.DB.Reader(context.Background()).Query(q+" ORDER BY seq", args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,9 +376,9 @@ func TestEventsPlanFilter(t *testing.T) {
 	createSession(t, env, map[string]any{"id": "s"})
 	// Plan events come from the shared-plan routes; the log itself is what
 	// is under test here, so append them the way those stores do.
-	err := env.DB.Write(context.Background(), func(tx *sql.Tx) error {
+	err := env.DB.Write(context.Background(), func(tx *db.Tx) error {
 		for _, p := range []string{"release", "other", "release"} {
-			if _, err := events.Append(context.Background(), tx, events.PlanUpdated, "", p, 2, map[string]string{"name": p}); err != nil {
+			if _, err := events.Append(tx, events.New{Type: events.PlanUpdated, Plan: p, Revision: 2, Data: map[string]string{"name": p}}); err != nil {
 				return err
 			}
 		}
@@ -651,13 +668,17 @@ func TestEventsSubtreeFilter(t *testing.T) {
 	if !sameRows(rowsOf(got), want) {
 		t.Errorf("subtree stream: %+v\nwant %+v", rowsOf(got), want)
 	}
-	// Nothing else follows: "last" and the rest are skipped, and the next
-	// event is the next one in the subtree, a new session reusing the id.
+	// The filter names a session, not an id: a new session reusing the
+	// id is another session. The stream that followed the deleted root.a
+	// gets none of its namesake's events ("last" and the rest are skipped
+	// too); a stream opened now follows the new one.
 	created := createSession(t, env, map[string]any{"id": "root.a", "parent_id": "root"})
 	all := eventLog(t, env, "")
-	if e := mustEvent(t, s); e.SessionID != created.ID || e.Type != events.SessionCreated || e.Seq != all[len(all)-1].Seq {
-		t.Errorf("next subtree event = %+v", e)
+	fresh := openStream(t, env, "?session_id=root.a&after=0")
+	if e := mustEvent(t, fresh); e.SessionID != created.ID || e.Type != events.SessionCreated || e.Seq != all[len(all)-1].Seq {
+		t.Errorf("first event of the new root.a = %+v", e)
 	}
+	noEventWithin(t, s, 300*time.Millisecond)
 
 	// Types and subtree together, from no cursor.
 	var typed []logRow
@@ -874,9 +895,9 @@ func TestStuckSubscriberIsDropped(t *testing.T) {
 		if batch == 100 {
 			t.Fatal("the stuck subscriber was never dropped")
 		}
-		err := env.DB.Write(context.Background(), func(tx *sql.Tx) error {
+		err := env.DB.Write(context.Background(), func(tx *db.Tx) error {
 			for i := 0; i < 20; i++ {
-				if _, err := events.Append(context.Background(), tx, events.PlanUpdated, "", "big", 1, big); err != nil {
+				if _, err := events.Append(tx, events.New{Type: events.PlanUpdated, Plan: "big", Revision: 1, Data: big}); err != nil {
 					return err
 				}
 			}
@@ -991,9 +1012,9 @@ func TestEventStreamHEADDoesNotHang(t *testing.T) {
 func TestEventStreamCatchesUpAcrossBatches(t *testing.T) {
 	env := apitest.New(t)
 	const backlog = 1_100
-	err := env.DB.Write(context.Background(), func(tx *sql.Tx) error {
+	err := env.DB.Write(context.Background(), func(tx *db.Tx) error {
 		for i := 0; i < backlog; i++ {
-			if _, err := events.Append(context.Background(), tx, events.StepUpdated, "", "p", int64(i+1), nil); err != nil {
+			if _, err := events.Append(tx, events.New{Type: events.StepUpdated, Plan: "p", Revision: int64(i + 1)}); err != nil {
 				return err
 			}
 		}
@@ -1009,8 +1030,8 @@ func TestEventStreamCatchesUpAcrossBatches(t *testing.T) {
 		}
 	}
 	createSession(t, env, map[string]any{"id": "live"})
-	err = env.DB.Write(context.Background(), func(tx *sql.Tx) error {
-		_, err := events.Append(context.Background(), tx, events.PlanDeleted, "", "p", 0, nil)
+	err = env.DB.Write(context.Background(), func(tx *db.Tx) error {
+		_, err := events.Append(tx, events.New{Type: events.PlanDeleted, Plan: "p"})
 		return err
 	})
 	if err != nil {

@@ -21,7 +21,20 @@ type ctxKey int
 const (
 	requestIDKey ctxKey = iota
 	loggerKey
+	failureKey
 )
+
+// failure holds the cause of a request's 5xx (or storage fault) until
+// observe logs it in the request's one line, so it is logged exactly once.
+type failure struct{ err error }
+
+// noteFailure records err as the cause of r's failure; the first one
+// wins.
+func noteFailure(r *http.Request, err error) {
+	if f, ok := r.Context().Value(failureKey).(*failure); ok && f.err == nil {
+		f.err = err
+	}
+}
 
 // requestIDPattern limits the client-supplied request ids we echo back, so
 // a header cannot inject anything into logs or responses.
@@ -110,16 +123,19 @@ func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		log := s.log.With(slog.String("request_id", requestID(r)))
-		r = r.WithContext(context.WithValue(r.Context(), loggerKey, log))
+		fail := &failure{}
+		r = r.WithContext(context.WithValue(context.WithValue(r.Context(), loggerKey, log), failureKey, fail))
 		rec := &statusRecorder{ResponseWriter: w}
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
 					panic(p)
 				}
-				log.Error("panic", slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
+				err := fmt.Errorf("panic: %v\n%s", p, debug.Stack())
 				if rec.status == 0 {
-					writeProblem(rec, r, fmt.Errorf("panic: %v", p))
+					writeProblem(rec, r, err)
+				} else {
+					noteFailure(r, err)
 				}
 			}
 			route := "unmatched"
@@ -134,17 +150,21 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			s.metrics.requests.WithLabelValues(r.Method, route, strconv.Itoa(status)).Inc()
 			s.metrics.duration.WithLabelValues(r.Method, route).Observe(elapsed.Seconds())
 			level := slog.LevelInfo
-			if status >= 500 {
-				level = slog.LevelError
-			}
-			log.LogAttrs(r.Context(), level, "request",
+			attrs := []slog.Attr{
 				slog.String("method", r.Method),
 				slog.String("route", route),
 				slog.String("path", r.URL.Path),
 				slog.Int("status", status),
 				slog.Int64("bytes", rec.bytes),
 				slog.Duration("duration", elapsed),
-			)
+			}
+			if status >= 500 || fail.err != nil {
+				level = slog.LevelError
+				if fail.err != nil {
+					attrs = append(attrs, slog.Any("error", fail.err))
+				}
+			}
+			log.LogAttrs(r.Context(), level, "request", attrs...)
 		}()
 		next.ServeHTTP(rec, r)
 	})

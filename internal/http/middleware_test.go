@@ -11,23 +11,23 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planserver/planserver/internal/sqlite"
+	"github.com/planserver/planserver/internal/db"
 )
 
 // TestPanicIsAnsweredAsInternalProblem mounts a panicking route on the real
 // router: the client gets a bare 500 internal problem, the log gets the
 // panic with the request id, and the server keeps serving.
 func TestPanicIsAnsweredAsInternalProblem(t *testing.T) {
-	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "p.db"), sqlite.DurabilityNormal)
+	d, err := db.Open(context.Background(), filepath.Join(t.TempDir(), "p.db"), db.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	if _, _, err := db.MigrateUp(context.Background(), nil); err != nil {
+	defer d.Close()
+	if _, _, err := d.MigrateUp(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	s := New(Config{DB: db, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	s := New(Config{DB: d, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	s.router.Get("/boom", func(http.ResponseWriter, *http.Request) { panic("secret detail") })
 
 	rec := httptest.NewRecorder()
@@ -44,6 +44,10 @@ func TestPanicIsAnsweredAsInternalProblem(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "secret detail") || !strings.Contains(logs.String(), p["request_id"].(string)) {
 		t.Errorf("log lacks the panic or the request id:\n%s", logs.String())
+	}
+	// The failure is logged once: in the request's own line.
+	if n := strings.Count(logs.String(), "secret detail"); n != 1 {
+		t.Errorf("the panic is logged %d times, want once:\n%s", n, logs.String())
 	}
 	rec = httptest.NewRecorder()
 	s.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))

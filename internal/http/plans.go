@@ -2,7 +2,6 @@ package http
 
 import (
 	"bytes"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/plans"
 	"github.com/planserver/planserver/internal/validation"
@@ -27,18 +27,9 @@ func planNameParam(r *http.Request) (string, error) {
 	return name, plans.ValidateName(name)
 }
 
-// planWriteRequest is the JSON body of PUT /v1/plans/{name}. Fields left
-// out, or null, keep their current value.
-type planWriteRequest struct {
-	Title             *string         `json:"title"`
-	Content           *string         `json:"content"`
-	Author            *string         `json:"author"`
-	Status            *string         `json:"status"`
-	Steps             json.RawMessage `json:"steps"`
-	LastKnownRevision *int64          `json:"last_known_revision"`
-}
-
-func (req *planWriteRequest) change() (plans.Change, error) {
+// planChange turns the JSON body of PUT /v1/plans/{name} into a Change.
+// Fields left out, or null, keep their current value.
+func planChange(req *api.PlanWrite) (plans.Change, error) {
 	ch := plans.Change{Title: req.Title, Content: req.Content, Author: req.Author, Status: req.Status}
 	if len(req.Steps) > 0 && !bytes.Equal(req.Steps, []byte("null")) {
 		var err error
@@ -63,16 +54,14 @@ func (s *Server) readPlanContent(w http.ResponseWriter, r *http.Request) (string
 
 // putPlan is write_plan: create or replace a plan from JSON, Markdown or
 // YAML.
-func (s *Server) putPlan(w http.ResponseWriter, r *http.Request) {
+func (s *Server) putPlan(w http.ResponseWriter, r *http.Request) error {
 	name, err := planNameParam(r)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	mt, err := requireMediaType(r, mediaJSON, mediaMarkdown, mediaYAML)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	var (
 		ch        plans.Change
@@ -82,8 +71,7 @@ func (s *Server) putPlan(w http.ResponseWriter, r *http.Request) {
 	case mediaMarkdown:
 		content, err := s.readPlanContent(w, r)
 		if err != nil {
-			writeProblem(w, r, err)
-			return
+			return err
 		}
 		ch.Content = &content
 	case mediaYAML:
@@ -92,39 +80,35 @@ func (s *Server) putPlan(w http.ResponseWriter, r *http.Request) {
 			ch, err = plans.DecodeYAML(body)
 		}
 		if err != nil {
-			writeProblem(w, r, err)
-			return
+			return err
 		}
 	default:
-		var req planWriteRequest
+		var req api.PlanWrite
 		body, err := readBody(w, r, s.planBodyLimit())
 		if err == nil {
 			err = decodeJSONBytes(body, &req, false)
 		}
 		if err == nil {
-			ch, err = req.change()
+			ch, err = planChange(&req)
 		}
 		if err != nil {
-			writeProblem(w, r, err)
-			return
+			return err
 		}
 		lastKnown = req.LastKnownRevision
 	}
-	s.writePlanChange(w, r, name, ch, lastKnown, func(p *plans.Plan) any { return p })
+	return s.writePlanChange(w, r, name, ch, lastKnown, func(p *plans.Plan) any { return p })
 }
 
 // writePlanChange stores a Put and answers 201 (with Location) or 200, the
 // ETag, and the body view picks.
-func (s *Server) writePlanChange(w http.ResponseWriter, r *http.Request, name string, ch plans.Change, lastKnown *int64, view func(*plans.Plan) any) {
+func (s *Server) writePlanChange(w http.ResponseWriter, r *http.Request, name string, ch plans.Change, lastKnown *int64, view func(*plans.Plan) any) error {
 	pre, err := s.precondition(r, lastKnown)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	p, created, err := s.plans.Put(r.Context(), name, ch, pre)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	status := http.StatusOK
 	if created {
@@ -133,36 +117,34 @@ func (s *Server) writePlanChange(w http.ResponseWriter, r *http.Request, name st
 	}
 	setETag(w, p.Revision)
 	writeJSON(w, status, view(p))
+	return nil
 }
 
 // getPlan is read_plan, in the representation the client accepts.
-func (s *Server) getPlan(w http.ResponseWriter, r *http.Request) {
+func (s *Server) getPlan(w http.ResponseWriter, r *http.Request) error {
 	name, err := planNameParam(r)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	mt, err := negotiate(r, mediaJSON, mediaMarkdown, mediaYAML)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	p, err := s.plans.Get(r.Context(), name)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
-	s.writePlanAs(w, r, mt, p)
+	return s.writePlanAs(w, r, mt, p)
 }
 
 // writePlanAs answers a plan in media type mt, or 304 when the client's
 // If-None-Match names its revision. Every representation of a revision
 // carries that revision's ETag; Vary tells caches the body depends on
 // Accept.
-func (s *Server) writePlanAs(w http.ResponseWriter, r *http.Request, mt string, p *plans.Plan) {
+func (s *Server) writePlanAs(w http.ResponseWriter, r *http.Request, mt string, p *plans.Plan) error {
 	w.Header().Set("Vary", "Accept")
-	if answeredNotModified(w, r, p.Revision) {
-		return
+	if done, err := notModified(w, r, p.Revision); done || err != nil {
+		return err
 	}
 	setETag(w, p.Revision)
 	switch mt {
@@ -171,8 +153,7 @@ func (s *Server) writePlanAs(w http.ResponseWriter, r *http.Request, mt string, 
 	case mediaYAML:
 		doc, err := plans.EncodeYAML(p)
 		if err != nil {
-			writeProblem(w, r, err)
-			return
+			return err
 		}
 		w.Header().Set("Content-Type", mediaYAML)
 		w.WriteHeader(http.StatusOK)
@@ -180,6 +161,7 @@ func (s *Server) writePlanAs(w http.ResponseWriter, r *http.Request, mt string, 
 	default:
 		writeJSON(w, http.StatusOK, p)
 	}
+	return nil
 }
 
 func writeMarkdown(w http.ResponseWriter, content string) {
@@ -189,30 +171,27 @@ func writeMarkdown(w http.ResponseWriter, content string) {
 }
 
 // deletePlan is delete_plan.
-func (s *Server) deletePlan(w http.ResponseWriter, r *http.Request) {
+func (s *Server) deletePlan(w http.ResponseWriter, r *http.Request) error {
 	name, err := planNameParam(r)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	pre, err := s.precondition(r, nil)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	if err := s.plans.Delete(r.Context(), name, pre); err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // listPlans is list_plans: summaries, never content.
-func (s *Server) listPlans(w http.ResponseWriter, r *http.Request) {
+func (s *Server) listPlans(w http.ResponseWriter, r *http.Request) error {
 	limit, err := pageSize(r)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	q := r.URL.Query()
 	page, err := s.plans.List(r.Context(), plans.ListQuery{
@@ -222,148 +201,122 @@ func (s *Server) listPlans(w http.ResponseWriter, r *http.Request) {
 		PageToken: q.Get("page_token"),
 	})
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, page)
+	return nil
 }
 
 // getPlanContent is export_plan_to_file: the content alone, as Markdown.
-func (s *Server) getPlanContent(w http.ResponseWriter, r *http.Request) {
+func (s *Server) getPlanContent(w http.ResponseWriter, r *http.Request) error {
 	name, err := planNameParam(r)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	if _, err := negotiate(r, mediaMarkdown); err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	p, err := s.plans.Get(r.Context(), name)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
-	s.writePlanAs(w, r, mediaMarkdown, p)
+	return s.writePlanAs(w, r, mediaMarkdown, p)
 }
 
 // putPlanContent is update_plan_from_file: the raw body becomes the
 // content; title, author, status and steps stay. The answer is the plan's
 // summary, so the cheap edit never sends the body back.
-func (s *Server) putPlanContent(w http.ResponseWriter, r *http.Request) {
+func (s *Server) putPlanContent(w http.ResponseWriter, r *http.Request) error {
 	name, err := planNameParam(r)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	if _, err := requireMediaType(r, mediaMarkdown, "text/plain"); err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	content, err := s.readPlanContent(w, r)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
-	s.writePlanChange(w, r, name, plans.Change{Content: &content}, nil, func(p *plans.Plan) any { return p.Summary() })
+	return s.writePlanChange(w, r, name, plans.Change{Content: &content}, nil, func(p *plans.Plan) any { return p.Summary() })
 }
 
 // getPlanStatus is get_plan_status.
-func (s *Server) getPlanStatus(w http.ResponseWriter, r *http.Request) {
+func (s *Server) getPlanStatus(w http.ResponseWriter, r *http.Request) error {
 	name, err := planNameParam(r)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	v, err := s.plans.GetStatus(r.Context(), name)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
-	if answeredNotModified(w, r, v.Revision) {
-		return
+	if done, err := notModified(w, r, v.Revision); done || err != nil {
+		return err
 	}
 	setETag(w, v.Revision)
 	writeJSON(w, http.StatusOK, v)
-}
-
-// planStatusRequest is the body of PUT /v1/plans/{name}/status.
-type planStatusRequest struct {
-	Status            *string `json:"status" validate:"required"`
-	LastKnownRevision *int64  `json:"last_known_revision"`
+	return nil
 }
 
 // setPlanStatus is set_plan_status.
-func (s *Server) setPlanStatus(w http.ResponseWriter, r *http.Request) {
+func (s *Server) setPlanStatus(w http.ResponseWriter, r *http.Request) error {
 	name, err := planNameParam(r)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
-	var req planStatusRequest
+	var req api.PlanStatusWrite
 	if err := s.decodeJSON(w, r, &req, decodeOptions{}); err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	pre, err := s.precondition(r, req.LastKnownRevision)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	v, err := s.plans.SetStatus(r.Context(), name, *req.Status, pre)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	setETag(w, v.Revision)
 	writeJSON(w, http.StatusOK, v)
-}
-
-type planRevisionList struct {
-	Name      string                  `json:"name"`
-	Revisions []plans.RevisionSummary `json:"revisions"`
+	return nil
 }
 
 // listPlanRevisions lists a plan's readable history, newest first.
-func (s *Server) listPlanRevisions(w http.ResponseWriter, r *http.Request) {
+func (s *Server) listPlanRevisions(w http.ResponseWriter, r *http.Request) error {
 	name, err := planNameParam(r)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	revs, err := s.plans.Revisions(r.Context(), name)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
-	writeJSON(w, http.StatusOK, planRevisionList{Name: name, Revisions: revs})
+	writeJSON(w, http.StatusOK, api.PlanRevisions{Name: name, Revisions: revs})
+	return nil
 }
 
 // getPlanRevision answers a plan as it was at one revision, in any of the
 // representations of the plan itself.
-func (s *Server) getPlanRevision(w http.ResponseWriter, r *http.Request) {
+func (s *Server) getPlanRevision(w http.ResponseWriter, r *http.Request) error {
 	name, err := planNameParam(r)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	raw := chi.URLParam(r, "revision")
 	n, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil || n < 1 || strings.HasPrefix(raw, "+") {
-		writeProblem(w, r, apierr.Invalid("revision", "must be a revision number (1, 2, …), got %q", raw))
-		return
+		return apierr.Invalid("revision", "must be a revision number (1, 2, …), got %q", raw)
 	}
 	mt, err := negotiate(r, mediaJSON, mediaMarkdown, mediaYAML)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	p, err := s.plans.GetRevision(r.Context(), name, n)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
-	s.writePlanAs(w, r, mt, p)
+	return s.writePlanAs(w, r, mt, p)
 }
 
 // plansNotFound answers paths under /v1/plans/ that match no route. Such a

@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/planserver/planserver/internal/apitest"
+	"github.com/planserver/planserver/internal/db"
 	planhttp "github.com/planserver/planserver/internal/http"
 )
 
@@ -57,7 +59,7 @@ func getPlan(t *testing.T, env *apitest.Env, name string) plan {
 // planEvents lists "type@revision" of a plan's events, oldest first.
 func planEvents(t *testing.T, env *apitest.Env, name string) string {
 	t.Helper()
-	rows, err := env.DB.Reader.Query(`SELECT type, coalesce(revision, 0) FROM events WHERE plan = ? ORDER BY seq`, name)
+	rows, err := env.DB.Reader(context.Background()).Query(`SELECT type, coalesce(revision, 0) FROM events WHERE plan = ? ORDER BY seq`, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +397,7 @@ func TestPlanStatus(t *testing.T) {
 		t.Errorf("events = %s", got)
 	}
 	var data string
-	if err := env.DB.Reader.QueryRow(`SELECT data FROM events WHERE plan = 's' AND revision = 2`).Scan(&data); err != nil ||
+	if err := env.DB.Reader(context.Background()).QueryRow(`SELECT data FROM events WHERE plan = 's' AND revision = 2`).Scan(&data); err != nil ||
 		data != `{"name":"s","status":"in-progress","previous_status":"idle","revision":2}` {
 		t.Errorf("status event data %s, %v", data, err)
 	}
@@ -546,7 +548,10 @@ func TestPlanList(t *testing.T) {
 	// Rows that cannot be read are skipped and named in warnings, never
 	// fatal; the page still continues past them.
 	for name, steps := range map[string]string{"plan-1": `{not json`, "plan-2": `{"a":1}`, "plan-4": `[1]`} {
-		if _, err := env.DB.Writer.Exec(`UPDATE plans SET steps = ? WHERE name = ?`, steps, name); err != nil {
+		if err := env.DB.Write(context.Background(), func(tx *db.Tx) error {
+			_, err := tx.Exec(`UPDATE plans SET steps = ? WHERE name = ?`, steps, name)
+			return err
+		}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -3,10 +3,12 @@ package http
 import (
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"net/http"
+	"strconv"
+	"unicode/utf8"
 
 	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/db"
 )
 
 // problemStatus maps every error code to its HTTP status: the one table of
@@ -30,6 +32,7 @@ var problemStatus = map[apierr.Code]int{
 	apierr.DepsIncomplete:       http.StatusConflict,
 	apierr.CursorExpired:        http.StatusGone,
 	apierr.RateLimited:          http.StatusTooManyRequests,
+	apierr.InsufficientStorage:  http.StatusInsufficientStorage,
 	apierr.Unavailable:          http.StatusServiceUnavailable,
 	apierr.Internal:             http.StatusInternalServerError,
 }
@@ -53,6 +56,7 @@ var problemTitle = map[apierr.Code]string{
 	apierr.DepsIncomplete:       "Dependencies incomplete",
 	apierr.CursorExpired:        "Cursor expired",
 	apierr.RateLimited:          "Rate limited",
+	apierr.InsufficientStorage:  "Insufficient storage",
 	apierr.Unavailable:          "Unavailable",
 	apierr.Internal:             "Internal error",
 }
@@ -71,18 +75,64 @@ func statusOf(e *apierr.Error) int {
 	return http.StatusInternalServerError
 }
 
+// handler is the shape of every route's handler: it decodes, validates,
+// calls a store and responds, and returns the error to answer instead of
+// writing it, so no handler can forget to stop after an error.
+type handler func(w http.ResponseWriter, r *http.Request) error
+
+// h adapts a handler to net/http: a returned error is answered as a
+// problem document.
+func (s *Server) h(fn handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := fn(w, r); err != nil {
+			writeProblem(w, r, err)
+		}
+	}
+}
+
+// Bounds of a problem document, so no input can make a huge answer: a
+// field message or a detail longer than these is cut, and at most
+// maxProblemFields field errors are listed.
+const (
+	maxProblemMessage = 1024
+	maxProblemDetail  = 4096
+	maxProblemFields  = 100
+)
+
 // writeProblem answers err as application/problem+json. An error without a
-// code is logged in full, once, with the request id, and answered 500 with
-// nothing but "internal error".
+// code (or a storage fault) is answered with only what the client may
+// know, and its cause is left for the request's one log line (observe).
 func writeProblem(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Context().Err() != nil && errors.Is(err, r.Context().Err()) {
 		// The client went away; there is nobody to answer and nothing to fix.
 		return
 	}
+	e, status, body := problem(r, err)
+	h := w.Header()
+	h.Del("ETag")
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	if status == http.StatusUnauthorized {
+		h.Set("WWW-Authenticate", `Bearer realm="planserver"`)
+	}
+	if e.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+// problem returns the error a client sees for err, its status and its
+// problem document, bounded in size, and notes the cause of a failure that
+// is not the client's for the request's log line.
+func problem(r *http.Request, err error) (*apierr.Error, int, map[string]any) {
+	err = db.Classify(err)
 	e, ok := apierr.As(err)
 	if !ok || e.Code == apierr.Internal {
-		logger(r).Error("internal error", slog.String("request_id", requestID(r)), slog.Any("error", err))
+		noteFailure(r, err)
 		e = &apierr.Error{Code: apierr.Internal, Detail: "internal error"}
+	} else if e.Cause != nil {
+		noteFailure(r, e.Cause)
 	}
 	status := statusOf(e)
 	body := map[string]any{}
@@ -94,10 +144,14 @@ func writeProblem(w http.ResponseWriter, r *http.Request, err error) {
 	body["status"] = status
 	body["code"] = e.Code
 	if e.Detail != "" {
-		body["detail"] = e.Detail
+		body["detail"] = truncate(e.Detail, maxProblemDetail)
 	}
 	if len(e.Fields) > 0 {
-		body["errors"] = e.Fields
+		fields := make([]apierr.FieldError, 0, min(len(e.Fields), maxProblemFields))
+		for _, f := range e.Fields[:min(len(e.Fields), maxProblemFields)] {
+			fields = append(fields, apierr.FieldError{Field: truncate(f.Field, maxProblemMessage), Message: truncate(f.Message, maxProblemMessage)})
+		}
+		body["errors"] = fields
 	}
 	if e.CurrentRevision != nil {
 		body["current_revision"] = *e.CurrentRevision
@@ -108,15 +162,19 @@ func writeProblem(w http.ResponseWriter, r *http.Request, err error) {
 	if r.URL != nil {
 		body["instance"] = r.URL.Path
 	}
-	h := w.Header()
-	h.Del("ETag")
-	h.Set("Content-Type", "application/problem+json")
-	h.Set("X-Content-Type-Options", "nosniff")
-	if status == http.StatusUnauthorized {
-		h.Set("WWW-Authenticate", `Bearer realm="planserver"`)
+	return e, status, body
+}
+
+// truncate cuts s to at most n bytes, at a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(body)
+	cut := n - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // writeJSON answers v as application/json with status.

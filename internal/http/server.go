@@ -21,15 +21,15 @@ import (
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/auth"
+	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/events"
 	"github.com/planserver/planserver/internal/plans"
 	"github.com/planserver/planserver/internal/sessions"
-	"github.com/planserver/planserver/internal/sqlite"
 )
 
 // Config is everything the HTTP layer needs.
 type Config struct {
-	DB     *sqlite.DB
+	DB     *db.DB
 	Logger *slog.Logger
 	// MaxBodyBytes bounds JSON request bodies (413 above).
 	MaxBodyBytes int64
@@ -47,8 +47,9 @@ type Config struct {
 	// RequirePreconditions makes updates and deletes without If-Match (or
 	// last_known_revision) fail with 428.
 	RequirePreconditions bool
-	// Now is the clock of shared plans (timestamps, claim leases, the ready
-	// set); time.Now when nil. Tests move it forward instead of sleeping.
+	// Now, when set, replaces the database's clock, which every
+	// transaction reads (timestamps, claim leases, the ready set, token
+	// expiry). Tests move it forward instead of sleeping.
 	Now func() time.Time
 	// Registry collects the Prometheus metrics served at /metrics; a new one
 	// is made when nil.
@@ -127,6 +128,9 @@ func New(cfg Config) *Server {
 	if cfg.SSEWriteTimeout <= 0 {
 		cfg.SSEWriteTimeout = DefaultSSEWriteTimeout
 	}
+	if cfg.Now != nil {
+		cfg.DB.SetClock(cfg.Now)
+	}
 	reg := cfg.Registry
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -141,14 +145,14 @@ func New(cfg Config) *Server {
 		gate:     sessions.NewGate(cfg.PlanModeAllow),
 		tokens:   auth.NewStore(cfg.DB),
 		limiter:  newLimiter(cfg.RateLimit, cfg.RateBurst),
-		plans:    plans.NewStore(cfg.DB, plans.Config{History: cfg.PlanHistory, MaxContentBytes: cfg.MaxPlanBytes, Now: cfg.Now}),
+		plans:    plans.NewStore(cfg.DB, plans.Config{History: cfg.PlanHistory, MaxContentBytes: cfg.MaxPlanBytes}),
 		broker:   events.NewBroker(),
 		shutdown: make(chan struct{}),
 	}
 	s.eventMetrics = newEventMetrics(reg, s.broker.Subscribers)
 	cfg.DB.OnCommit(s.broker.Notify)
 	s.head = events.NewHeadCache(cfg.DB)
-	s.schemaVersion = sqlite.KnownVersion()
+	s.schemaVersion = db.KnownVersion()
 	s.router = s.routes()
 	return s
 }
@@ -169,7 +173,7 @@ func (s *Server) routes() chi.Router {
 	r.MethodNotAllowed(s.methodNotAllowed)
 
 	r.Get("/healthz", s.healthz)
-	r.Get("/readyz", s.readyz)
+	r.Get("/readyz", s.h(s.readyz))
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
 	r.Get("/openapi.yaml", serveOpenAPI)
 
@@ -177,45 +181,45 @@ func (s *Server) routes() chi.Router {
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(s.guard)
 		r.Use(s.withEventHead)
-		r.Get("/events", s.listEvents)
-		r.Post("/sessions", s.createSession)
-		r.Get("/sessions", s.listSessions)
-		r.Get("/sessions/{id}", s.getSession)
-		r.Patch("/sessions/{id}", s.patchSession)
-		r.Delete("/sessions/{id}", s.deleteSession)
-		r.Patch("/sessions/{id}/mode", s.setSessionMode)
-		r.Put("/sessions/{id}/plan", s.putSessionPlan)
-		r.Get("/sessions/{id}/plan", s.getSessionPlan)
-		r.Post("/sessions/{id}/plan/review", s.requestPlanReview)
-		r.Post("/sessions/{id}/plan/approve", s.approvePlan)
-		r.Post("/sessions/{id}/plan/reject", s.rejectPlan)
-		r.Post("/sessions/{id}/tools/filter", s.filterTools)
-		r.Post("/sessions/{id}/tools/check", s.checkTool)
-		r.Put("/sessions/{id}/todos", s.putTodos)
-		r.Get("/sessions/{id}/todos", s.getTodos)
+		r.Get("/events", s.h(s.listEvents))
+		r.Post("/sessions", s.h(s.createSession))
+		r.Get("/sessions", s.h(s.listSessions))
+		r.Get("/sessions/{id}", s.h(s.getSession))
+		r.Patch("/sessions/{id}", s.h(s.patchSession))
+		r.Delete("/sessions/{id}", s.h(s.deleteSession))
+		r.Patch("/sessions/{id}/mode", s.h(s.setSessionMode))
+		r.Put("/sessions/{id}/plan", s.h(s.putSessionPlan))
+		r.Get("/sessions/{id}/plan", s.h(s.getSessionPlan))
+		r.Post("/sessions/{id}/plan/review", s.h(reviewAction(s, s.sessions.RequestReview)))
+		r.Post("/sessions/{id}/plan/approve", s.h(reviewAction(s, s.approve)))
+		r.Post("/sessions/{id}/plan/reject", s.h(reviewAction(s, s.sessions.Reject)))
+		r.Post("/sessions/{id}/tools/filter", s.h(s.filterTools))
+		r.Post("/sessions/{id}/tools/check", s.h(s.checkTool))
+		r.Put("/sessions/{id}/todos", s.h(s.putTodos))
+		r.Get("/sessions/{id}/todos", s.h(s.getTodos))
 
-		r.Get("/plans", s.listPlans)
-		r.Put("/plans/{name}", s.putPlan)
-		r.Get("/plans/{name}", s.getPlan)
-		r.Delete("/plans/{name}", s.deletePlan)
-		r.Get("/plans/{name}/content", s.getPlanContent)
-		r.Put("/plans/{name}/content", s.putPlanContent)
-		r.Get("/plans/{name}/status", s.getPlanStatus)
-		r.Put("/plans/{name}/status", s.setPlanStatus)
-		r.Get("/plans/{name}/revisions", s.listPlanRevisions)
-		r.Get("/plans/{name}/revisions/{revision}", s.getPlanRevision)
-		r.Get("/plans/{name}/steps", s.listSteps)
-		r.Post("/plans/{name}/steps/claim", s.claimNextStep)
-		r.Get("/plans/{name}/steps/{step_id}", s.getStep)
-		r.Patch("/plans/{name}/steps/{step_id}", s.patchStep)
-		r.Post("/plans/{name}/steps/{step_id}/claim", s.claimStep)
-		r.Post("/plans/{name}/steps/{step_id}/reports", s.addStepReport)
-		r.Get("/plans/{name}/reports", s.listReports)
+		r.Get("/plans", s.h(s.listPlans))
+		r.Put("/plans/{name}", s.h(s.putPlan))
+		r.Get("/plans/{name}", s.h(s.getPlan))
+		r.Delete("/plans/{name}", s.h(s.deletePlan))
+		r.Get("/plans/{name}/content", s.h(s.getPlanContent))
+		r.Put("/plans/{name}/content", s.h(s.putPlanContent))
+		r.Get("/plans/{name}/status", s.h(s.getPlanStatus))
+		r.Put("/plans/{name}/status", s.h(s.setPlanStatus))
+		r.Get("/plans/{name}/revisions", s.h(s.listPlanRevisions))
+		r.Get("/plans/{name}/revisions/{revision}", s.h(s.getPlanRevision))
+		r.Get("/plans/{name}/steps", s.h(s.listSteps))
+		r.Post("/plans/{name}/steps/claim", s.h(s.claimNextStep))
+		r.Get("/plans/{name}/steps/{step_id}", s.h(s.getStep))
+		r.Patch("/plans/{name}/steps/{step_id}", s.h(s.patchStep))
+		r.Post("/plans/{name}/steps/{step_id}/claim", s.h(s.claimStep))
+		r.Post("/plans/{name}/steps/{step_id}/reports", s.h(s.addStepReport))
+		r.Get("/plans/{name}/reports", s.h(s.listReports))
 
-		r.Post("/tokens", s.createToken)
-		r.Get("/tokens", s.listTokens)
-		r.Get("/tokens/{name}", s.getToken)
-		r.Delete("/tokens/{name}", s.revokeToken)
+		r.Post("/tokens", s.h(s.createToken))
+		r.Get("/tokens", s.h(s.listTokens))
+		r.Get("/tokens/{name}", s.h(s.getToken))
+		r.Delete("/tokens/{name}", s.h(s.revokeToken))
 	})
 	return r
 }
@@ -254,25 +258,27 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.cfg.Version})
 }
 
-// readyz reports ready when the database answers and its schema is the one
-// this binary expects.
-func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+// readyz reports ready when the database answers reads, its writes can
+// commit (after a storage fault it probes until one does), and its schema
+// is the one this binary expects.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	if err := s.cfg.DB.Reader.PingContext(ctx); err != nil {
-		writeProblem(w, r, apierr.New(apierr.Unavailable, "database unreachable: %v", err))
-		return
+	if err := s.cfg.DB.Ready(ctx); err != nil {
+		if e, ok := apierr.As(err); ok && e.Code != apierr.Internal {
+			return err
+		}
+		return &apierr.Error{Code: apierr.Unavailable, Detail: "database unreachable", RetryAfter: 5, Cause: err}
 	}
 	current, err := s.cfg.DB.AppliedVersion(ctx)
 	if err != nil {
-		writeProblem(w, r, apierr.New(apierr.Unavailable, "schema version unreadable: %v", err))
-		return
+		return &apierr.Error{Code: apierr.Unavailable, Detail: "schema version unreadable", Cause: err}
 	}
 	if current != s.schemaVersion {
-		writeProblem(w, r, apierr.New(apierr.Unavailable, "schema at version %d, this binary expects %d", current, s.schemaVersion))
-		return
+		return apierr.New(apierr.Unavailable, "schema at version %d, this binary expects %d", current, s.schemaVersion)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "schema_version": current})
+	return nil
 }
 
 func serveOpenAPI(w http.ResponseWriter, r *http.Request) {

@@ -4,42 +4,36 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/revision"
-	"github.com/planserver/planserver/internal/sessions"
 )
 
-func (s *Server) putSessionPlan(w http.ResponseWriter, r *http.Request) {
+func (s *Server) putSessionPlan(w http.ResponseWriter, r *http.Request) error {
 	id, err := sessionIDParam(r)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	mt, err := requireMediaType(r, mediaJSON, mediaMarkdown)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	body, err := readBody(w, r, s.planBodyLimit())
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
-	var in sessions.PlanInput
+	var in api.SessionPlanWrite
 	if mt == mediaMarkdown {
 		in.Content = string(body)
 	} else if err := decodeJSONBytes(body, &in, false); err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	pre, err := s.precondition(r, nil)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
-	plan, created, err := s.sessions.PutPlan(r.Context(), id, in, s.cfg.MaxPlanBytes, pre)
+	plan, created, err := s.sessions.PutSessionPlan(r.Context(), id, in, s.cfg.MaxPlanBytes, pre)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	status := http.StatusOK
 	if created {
@@ -48,34 +42,33 @@ func (s *Server) putSessionPlan(w http.ResponseWriter, r *http.Request) {
 	}
 	setETag(w, plan.Revision)
 	writeJSON(w, status, plan)
+	return nil
 }
 
-func (s *Server) getSessionPlan(w http.ResponseWriter, r *http.Request) {
+func (s *Server) getSessionPlan(w http.ResponseWriter, r *http.Request) error {
 	id, err := sessionIDParam(r)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	w.Header().Set("Vary", "Accept")
 	mt, err := negotiate(r, mediaJSON, mediaMarkdown)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
-	plan, err := s.sessions.GetPlan(r.Context(), id)
+	plan, err := s.sessions.GetSessionPlan(r.Context(), id)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
-	if answeredNotModified(w, r, plan.Revision) {
-		return
+	if done, err := notModified(w, r, plan.Revision); done || err != nil {
+		return err
 	}
 	setETag(w, plan.Revision)
 	if mt == mediaMarkdown {
 		writeMarkdown(w, plan.Content)
-		return
+		return nil
 	}
 	writeJSON(w, http.StatusOK, plan)
+	return nil
 }
 
 // reviewAction is the handler of each review action: an optional JSON body
@@ -83,46 +76,31 @@ func (s *Server) getSessionPlan(w http.ResponseWriter, r *http.Request) {
 // answer is the session (whose review object changed) without an ETag:
 // the If-Match names the plan's revision, and the session's own ETag comes
 // with GET /v1/sessions/{id}.
-func reviewAction[In, Out any](s *Server, act func(ctx context.Context, id string, in In, pre revision.Precondition) (Out, error)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func reviewAction[In, Out any](s *Server, act func(ctx context.Context, id string, in In, pre revision.Precondition) (Out, error)) handler {
+	return func(w http.ResponseWriter, r *http.Request) error {
 		id, err := sessionIDParam(r)
 		if err != nil {
-			writeProblem(w, r, err)
-			return
+			return err
 		}
 		var in In
 		if err := s.decodeJSON(w, r, &in, decodeOptions{allowEmpty: true}); err != nil {
-			writeProblem(w, r, err)
-			return
+			return err
 		}
 		pre, err := s.precondition(r, nil)
 		if err != nil {
-			writeProblem(w, r, err)
-			return
+			return err
 		}
 		out, err := act(r.Context(), id, in, pre)
 		if err != nil {
-			writeProblem(w, r, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, out)
+		return nil
 	}
 }
 
-// requestPlanReview is exit_plan_mode.
-func (s *Server) requestPlanReview(w http.ResponseWriter, r *http.Request) {
-	reviewAction(s, s.sessions.RequestReview)(w, r)
-}
-
-// approvePlan is the human's approval of the plan revision they read; it
+// approve is the human's approval of the plan revision they read; it
 // takes no body.
-func (s *Server) approvePlan(w http.ResponseWriter, r *http.Request) {
-	reviewAction(s, func(ctx context.Context, id string, _ struct{}, pre revision.Precondition) (*sessions.Approval, error) {
-		return s.sessions.Approve(ctx, id, pre)
-	})(w, r)
-}
-
-// rejectPlan sends the plan back with the human's feedback.
-func (s *Server) rejectPlan(w http.ResponseWriter, r *http.Request) {
-	reviewAction(s, s.sessions.Reject)(w, r)
+func (s *Server) approve(ctx context.Context, id string, _ struct{}, pre revision.Precondition) (*api.Approval, error) {
+	return s.sessions.Approve(ctx, id, pre)
 }

@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -102,7 +103,7 @@ func filter(t *testing.T, env *apitest.Env, id string) filterResult {
 // first.
 func eventData(t *testing.T, env *apitest.Env, typ, sessionID string) []map[string]any {
 	t.Helper()
-	rows, err := env.DB.Reader.Query(`SELECT data FROM events WHERE type = ? AND session_id = ? ORDER BY seq`, typ, sessionID)
+	rows, err := env.DB.Reader(context.Background()).Query(`SELECT data FROM events WHERE type = ? AND session_id = ? ORDER BY seq`, typ, sessionID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,7 +437,7 @@ func TestConcurrentRewriteNeverApprovesAnUnreadRevision(t *testing.T) {
 		}
 		// The revision recorded as approved had the content the human read.
 		var content string
-		if err := env.DB.Reader.QueryRow(`SELECT json_extract(data, '$.content') FROM events
+		if err := env.DB.Reader(context.Background()).QueryRow(`SELECT json_extract(data, '$.content') FROM events
 			WHERE type = 'session_plan.updated' AND session_id = ? AND revision = ?`, id, read.Revision).Scan(&content); err != nil {
 			t.Fatal(err)
 		}

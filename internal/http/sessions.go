@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/sessions"
@@ -15,53 +16,53 @@ func writeSession(w http.ResponseWriter, status int, s *sessions.Session) {
 	writeJSON(w, status, s)
 }
 
-func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
-	var in sessions.CreateInput
+func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
+	var in api.SessionCreate
 	if err := s.decodeJSON(w, r, &in, decodeOptions{allowEmpty: true}); err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	if err := s.allow(r, createAction(in), in.ParentID, sessions.UnknownParent(in.ParentID)); err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	sess, err := s.sessions.Create(r.Context(), in)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	w.Header().Set("Location", "/v1/sessions/"+sess.ID)
 	writeSession(w, http.StatusCreated, sess)
+	return nil
 }
 
-// createAction is what creating in asks for: a root session and a harness
-// session (whose tools cannot be gated) are not an agent's to create; an
-// ordinary child needs its parent in the caller's scope.
-func createAction(in sessions.CreateInput) auth.Action {
+// createAction is what creating in asks for: a root session, a harness
+// session (whose tools cannot be gated) and a session with a chosen id are
+// not an agent's to create; an ordinary child needs its parent in the
+// caller's scope.
+func createAction(in api.SessionCreate) auth.Action {
 	switch {
 	case in.ParentID == "":
 		return auth.CreateRootSession
 	case in.Harness:
 		return auth.CreateHarnessSession
+	case in.ID != nil:
+		return auth.NameSession
 	}
 	return auth.CreateSession
 }
 
-func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
 	id, err := sessionIDParam(r)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	sess, err := s.sessions.Get(r.Context(), id)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
-	if answeredNotModified(w, r, sess.Revision) {
-		return
+	if done, err := notModified(w, r, sess.Revision); done || err != nil {
+		return err
 	}
 	writeSession(w, http.StatusOK, sess)
+	return nil
 }
 
 // pageSize parses the limit query parameter; 0 when absent.
@@ -77,121 +78,100 @@ func pageSize(r *http.Request) (int, error) {
 	return n, nil
 }
 
-type sessionList struct {
-	Sessions      []*sessions.Session `json:"sessions"`
-	NextPageToken string              `json:"next_page_token"`
-}
-
-func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 	limit, err := pageSize(r)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	q := r.URL.Query()
 	page, next, err := s.sessions.List(r.Context(), sessions.ListQuery{
 		// An agent sees its session and its descendants, whatever the
 		// filters; a parent_id outside them gives an empty page.
-		Subtree:   auth.PrincipalFrom(r.Context()).SessionID,
+		Subtree:   auth.PrincipalFrom(r.Context()).SessionPath,
 		ParentID:  q.Get("parent_id"),
 		Mode:      q.Get("mode"),
 		Limit:     limit,
 		PageToken: q.Get("page_token"),
 	})
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	if page == nil {
 		page = []*sessions.Session{}
 	}
-	writeJSON(w, http.StatusOK, sessionList{Sessions: page, NextPageToken: next})
+	writeJSON(w, http.StatusOK, api.SessionList{Sessions: page, NextPageToken: next})
+	return nil
 }
 
-func (s *Server) patchSession(w http.ResponseWriter, r *http.Request) {
+func (s *Server) patchSession(w http.ResponseWriter, r *http.Request) error {
 	id, err := sessionIDParam(r)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	var patch sessions.Patch
 	if err := s.decodeJSON(w, r, &patch, decodeOptions{
 		mediaTypes: []string{"application/merge-patch+json", "application/json"},
 	}); err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	pre, err := s.precondition(r, nil)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	sess, err := s.sessions.Update(r.Context(), id, patch, pre)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	writeSession(w, http.StatusOK, sess)
+	return nil
 }
 
-// modeRequest is the body of PATCH /v1/sessions/{id}/mode.
-type modeRequest struct {
-	Mode string `json:"mode" validate:"required"`
-}
-
-func (s *Server) setSessionMode(w http.ResponseWriter, r *http.Request) {
+func (s *Server) setSessionMode(w http.ResponseWriter, r *http.Request) error {
 	id, err := sessionIDParam(r)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
-	var req modeRequest
+	var req api.ModeChange
 	if err := s.decodeJSON(w, r, &req, decodeOptions{
 		mediaTypes: []string{"application/json", "application/merge-patch+json"},
 	}); err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	mode, err := sessions.ParseMode("mode", req.Mode)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	// Entering plan mode was checked with the route; leaving it is a
 	// different, human-only action.
 	if mode == sessions.Build {
 		if err := s.allow(r, auth.LeavePlanMode, id, sessions.NotFound(id)); err != nil {
-			writeProblem(w, r, err)
-			return
+			return err
 		}
 	}
 	pre, err := s.precondition(r, nil)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	sess, err := s.sessions.SetMode(r.Context(), id, mode, pre)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	writeSession(w, http.StatusOK, sess)
+	return nil
 }
 
-func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
+func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	id, err := sessionIDParam(r)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	pre, err := s.precondition(r, nil)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	if err := s.sessions.Delete(r.Context(), id, pre); err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }

@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -71,7 +72,7 @@ func countRows(t *testing.T, env *apitest.Env, table, where string, args ...any)
 	if where != "" {
 		q += " WHERE " + where
 	}
-	if err := env.DB.Reader.QueryRow(q, args...).Scan(&n); err != nil {
+	if err := env.DB.Reader(context.Background()).QueryRow(q, args...).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -475,7 +476,7 @@ func TestDeleteRemovesDescendants(t *testing.T) {
 	if getSession(t, env, "keep").ID != "keep" {
 		t.Error("unrelated session gone")
 	}
-	rows, err := env.DB.Reader.Query(`SELECT session_id, session_path FROM events WHERE type = 'session.deleted' ORDER BY seq`)
+	rows, err := env.DB.Reader(context.Background()).Query(`SELECT session_id, session_path FROM events WHERE type = 'session.deleted' ORDER BY seq`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -488,7 +489,9 @@ func TestDeleteRemovesDescendants(t *testing.T) {
 		}
 		got = append(got, id+"@"+path)
 	}
-	if want := "k2@/r/k1/k2/,k1@/r/k1/,r@/r/"; strings.Join(got, ",") != want {
+	// Paths name sessions by identity (their pks: r, k1, k2 were created
+	// first), deepest first.
+	if want := "k2@/1/2/3/,k1@/1/2/,r@/1/"; strings.Join(got, ",") != want {
 		t.Errorf("deleted events = %s, want %s", strings.Join(got, ","), want)
 	}
 }

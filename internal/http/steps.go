@@ -7,6 +7,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/plans"
 	"github.com/planserver/planserver/internal/revision"
 	"github.com/planserver/planserver/internal/validation"
@@ -47,11 +48,10 @@ func (s *Server) actionPrecondition(r *http.Request) (revision.Precondition, err
 // listSteps answers a plan's steps, filtered. It never answers 304: which
 // steps are ready, and which claims expired, depends on the time as well
 // as on the revision.
-func (s *Server) listSteps(w http.ResponseWriter, r *http.Request) {
+func (s *Server) listSteps(w http.ResponseWriter, r *http.Request) error {
 	name, err := planNameParam(r)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	q := r.URL.Query()
 	query := plans.StepQuery{Status: q.Get("status"), Owner: q.Get("owner")}
@@ -61,159 +61,151 @@ func (s *Server) listSteps(w http.ResponseWriter, r *http.Request) {
 		b := ready == "true"
 		query.Ready = &b
 	default:
-		writeProblem(w, r, apierr.Invalid("ready", "must be true or false, not %q", ready))
-		return
+		return apierr.Invalid("ready", "must be true or false, not %q", ready)
 	}
 	list, err := s.plans.Steps(r.Context(), name, query)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	setETag(w, list.Revision)
 	writeJSON(w, http.StatusOK, list)
+	return nil
 }
 
 // getStep answers one step and the plan revision.
-func (s *Server) getStep(w http.ResponseWriter, r *http.Request) {
+func (s *Server) getStep(w http.ResponseWriter, r *http.Request) error {
 	name, id, err := planAndStep(r)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	res, err := s.plans.GetStep(r.Context(), name, id)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	setETag(w, res.Revision)
 	writeJSON(w, http.StatusOK, res)
+	return nil
 }
 
 // patchStep sets a step's status or owner.
-func (s *Server) patchStep(w http.ResponseWriter, r *http.Request) {
+func (s *Server) patchStep(w http.ResponseWriter, r *http.Request) error {
 	name, id, err := planAndStep(r)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	var patch plans.StepPatch
 	if err := s.decodeJSON(w, r, &patch, decodeOptions{
 		mediaTypes: []string{"application/json", "application/merge-patch+json"},
 	}); err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
+	}
+	// Starting or completing a step is executing it, which plan mode
+	// keeps from agents; setting its owner, or pending or blocked, is
+	// planning.
+	if patch.Status != nil && (*patch.Status == plans.StepInProgress || *patch.Status == plans.StepComplete) {
+		if err := s.allow(r, auth.ExecuteSteps, "", nil); err != nil {
+			return err
+		}
 	}
 	pre, err := s.precondition(r, nil)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	res, err := s.plans.UpdateStep(r.Context(), name, id, patch, pre)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	setETag(w, res.Revision)
 	writeJSON(w, http.StatusOK, res)
+	return nil
 }
 
 // claimNextStep is the coordinator's dispatch: the first ready step, or 204.
-func (s *Server) claimNextStep(w http.ResponseWriter, r *http.Request) {
+func (s *Server) claimNextStep(w http.ResponseWriter, r *http.Request) error {
 	name, err := planNameParam(r)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	var req plans.ClaimRequest
 	if err := s.decodeJSON(w, r, &req, decodeOptions{}); err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	pre, err := s.actionPrecondition(r)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	res, err := s.plans.Claim(r.Context(), name, req, pre)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	if res == nil {
 		w.WriteHeader(http.StatusNoContent)
-		return
+		return nil
 	}
 	setETag(w, res.Revision)
 	writeJSON(w, http.StatusOK, res)
+	return nil
 }
 
 // claimStep takes one named step, or renews the caller's lease on it.
-func (s *Server) claimStep(w http.ResponseWriter, r *http.Request) {
+func (s *Server) claimStep(w http.ResponseWriter, r *http.Request) error {
 	name, id, err := planAndStep(r)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	var req plans.StepClaimRequest
 	if err := s.decodeJSON(w, r, &req, decodeOptions{}); err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	pre, err := s.actionPrecondition(r)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	res, err := s.plans.ClaimStep(r.Context(), name, id, req, pre)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	setETag(w, res.Revision)
 	writeJSON(w, http.StatusOK, res)
+	return nil
 }
 
 // addStepReport stores an execution report and applies its outcome.
-func (s *Server) addStepReport(w http.ResponseWriter, r *http.Request) {
+func (s *Server) addStepReport(w http.ResponseWriter, r *http.Request) error {
 	name, id, err := planAndStep(r)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	var in plans.ReportInput
 	if err := s.decodeJSON(w, r, &in, decodeOptions{}); err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	pre, err := s.actionPrecondition(r)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	rep, err := s.plans.AddReport(r.Context(), name, id, in, pre)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusCreated, rep)
+	return nil
 }
 
 // listReports answers a plan's execution reports, oldest first.
-func (s *Server) listReports(w http.ResponseWriter, r *http.Request) {
+func (s *Server) listReports(w http.ResponseWriter, r *http.Request) error {
 	name, err := planNameParam(r)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	stepID := r.URL.Query().Get("step_id")
 	if stepID != "" && !validation.StepID.MatchString(stepID) {
-		writeProblem(w, r, apierr.Invalid("step_id", "step id %q must match %s", stepID, validation.StepID.String()))
-		return
+		return apierr.Invalid("step_id", "step id %q must match %s", stepID, validation.StepID.String())
 	}
 	list, err := s.plans.Reports(r.Context(), name, stepID)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, list)
+	return nil
 }

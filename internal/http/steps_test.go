@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -325,11 +326,11 @@ func TestCoordinatorLoop(t *testing.T) {
 		t.Errorf("events = %s", got)
 	}
 	var data string
-	if err := env.DB.Reader.QueryRow(`SELECT data FROM events WHERE plan = 'csv' AND revision = 2`).Scan(&data); err != nil ||
+	if err := env.DB.Reader(context.Background()).QueryRow(`SELECT data FROM events WHERE plan = 'csv' AND revision = 2`).Scan(&data); err != nil ||
 		!strings.Contains(data, `"plan":"csv","revision":2,"step_id":"1"`) || !strings.Contains(data, `"previous_status":"pending"`) {
 		t.Errorf("step.claimed data %s, %v", data, err)
 	}
-	if err := env.DB.Reader.QueryRow(`SELECT data FROM events WHERE plan = 'csv' AND revision = 3`).Scan(&data); err != nil ||
+	if err := env.DB.Reader(context.Background()).QueryRow(`SELECT data FROM events WHERE plan = 'csv' AND revision = 3`).Scan(&data); err != nil ||
 		!strings.Contains(data, `"revision":3,"step_id":"1"`) || !strings.Contains(data, `"outcome":"success"`) || !strings.Contains(data, `"report_id":`) {
 		t.Errorf("step.report_added data %s, %v", data, err)
 	}
@@ -542,7 +543,7 @@ func TestLeaseExpiry(t *testing.T) {
 		t.Fatalf("takeover %+v", second)
 	}
 	var data string
-	if err := env.DB.Reader.QueryRow(`SELECT data FROM events WHERE plan = 'lease' AND revision = 3`).Scan(&data); err != nil ||
+	if err := env.DB.Reader(context.Background()).QueryRow(`SELECT data FROM events WHERE plan = 'lease' AND revision = 3`).Scan(&data); err != nil ||
 		!strings.Contains(data, `"previous_claimed_by":"A"`) {
 		t.Errorf("takeover event %s, %v", data, err)
 	}
@@ -569,7 +570,7 @@ func TestLeaseExpiry(t *testing.T) {
 	if r.Status != 200 || *renewed.Step.ClaimExpiresAt != "2026-01-10T09:03:30.000Z" || renewed.Revision != 4 {
 		t.Fatalf("renewal: %d %s", r.Status, r.Body)
 	}
-	if err := env.DB.Reader.QueryRow(`SELECT data FROM events WHERE plan = 'lease' AND revision = 4`).Scan(&data); err != nil ||
+	if err := env.DB.Reader(context.Background()).QueryRow(`SELECT data FROM events WHERE plan = 'lease' AND revision = 4`).Scan(&data); err != nil ||
 		!strings.Contains(data, `"renewed":true`) || strings.Contains(data, "previous_claimed_by") {
 		t.Errorf("renewal event %s, %v", data, err)
 	}

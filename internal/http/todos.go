@@ -3,51 +3,47 @@ package http
 import (
 	"net/http"
 
-	"github.com/planserver/planserver/internal/sessions"
+	"github.com/planserver/planserver/api"
 )
 
-func (s *Server) putTodos(w http.ResponseWriter, r *http.Request) {
+func (s *Server) putTodos(w http.ResponseWriter, r *http.Request) error {
 	id, err := sessionIDParam(r)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
-	var in sessions.TodosInput
+	var in api.TodosWrite
 	if err := s.decodeJSON(w, r, &in, decodeOptions{}); err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	pre, err := s.precondition(r, nil)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	list, err := s.sessions.PutTodos(r.Context(), id, in, pre)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	setETag(w, list.Revision)
 	writeJSON(w, http.StatusOK, list)
+	return nil
 }
 
-func (s *Server) getTodos(w http.ResponseWriter, r *http.Request) {
+func (s *Server) getTodos(w http.ResponseWriter, r *http.Request) error {
 	id, err := sessionIDParam(r)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	list, err := s.sessions.GetTodos(r.Context(), id)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	// A list never written has no revision to tag.
 	if list.Revision > 0 {
-		if answeredNotModified(w, r, list.Revision) {
-			return
+		if done, err := notModified(w, r, list.Revision); done || err != nil {
+			return err
 		}
 		setETag(w, list.Revision)
 	}
 	writeJSON(w, http.StatusOK, list)
+	return nil
 }

@@ -2,48 +2,37 @@ package http
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/auth"
 )
 
-// createdToken is the one answer that carries a token's secret.
-type createdToken struct {
-	Secret string `json:"token"`
-	*auth.Token
-}
-
-func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
+func (s *Server) createToken(w http.ResponseWriter, r *http.Request) error {
 	var in auth.CreateInput
 	if err := s.decodeJSON(w, r, &in, decodeOptions{}); err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
-	secret, tok, err := s.tokens.Create(r.Context(), in, time.Now())
+	secret, tok, err := s.tokens.Create(r.Context(), in)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	// The secret is shown once: no cache may keep it.
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Location", "/v1/tokens/"+tok.Name)
-	writeJSON(w, http.StatusCreated, createdToken{Secret: secret, Token: tok})
+	writeJSON(w, http.StatusCreated, api.CreatedToken{Secret: secret, Token: tok})
+	return nil
 }
 
-type tokenList struct {
-	Tokens []*auth.Token `json:"tokens"`
-}
-
-func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {
+func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) error {
 	toks, err := s.tokens.List(r.Context())
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
-	writeJSON(w, http.StatusOK, tokenList{Tokens: toks})
+	writeJSON(w, http.StatusOK, api.TokenList{Tokens: toks})
+	return nil
 }
 
 // tokenNameParam returns the {name} URL parameter, validated.
@@ -55,31 +44,29 @@ func tokenNameParam(r *http.Request) (string, error) {
 	return name, nil
 }
 
-func (s *Server) getToken(w http.ResponseWriter, r *http.Request) {
+func (s *Server) getToken(w http.ResponseWriter, r *http.Request) error {
 	name, err := tokenNameParam(r)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	tok, err := s.tokens.Get(r.Context(), name)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, tok)
+	return nil
 }
 
 // revokeToken revokes rather than deletes, so the token stays listed with
 // revoked_at; revoking a revoked token again is a success.
-func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
+func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) error {
 	name, err := tokenNameParam(r)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
-	if _, err := s.tokens.Revoke(r.Context(), name, time.Now()); err != nil {
-		writeProblem(w, r, err)
-		return
+	if _, err := s.tokens.Revoke(r.Context(), name); err != nil {
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }

@@ -89,58 +89,50 @@ type filterRequest struct {
 	Tools []json.RawMessage `json:"tools" validate:"required"`
 }
 
-func (s *Server) filterTools(w http.ResponseWriter, r *http.Request) {
+func (s *Server) filterTools(w http.ResponseWriter, r *http.Request) error {
 	id, err := sessionIDParam(r)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	var req filterRequest
 	if err := s.decodeJSON(w, r, &req, decodeOptions{}); err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	tools := make([]sessions.Tool, len(req.Tools))
 	var fields []apierr.FieldError
 	for i, raw := range req.Tools {
 		t, fe, err := decodeTool(raw, fmt.Sprintf("tools[%d]", i))
 		if err != nil {
-			writeProblem(w, r, err)
-			return
+			return err
 		}
 		fields = append(fields, fe...)
 		tools[i] = t
 	}
 	if len(fields) > 0 {
-		writeProblem(w, r, apierr.InvalidFields(fields))
-		return
+		return apierr.InvalidFields(fields)
 	}
 	if err := sessions.ValidateTools(tools); err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	sess, err := s.sessions.Get(r.Context(), id)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, s.gate.Filter(sess, tools))
+	return nil
 }
 
-func (s *Server) checkTool(w http.ResponseWriter, r *http.Request) {
+func (s *Server) checkTool(w http.ResponseWriter, r *http.Request) error {
 	id, err := sessionIDParam(r)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
-	if _, err := requireMediaType(r, "application/json"); err != nil {
-		writeProblem(w, r, err)
-		return
+	if _, err := requireMediaType(r, mediaJSON); err != nil {
+		return err
 	}
 	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	t, fields, err := decodeTool(body, "")
 	if err == nil && len(fields) > 0 {
@@ -150,13 +142,12 @@ func (s *Server) checkTool(w http.ResponseWriter, r *http.Request) {
 		err = sessions.ValidateTool(t)
 	}
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
-	res, err := s.sessions.CheckTool(r.Context(), id, s.gate, t)
+	res, err := s.sessions.CheckTool(r.Context(), id, s.gate, t, "")
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, res)
+	return nil
 }

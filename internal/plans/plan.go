@@ -6,76 +6,27 @@
 package plans
 
 import (
-	"strconv"
-	"strings"
-	"unicode/utf8"
-
+	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/validation"
 )
 
-// Limits on a plan's short fields, in characters.
-const (
-	MaxTitle  = 1024
-	MaxAuthor = 256
-	MaxStatus = 256
-)
-
 // Plan is a shared plan document at one revision.
-type Plan struct {
-	Name      string     `json:"name"`
-	Title     string     `json:"title"`
-	Content   string     `json:"content"`
-	Author    string     `json:"author"`
-	Status    string     `json:"status"`
-	Steps     []StepView `json:"steps"`
-	Progress  Progress   `json:"progress"`
-	Revision  int64      `json:"revision"`
-	CreatedAt string     `json:"created_at"`
-	UpdatedAt string     `json:"updated_at"`
-}
+type Plan = api.Plan
 
 // Summary is a plan without its content or steps, but with their progress:
 // what lists and events carry, so listing plans never costs their bodies.
-type Summary struct {
-	Name      string   `json:"name"`
-	Title     string   `json:"title"`
-	Author    string   `json:"author"`
-	Status    string   `json:"status"`
-	Progress  Progress `json:"progress"`
-	Revision  int64    `json:"revision"`
-	CreatedAt string   `json:"created_at"`
-	UpdatedAt string   `json:"updated_at"`
-}
+type Summary = api.PlanSummary
 
-// Summary returns p without its content and steps.
-func (p *Plan) Summary() Summary {
-	return Summary{Name: p.Name, Title: p.Title, Author: p.Author, Status: p.Status, Progress: p.Progress,
-		Revision: p.Revision, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
-}
-
-// StatusView is a plan's status and revision without anything else, for
-// get_plan_status and set_plan_status.
-type StatusView struct {
-	Name     string `json:"name"`
-	Status   string `json:"status"`
-	Revision int64  `json:"revision"`
-}
+// StatusView is a plan's status and revision, for get_plan_status and
+// set_plan_status.
+type StatusView = api.PlanStatus
 
 // RevisionSummary is one entry of a plan's history.
-type RevisionSummary struct {
-	Revision  int64  `json:"revision"`
-	Author    string `json:"author"`
-	Status    string `json:"status"`
-	UpdatedAt string `json:"updated_at"`
-}
+type RevisionSummary = api.RevisionSummary
 
-// Warning names a stored plan a list skipped because it could not be read,
-// so a client can notice and repair it (for instance by deleting it).
-type Warning struct {
-	Name    string `json:"name"`
-	Message string `json:"message"`
-}
+// Warning names a stored plan a list skipped because it could not be read.
+type Warning = api.PlanWarning
 
 // ValidateName checks a plan name against the rule of API.md. Names are
 // lower-case slugs so two spellings can never name one plan and a name is
@@ -108,32 +59,26 @@ type Change struct {
 // maxContent is the content limit in bytes (payload_too_large above).
 func (c Change) validate(contentRequired bool, maxContent int64) error {
 	var fields []apierr.FieldError
-	add := func(field, msg string) { fields = append(fields, apierr.FieldError{Field: field, Message: msg}) }
 	if c.Content == nil && contentRequired && !c.contentOptional {
-		add("content", "is required")
+		fields = append(fields, apierr.FieldError{Field: "content", Message: "is required"})
 	}
 	if c.Content != nil {
-		switch {
-		case int64(len(*c.Content)) > maxContent:
-			return apierr.New(apierr.PayloadTooLarge, "content is %d bytes, above the limit of %d bytes (--max-plan-bytes)",
-				len(*c.Content), maxContent)
-		case strings.TrimSpace(*c.Content) == "":
-			add("content", "must not be empty")
-		case !utf8.ValidString(*c.Content):
-			add("content", "must be UTF-8 text")
+		err := validation.PlanContent("content", *c.Content, maxContent)
+		if e, ok := apierr.As(err); ok && e.Code == apierr.InvalidArgument {
+			fields = append(fields, e.Fields...)
+		} else if err != nil {
+			return err
 		}
 	}
 	for _, f := range []struct {
-		name string
-		v    *string
-		max  int
-	}{{"title", c.Title, MaxTitle}, {"author", c.Author, MaxAuthor}, {"status", c.Status, MaxStatus}} {
-		switch {
-		case f.v == nil:
-		case !utf8.ValidString(*f.v):
-			add(f.name, "must be UTF-8 text")
-		case utf8.RuneCountInString(*f.v) > f.max:
-			add(f.name, "must be at most "+strconv.Itoa(f.max)+" characters")
+		name, rule string
+		v          *string
+	}{{"title", "title", c.Title}, {"author", "author", c.Author}, {"status", "status", c.Status}} {
+		if f.v == nil {
+			continue
+		}
+		if msg := validation.RuleMessage(f.rule, *f.v); msg != "" {
+			fields = append(fields, apierr.FieldError{Field: f.name, Message: msg})
 		}
 	}
 	if len(fields) > 0 {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/validation"
 )
 
 func TestValidateName(t *testing.T) {
@@ -69,10 +70,10 @@ func TestChangeValidate(t *testing.T) {
 		{name: "content at limit", ch: Change{Content: s(strings.Repeat("x", 10))}, required: true},
 		{name: "content over limit", ch: Change{Content: s(strings.Repeat("x", 11))}, required: true, code: apierr.PayloadTooLarge},
 		{name: "binary content", ch: Change{Content: s("a\xffb")}, required: true, code: apierr.InvalidArgument, field: "content"},
-		{name: "title at limit", ch: Change{Content: s("x"), Title: s(strings.Repeat("é", MaxTitle))}, required: true},
-		{name: "title over limit", ch: Change{Content: s("x"), Title: s(strings.Repeat("é", MaxTitle+1))}, required: true, code: apierr.InvalidArgument, field: "title"},
-		{name: "author over limit", ch: Change{Content: s("x"), Author: s(strings.Repeat("a", MaxAuthor+1))}, required: true, code: apierr.InvalidArgument, field: "author"},
-		{name: "status over limit", ch: Change{Status: s(strings.Repeat("a", MaxStatus+1))}, code: apierr.InvalidArgument, field: "status"},
+		{name: "title at limit", ch: Change{Content: s("x"), Title: s(strings.Repeat("é", validation.MaxTitle))}, required: true},
+		{name: "title over limit", ch: Change{Content: s("x"), Title: s(strings.Repeat("é", validation.MaxTitle+1))}, required: true, code: apierr.InvalidArgument, field: "title"},
+		{name: "author over limit", ch: Change{Content: s("x"), Author: s(strings.Repeat("a", validation.MaxAuthor+1))}, required: true, code: apierr.InvalidArgument, field: "author"},
+		{name: "status over limit", ch: Change{Status: s(strings.Repeat("a", validation.MaxStatus+1))}, code: apierr.InvalidArgument, field: "status"},
 		{name: "binary status", ch: Change{Status: s("\xff")}, code: apierr.InvalidArgument, field: "status"},
 	}
 	for _, c := range cases {

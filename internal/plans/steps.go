@@ -14,17 +14,18 @@ import (
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
+	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
-	"github.com/planserver/planserver/internal/sqlite"
+	"github.com/planserver/planserver/internal/db"
 )
 
 // Step statuses. A step is pending until it is started (claimed or set
 // in_progress), then complete or blocked.
 const (
-	StepPending    = "pending"
-	StepInProgress = "in_progress"
-	StepComplete   = "complete"
-	StepBlocked    = "blocked"
+	StepPending    = api.StepPending
+	StepInProgress = api.StepInProgress
+	StepComplete   = api.StepComplete
+	StepBlocked    = api.StepBlocked
 )
 
 // StepStatuses lists the step statuses in lifecycle order.
@@ -37,36 +38,13 @@ const (
 )
 
 // Step is one action item of a plan, in the plan & action item format of
-// the seeds, plus the claim a worker holds on it. This is the stored form
-// and the form written in JSON and YAML documents; reads add derived
-// fields (StepView).
-type Step struct {
-	ID          string   `json:"id" yaml:"id"`
-	Description string   `json:"description" yaml:"description"`
-	Owner       string   `json:"owner" yaml:"owner"`
-	Deps        []string `json:"deps" yaml:"deps,flow"`
-	Status      string   `json:"status" yaml:"status"`
-	Parallel    bool     `json:"parallel" yaml:"parallel,omitempty"`
-	Criteria    string   `json:"criteria" yaml:"criteria,omitempty"`
-	Commands    []string `json:"commands" yaml:"commands,omitempty"`
-	Files       []string `json:"files" yaml:"files,omitempty"`
-	RiskNotes   string   `json:"risk_notes" yaml:"risk_notes,omitempty"`
-	// ClaimedBy and ClaimExpiresAt are set together, on in_progress steps
-	// only: the worker holding the step and when its lease runs out.
-	ClaimedBy      *string `json:"claimed_by" yaml:"claimed_by,omitempty"`
-	ClaimExpiresAt *string `json:"claim_expires_at" yaml:"claim_expires_at,omitempty"`
-}
+// the seeds, plus the claim a worker holds on it: the stored form, and the
+// form written in JSON and YAML documents.
+type Step = api.Step
 
-// StepView is a step as reads show it: the stored step plus what is
-// evaluated against the clock at read time.
-type StepView struct {
-	Step
-	// ClaimExpired is true for an in_progress step whose lease has run out:
-	// it keeps its status and claimed_by (nothing is written when a lease
-	// expires), but any worker may claim it again, and its holder's report
-	// is accepted only until someone does.
-	ClaimExpired bool `json:"claim_expired"`
-}
+// StepView is a step as reads show it, with what is evaluated against the
+// clock at read time.
+type StepView = api.StepView
 
 // Steps are a plan's steps in plan order, the order claims follow.
 type Steps []Step
@@ -101,7 +79,7 @@ func (s Steps) index(id string) int {
 // leaseExpired reports whether s is an in_progress step whose claim ran out
 // at or before now. An unreadable expiry counts as expired, so a damaged
 // claim can never lock a step forever.
-func (s *Step) leaseExpired(now time.Time) bool {
+func leaseExpired(s *Step, now time.Time) bool {
 	if s.Status != StepInProgress || s.ClaimExpiresAt == nil {
 		return false
 	}
@@ -111,25 +89,25 @@ func (s *Step) leaseExpired(now time.Time) bool {
 
 // claimable reports whether a worker may take s now, its deps aside:
 // pending, or in progress under a lease that has run out.
-func (s *Step) claimable(now time.Time) bool {
-	return s.Status == StepPending || s.leaseExpired(now)
+func claimable(s *Step, now time.Time) bool {
+	return s.Status == StepPending || leaseExpired(s, now)
 }
 
 // heldBy reports whether worker holds the claim on s (expired or not).
-func (s *Step) heldBy(worker string) bool {
+func heldBy(s *Step, worker string) bool {
 	return s.Status == StepInProgress && s.ClaimedBy != nil && *s.ClaimedBy == worker
 }
 
 // claim makes s in_progress under worker's lease of lease seconds from now.
-func (s *Step) claim(worker string, now time.Time, lease int) {
-	expires := sqlite.FormatTime(now.Add(time.Duration(lease) * time.Second))
+func claim(s *Step, worker string, now time.Time, lease int) {
+	expires := db.FormatTime(now.Add(time.Duration(lease) * time.Second))
 	s.Status = StepInProgress
 	s.ClaimedBy = &worker
 	s.ClaimExpiresAt = &expires
 }
 
 // release drops any claim on s.
-func (s *Step) release() { s.ClaimedBy, s.ClaimExpiresAt = nil, nil }
+func release(s *Step) { s.ClaimedBy, s.ClaimExpiresAt = nil, nil }
 
 // completeIDs returns the ids of the complete steps.
 func (s Steps) completeIDs() map[string]bool {
@@ -162,7 +140,7 @@ func Ready(s Steps, now time.Time) []int {
 	done := s.completeIDs()
 	var out []int
 	for i := range s {
-		if !s[i].claimable(now) {
+		if !claimable(&s[i], now) {
 			continue
 		}
 		ready := true
@@ -183,14 +161,7 @@ func Ready(s Steps, now time.Time) []int {
 // can draw a progress bar without fetching the steps. Every step counts in
 // exactly one status; ready is a subset of pending and in_progress (an
 // expired lease).
-type Progress struct {
-	Total      int `json:"total"`
-	Pending    int `json:"pending"`
-	InProgress int `json:"in_progress"`
-	Complete   int `json:"complete"`
-	Blocked    int `json:"blocked"`
-	Ready      int `json:"ready"`
-}
+type Progress = api.Progress
 
 // ProgressOf summarizes s at time now.
 func ProgressOf(s Steps, now time.Time) Progress {
@@ -214,7 +185,7 @@ func ProgressOf(s Steps, now time.Time) Progress {
 func (s Steps) View(now time.Time) []StepView {
 	out := make([]StepView, len(s))
 	for i := range s {
-		out[i] = StepView{Step: s[i], ClaimExpired: s[i].leaseExpired(now)}
+		out[i] = StepView{Step: s[i], ClaimExpired: leaseExpired(&s[i], now)}
 	}
 	return out
 }
@@ -278,7 +249,7 @@ func ParseSteps(raw []byte) (Steps, error) {
 	steps.normalize()
 	var fields []apierr.FieldError
 	for i := range steps {
-		fields = append(fields, steps[i].checkClaim(i)...)
+		fields = append(fields, checkClaim(&steps[i], i)...)
 	}
 	fields = append(fields, ValidateGraph(steps)...)
 	if len(fields) > 0 {
@@ -322,7 +293,7 @@ func (s Steps) normalize() {
 		}
 		if st.ClaimExpiresAt != nil {
 			if t, err := time.Parse(time.RFC3339Nano, *st.ClaimExpiresAt); err == nil {
-				formatted := sqlite.FormatTime(t)
+				formatted := db.FormatTime(t)
 				st.ClaimExpiresAt = &formatted
 			}
 		}
@@ -331,7 +302,7 @@ func (s Steps) normalize() {
 
 // checkClaim enforces what the schema cannot say: a claim has a holder and
 // an expiry, and only an in_progress step is claimed.
-func (s *Step) checkClaim(i int) []apierr.FieldError {
+func checkClaim(s *Step, i int) []apierr.FieldError {
 	at := func(f string) string { return "steps[" + strconv.Itoa(i) + "]." + f }
 	var out []apierr.FieldError
 	switch {
@@ -353,9 +324,11 @@ func (s *Step) checkClaim(i int) []apierr.FieldError {
 
 // ValidateGraph checks the dependency graph of s: ids are unique, every dep
 // names a step, no step depends on itself, and there is no cycle. Each
-// problem is reported at the field that causes it; a cycle is reported at
-// the dep that closes it and named, e.g. steps[3].deps[0]: "cycle 2 → 4 →
-// 2". Cycles are only looked for once ids and deps are otherwise sound.
+// problem is reported at the field that causes it; a cycle is reported
+// once, at the dep that closes the first one found, and named, e.g.
+// steps[3].deps[0]: "cycle 2 → 4 → 2" (a long one shortened). Cycles are
+// only looked for once ids and deps are otherwise sound. The work is
+// linear in the steps and deps, however hostile the graph.
 func ValidateGraph(s Steps) []apierr.FieldError {
 	var out []apierr.FieldError
 	add := func(field, format string, args ...any) {
@@ -371,6 +344,9 @@ func ValidateGraph(s Steps) []apierr.FieldError {
 	}
 	for i := range s {
 		for j, d := range s[i].Deps {
+			if len(out) >= maxFieldErrors {
+				return out
+			}
 			field := fmt.Sprintf("steps[%d].deps[%d]", i, j)
 			switch _, known := pos[d]; {
 			case d == s[i].ID:
@@ -383,47 +359,79 @@ func ValidateGraph(s Steps) []apierr.FieldError {
 	if len(out) > 0 {
 		return out
 	}
-	// Depth-first search along deps; an edge back to a step still on the
-	// path closes a cycle, which is the path from that step to here.
+	findCycles(s, pos, func(u, j int, cycle []int) bool {
+		add(fmt.Sprintf("steps[%d].deps[%d]", u, j), "cycle %s: each step waits for the next, so none of them can ever start",
+			cycleText(s, cycle))
+		return len(out) < maxFieldErrors
+	})
+	return out
+}
+
+// findCycles looks for cycles along deps with an iterative depth-first
+// search (no recursion, so a long chain cannot exhaust the stack). Each
+// dep that leads back to a step still on the search path closes a cycle:
+// found gets the step u, the dep's index j, and the cycle as step positions
+// from the dep's target to u, and returns whether to go on looking.
+func findCycles(s Steps, pos map[string]int, found func(u, j int, cycle []int) bool) {
 	const (
 		unseen = iota
 		onPath
 		done
 	)
 	state := make([]int, len(s))
+	next := make([]int, len(s)) // the next dep to follow from each step on the path
 	var path []int
-	var visit func(u int)
-	visit = func(u int) {
-		state[u] = onPath
-		path = append(path, u)
-		for j, d := range s[u].Deps {
-			v := pos[d]
+	for root := range s {
+		if state[root] != unseen {
+			continue
+		}
+		state[root] = onPath
+		path = append(path[:0], root)
+		for len(path) > 0 {
+			u := path[len(path)-1]
+			if next[u] == len(s[u].Deps) {
+				state[u] = done
+				path = path[:len(path)-1]
+				continue
+			}
+			j := next[u]
+			next[u]++
+			v := pos[s[u].Deps[j]]
 			switch state[v] {
 			case unseen:
-				visit(v)
+				state[v] = onPath
+				path = append(path, v)
 			case onPath:
 				start := len(path) - 1
 				for path[start] != v {
 					start--
 				}
-				ids := make([]string, 0, len(path)-start+1)
-				for _, k := range path[start:] {
-					ids = append(ids, s[k].ID)
+				if !found(u, j, path[start:]) {
+					return
 				}
-				ids = append(ids, s[v].ID)
-				add(fmt.Sprintf("steps[%d].deps[%d]", u, j), "cycle %s: each step waits for the next, so none of them can ever start",
-					strings.Join(ids, " → "))
 			}
 		}
-		path = path[:len(path)-1]
-		state[u] = done
 	}
-	for i := range s {
-		if state[i] == unseen {
-			visit(i)
+}
+
+// maxCycleNames bounds how many step ids a cycle's message names.
+const maxCycleNames = 12
+
+// cycleText names a cycle's steps, "a → b → a", keeping the first and last
+// few of a long one.
+func cycleText(s Steps, cycle []int) string {
+	ids := make([]string, 0, min(len(cycle), maxCycleNames)+2)
+	for k, i := range cycle {
+		if len(cycle) > maxCycleNames && k == maxCycleNames/2 {
+			ids = append(ids, fmt.Sprintf("… (%d more) …", len(cycle)-maxCycleNames))
 		}
+		if len(cycle) > maxCycleNames && k >= maxCycleNames/2 && k < len(cycle)-maxCycleNames/2 {
+			continue
+		}
+		ids = append(ids, s[i].ID)
 	}
-	return out
+	ids = append(ids, s[cycle[0]].ID)
+	return strings.Join(ids, " → ")
 }
 
 var schemaPrinter = message.NewPrinter(language.English)

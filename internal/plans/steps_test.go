@@ -208,7 +208,7 @@ func TestReadyAndProgress(t *testing.T) {
 			}
 			views := c.steps.View(now)
 			for i := range c.steps {
-				if want := c.steps[i].leaseExpired(now); views[i].ClaimExpired != want {
+				if want := leaseExpired(&c.steps[i], now); views[i].ClaimExpired != want {
 					t.Errorf("steps[%d].claim_expired = %v, want %v", i, views[i].ClaimExpired, want)
 				}
 			}

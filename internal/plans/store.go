@@ -8,12 +8,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/events"
 	"github.com/planserver/planserver/internal/pagetoken"
 	"github.com/planserver/planserver/internal/revision"
-	"github.com/planserver/planserver/internal/sqlite"
 	"github.com/planserver/planserver/internal/validation"
+	"github.com/planserver/planserver/internal/versioned"
 )
 
 // Defaults of Config.
@@ -32,44 +34,34 @@ type Config struct {
 	History int
 	// MaxContentBytes bounds a plan's content (--max-plan-bytes).
 	MaxContentBytes int64
-	// Now is the clock: timestamps, lease expiry and readiness are all
-	// taken from it. time.Now when nil; tests move it forward instead of
-	// sleeping.
-	Now func() time.Time
 }
 
 // Store persists shared plans and their history. Every change runs in one
 // write transaction that checks the preconditions, keeps the replaced
-// revision, prunes the history and appends the event.
+// revision, prunes the history and appends the event. A plan's content is
+// stored once per version (plan_contents), so writes that change steps or
+// status copy no content.
 type Store struct {
-	db  *sqlite.DB
+	db  *db.DB
 	cfg Config
 }
 
-// NewStore returns a Store on db.
-func NewStore(db *sqlite.DB, cfg Config) *Store {
+// NewStore returns a Store on d.
+func NewStore(d *db.DB, cfg Config) *Store {
 	if cfg.History <= 0 {
 		cfg.History = DefaultHistory
 	}
 	if cfg.MaxContentBytes <= 0 {
 		cfg.MaxContentBytes = DefaultMaxContentBytes
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	return &Store{db: db, cfg: cfg}
+	return &Store{db: d, cfg: cfg}
 }
 
-// now is the store's clock.
-func (st *Store) now() time.Time { return st.cfg.Now() }
+// planColumns reads a plan with its content, from plans p joined with
+// plan_contents c.
+const planColumns = `p.name, p.title, p.author, p.status, p.revision, p.created_at, p.updated_at, p.steps, c.content`
 
-// querier is what both *sql.Tx and *sql.DB offer.
-type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-const planColumns = `name, title, author, status, revision, created_at, updated_at, steps, content`
+const planJoin = ` FROM plans p JOIN plan_contents c ON c.name = p.name AND c.content_rev = p.content_rev`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -97,9 +89,15 @@ func notFound(name string) error { return apierr.New(apierr.NotFound, "plan %q n
 
 func what(name string) string { return fmt.Sprintf("plan %q", name) }
 
-// get loads the current revision of a plan.
-func (st *Store) get(ctx context.Context, q querier, name string) (*Plan, error) {
-	p, err := scanPlan(q.QueryRowContext(ctx, `SELECT `+planColumns+` FROM plans WHERE name = ?`, name), st.now())
+// resource is plan name at revision rev (0: missing) as a versioned
+// resource.
+func resource(name string, rev int64) versioned.Resource {
+	return versioned.Resource{Kind: versioned.Plan, Key: name, What: what(name), Revision: rev}
+}
+
+// get loads the current revision of a plan, evaluated at now.
+func get(q db.Querier, name string, now time.Time) (*Plan, error) {
+	p, err := scanPlan(q.QueryRow(`SELECT `+planColumns+planJoin+` WHERE p.name = ?`, name), now)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound(name)
 	}
@@ -109,56 +107,63 @@ func (st *Store) get(ctx context.Context, q querier, name string) (*Plan, error)
 	return p, nil
 }
 
-// current returns a plan's revision, or exists=false.
-func current(ctx context.Context, q querier, name string) (rev int64, exists bool, err error) {
-	err = q.QueryRowContext(ctx, `SELECT revision FROM plans WHERE name = ?`, name).Scan(&rev)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, false, nil
-	}
-	if err != nil {
-		return 0, false, fmt.Errorf("get plan %q: %w", name, err)
-	}
-	return rev, true, nil
+// head is what a write needs of the current revision of a plan, without
+// its content or steps.
+type head struct {
+	revision   int64
+	contentRev int64
+	renewed    bool
+	status     string
 }
 
-// read runs fn in a read transaction after checking the name.
-func (st *Store) read(ctx context.Context, name string, fn func(tx *sql.Tx) error) error {
-	if err := ValidateName(name); err != nil {
-		return err
+// loadHead reads the head of a plan; nil when it does not exist.
+func loadHead(q db.Querier, name string) (*head, error) {
+	var (
+		h       head
+		renewed int
+	)
+	err := q.QueryRow(`SELECT revision, content_rev, renewed, status FROM plans WHERE name = ?`, name).
+		Scan(&h.revision, &h.contentRev, &renewed, &h.status)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
 	}
-	return st.db.Read(ctx, fn)
+	if err != nil {
+		return nil, fmt.Errorf("get plan %q: %w", name, err)
+	}
+	h.renewed = renewed == 1
+	return &h, nil
+}
+
+func (h *head) rev() int64 {
+	if h == nil {
+		return 0
+	}
+	return h.revision
 }
 
 // Get returns the current revision of a plan. Errors: invalid_argument,
 // not_found; a stored plan that cannot be decoded is an internal error.
 func (st *Store) Get(ctx context.Context, name string) (*Plan, error) {
-	var p *Plan
-	err := st.read(ctx, name, func(tx *sql.Tx) error {
-		var err error
-		p, err = st.get(ctx, tx, name)
-		return err
-	})
-	return p, err
+	if err := ValidateName(name); err != nil {
+		return nil, err
+	}
+	return get(st.db.Reader(ctx), name, st.db.Now())
 }
 
 // GetStatus returns a plan's status and revision without reading its body.
 // Errors: invalid_argument, not_found.
 func (st *Store) GetStatus(ctx context.Context, name string) (*StatusView, error) {
-	v := StatusView{Name: name}
-	err := st.read(ctx, name, func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, `SELECT status, revision FROM plans WHERE name = ?`, name).Scan(&v.Status, &v.Revision)
-		if errors.Is(err, sql.ErrNoRows) {
-			return notFound(name)
-		}
-		if err != nil {
-			return fmt.Errorf("get status of plan %q: %w", name, err)
-		}
-		return nil
-	})
+	if err := ValidateName(name); err != nil {
+		return nil, err
+	}
+	h, err := loadHead(st.db.Reader(ctx), name)
 	if err != nil {
 		return nil, err
 	}
-	return &v, nil
+	if h == nil {
+		return nil, notFound(name)
+	}
+	return &StatusView{Name: name, Status: h.status, Revision: h.revision}, nil
 }
 
 // Put creates or updates a plan (write_plan, update_plan_from_file). The
@@ -186,26 +191,29 @@ func (st *Store) Put(ctx context.Context, name string, ch Change, pre revision.P
 		out     *Plan
 		created bool
 	)
-	err := st.db.Write(ctx, func(tx *sql.Tx) error {
-		rev, exists, err := current(ctx, tx, name)
+	err := st.db.Write(ctx, func(tx *db.Tx) error {
+		h, err := loadHead(tx, name)
 		if err != nil {
 			return err
 		}
-		if err := pre.Check(what(name), exists, rev); err != nil {
+		rev, err := resource(name, h.rev()).Write(tx, pre)
+		if err != nil {
 			return err
 		}
-		if !exists {
-			created = true
-			if out, err = st.insert(ctx, tx, name, ch); err != nil {
-				return err
-			}
-			_, err = events.Append(ctx, tx, events.PlanCreated, "", name, out.Revision, out.Summary())
+		typ := events.PlanUpdated
+		if h == nil {
+			created, typ = true, events.PlanCreated
+			err = st.insert(tx, name, rev, ch)
+		} else {
+			err = st.bump(tx, name, h, rev, ch, false)
+		}
+		if err != nil {
 			return err
 		}
-		if out, err = st.update(ctx, tx, name, rev, ch); err != nil {
+		if out, err = get(tx, name, tx.Now()); err != nil {
 			return err
 		}
-		_, err = events.Append(ctx, tx, events.PlanUpdated, "", name, out.Revision, out.Summary())
+		_, err = events.Append(tx, events.New{Type: typ, Plan: name, Revision: out.Revision, Data: out.Summary()})
 		return err
 	})
 	if err != nil {
@@ -226,27 +234,25 @@ func (st *Store) SetStatus(ctx context.Context, name, status string, pre revisio
 		return nil, err
 	}
 	var out *StatusView
-	err := st.db.Write(ctx, func(tx *sql.Tx) error {
-		var previous string
-		var rev int64
-		err := tx.QueryRowContext(ctx, `SELECT status, revision FROM plans WHERE name = ?`, name).Scan(&previous, &rev)
-		if errors.Is(err, sql.ErrNoRows) {
+	err := st.db.Write(ctx, func(tx *db.Tx) error {
+		h, err := loadHead(tx, name)
+		if err != nil {
+			return err
+		}
+		if h == nil {
 			return notFound(name)
 		}
-		if err != nil {
-			return fmt.Errorf("set status of plan %q: %w", name, err)
-		}
-		if err := pre.Check(what(name), true, rev); err != nil {
-			return err
-		}
-		p, err := st.update(ctx, tx, name, rev, ch)
+		rev, err := resource(name, h.revision).Write(tx, pre)
 		if err != nil {
 			return err
 		}
-		out = &StatusView{Name: name, Status: p.Status, Revision: p.Revision}
-		_, err = events.Append(ctx, tx, events.PlanStatusChanged, "", name, p.Revision, statusChange{
-			Name: name, Status: p.Status, PreviousStatus: previous, Revision: p.Revision,
-		})
+		if err := st.bump(tx, name, h, rev, ch, false); err != nil {
+			return err
+		}
+		out = &StatusView{Name: name, Status: status, Revision: rev}
+		_, err = events.Append(tx, events.New{Type: events.PlanStatusChanged, Plan: name, Revision: rev, Data: statusChange{
+			Name: name, Status: status, PreviousStatus: h.status, Revision: rev,
+		}})
 		return err
 	})
 	return out, err
@@ -260,58 +266,72 @@ type statusChange struct {
 	Revision       int64  `json:"revision"`
 }
 
-// insert creates a plan at revision 1, or above the last revision of a
-// deleted plan of the same name.
-func (st *Store) insert(ctx context.Context, tx *sql.Tx, name string, ch Change) (*Plan, error) {
-	first, err := sqlite.FirstRevision(ctx, tx, sqlite.FloorPlan, name)
-	if err != nil {
-		return nil, err
+// insert creates a plan at revision rev.
+func (st *Store) insert(tx *db.Tx, name string, rev int64, ch Change) error {
+	now := tx.NowText()
+	if _, err := tx.Exec(`INSERT INTO plans (name, title, author, status, revision, created_at, updated_at, steps, content_rev)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		name, deref(ch.Title), deref(ch.Author), deref(ch.Status), rev, now, now, ch.Steps.encode(), rev); err != nil {
+		return fmt.Errorf("create plan %q: %w", name, err)
 	}
-	now := sqlite.FormatTime(st.now())
-	_, err = tx.ExecContext(ctx, `INSERT INTO plans (`+planColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		name, deref(ch.Title), deref(ch.Author), deref(ch.Status), first, now, now, ch.Steps.encode(), deref(ch.Content))
-	if err != nil {
-		return nil, fmt.Errorf("create plan %q: %w", name, err)
+	if _, err := tx.Exec(`INSERT INTO plan_contents (name, content_rev, content) VALUES (?, ?, ?)`,
+		name, rev, deref(ch.Content)); err != nil {
+		return fmt.Errorf("create plan %q: %w", name, err)
 	}
-	return st.get(ctx, tx, name)
+	return nil
 }
 
-// update applies ch to a plan at revision rev as revision rev+1 (see bump)
-// and returns the new revision.
-func (st *Store) update(ctx context.Context, tx *sql.Tx, name string, rev int64, ch Change) (*Plan, error) {
-	if err := st.bump(ctx, tx, name, rev, ch); err != nil {
-		return nil, err
+// bump applies ch to the plan whose current revision is h as revision
+// rev: the replaced revision goes to the history (unless it was only a
+// lease renewal), new content is stored once, and the history is pruned
+// to the configured length. renewal marks a change that only renews a
+// claim's lease.
+func (st *Store) bump(tx *db.Tx, name string, h *head, rev int64, ch Change, renewal bool) error {
+	if !h.renewed {
+		if _, err := tx.Exec(`INSERT INTO plan_revisions
+			(name, revision, title, author, status, updated_at, steps, content_rev)
+			SELECT name, revision, title, author, status, updated_at, steps, content_rev FROM plans WHERE name = ?`, name); err != nil {
+			return fmt.Errorf("keep revision %d of plan %q: %w", h.revision, name, err)
+		}
 	}
-	return st.get(ctx, tx, name)
-}
-
-// bump applies ch to a plan at revision rev as revision rev+1: the
-// replaced revision goes to the history, and the history is pruned to the
-// configured length.
-func (st *Store) bump(ctx context.Context, tx *sql.Tx, name string, rev int64, ch Change) error {
-	if _, err := tx.ExecContext(ctx, `INSERT INTO plan_revisions
-		(name, revision, title, author, status, updated_at, steps, content)
-		SELECT name, revision, title, author, status, updated_at, steps, content FROM plans WHERE name = ?`, name); err != nil {
-		return fmt.Errorf("keep revision %d of plan %q: %w", rev, name, err)
+	contentRev := h.contentRev
+	if ch.Content != nil {
+		var same bool
+		if err := tx.QueryRow(`SELECT content = ? FROM plan_contents WHERE name = ? AND content_rev = ?`,
+			*ch.Content, name, h.contentRev).Scan(&same); err != nil {
+			return fmt.Errorf("compare content of plan %q: %w", name, err)
+		}
+		if !same {
+			contentRev = rev
+			if _, err := tx.Exec(`INSERT INTO plan_contents (name, content_rev, content) VALUES (?, ?, ?)`,
+				name, rev, *ch.Content); err != nil {
+				return fmt.Errorf("store content of plan %q: %w", name, err)
+			}
+		}
 	}
 	var steps sql.NullString
 	if ch.Steps != nil {
 		steps = sql.NullString{String: ch.Steps.encode(), Valid: true}
 	}
 	// A NULL argument keeps the column: coalesce(NULL, title) is title.
-	_, err := tx.ExecContext(ctx, `UPDATE plans SET
+	if _, err := tx.Exec(`UPDATE plans SET
 		title = coalesce(?, title), author = coalesce(?, author), status = coalesce(?, status),
-		steps = coalesce(?, steps), content = coalesce(?, content),
-		revision = revision + 1, updated_at = ?
+		steps = coalesce(?, steps), content_rev = ?, renewed = ?, revision = ?, updated_at = ?
 		WHERE name = ?`,
-		nullable(ch.Title), nullable(ch.Author), nullable(ch.Status), steps, nullable(ch.Content),
-		sqlite.FormatTime(st.now()), name)
-	if err != nil {
+		nullable(ch.Title), nullable(ch.Author), nullable(ch.Status), steps, contentRev, boolInt(renewal), rev,
+		tx.NowText(), name); err != nil {
 		return fmt.Errorf("update plan %q: %w", name, err)
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM plan_revisions WHERE name = ? AND revision <= ?`,
-		name, rev+1-int64(st.cfg.History)); err != nil {
+	oldest := rev - int64(st.cfg.History)
+	if _, err := tx.Exec(`DELETE FROM plan_revisions WHERE name = ? AND revision <= ?`, name, oldest); err != nil {
 		return fmt.Errorf("prune history of plan %q: %w", name, err)
+	}
+	// Contents no kept revision names any more go too. Content revisions
+	// only grow, so those are the ones below the oldest still named.
+	if _, err := tx.Exec(`DELETE FROM plan_contents WHERE name = ? AND content_rev < ?
+		AND content_rev < coalesce((SELECT min(content_rev) FROM plan_revisions WHERE name = ?), ?)`,
+		name, contentRev, name, contentRev); err != nil {
+		return fmt.Errorf("prune contents of plan %q: %w", name, err)
 	}
 	return nil
 }
@@ -324,24 +344,26 @@ func (st *Store) Delete(ctx context.Context, name string, pre revision.Precondit
 	if err := ValidateName(name); err != nil {
 		return err
 	}
-	return st.db.Write(ctx, func(tx *sql.Tx) error {
-		rev, exists, err := current(ctx, tx, name)
+	return st.db.Write(ctx, func(tx *db.Tx) error {
+		h, err := loadHead(tx, name)
 		if err != nil {
 			return err
 		}
-		if !exists {
+		if h == nil {
 			return notFound(name)
 		}
-		if err := pre.Check(what(name), true, rev); err != nil {
+		res := resource(name, h.revision)
+		if err := res.Check(pre); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM plans WHERE name = ?`, name); err != nil {
+		if _, err := tx.Exec(`DELETE FROM plans WHERE name = ?`, name); err != nil {
 			return fmt.Errorf("delete plan %q: %w", name, err)
 		}
-		if err := sqlite.RecordDeletion(ctx, tx, sqlite.FloorPlan, name, rev); err != nil {
+		if err := res.Deleted(tx); err != nil {
 			return err
 		}
-		_, err = events.Append(ctx, tx, events.PlanDeleted, "", name, rev, map[string]any{"name": name, "revision": rev})
+		_, err = events.Append(tx, events.New{Type: events.PlanDeleted, Plan: name, Revision: h.revision,
+			Data: map[string]any{"name": name, "revision": h.revision}})
 		return err
 	})
 }
@@ -349,20 +371,23 @@ func (st *Store) Delete(ctx context.Context, name string, pre revision.Precondit
 // Revisions lists the readable revisions of a plan, newest first, the
 // current one included. Errors: invalid_argument, not_found.
 func (st *Store) Revisions(ctx context.Context, name string) ([]RevisionSummary, error) {
+	if err := ValidateName(name); err != nil {
+		return nil, err
+	}
 	var out []RevisionSummary
-	err := st.read(ctx, name, func(tx *sql.Tx) error {
-		rev, exists, err := current(ctx, tx, name)
+	err := st.db.Read(ctx, func(tx *db.Tx) error {
+		h, err := loadHead(tx, name)
 		if err != nil {
 			return err
 		}
-		if !exists {
+		if h == nil {
 			return notFound(name)
 		}
-		rows, err := tx.QueryContext(ctx, `
+		rows, err := tx.Query(`
 			SELECT revision, author, status, updated_at FROM plans WHERE name = ?
 			UNION ALL
 			SELECT revision, author, status, updated_at FROM plan_revisions WHERE name = ? AND revision > ?
-			ORDER BY revision DESC`, name, name, rev-int64(st.cfg.History))
+			ORDER BY revision DESC`, name, name, h.revision-int64(st.cfg.History))
 		if err != nil {
 			return fmt.Errorf("history of plan %q: %w", name, err)
 		}
@@ -383,31 +408,35 @@ func (st *Store) Revisions(ctx context.Context, name string) ([]RevisionSummary,
 }
 
 // GetRevision returns a plan as it was at revision n. A revision that was
-// pruned, or never existed, is not_found. Errors: invalid_argument,
-// not_found.
+// pruned, was a lease renewal, or never existed, is not_found. Errors:
+// invalid_argument, not_found.
 func (st *Store) GetRevision(ctx context.Context, name string, n int64) (*Plan, error) {
+	if err := ValidateName(name); err != nil {
+		return nil, err
+	}
 	var p *Plan
-	err := st.read(ctx, name, func(tx *sql.Tx) error {
-		rev, exists, err := current(ctx, tx, name)
+	err := st.db.Read(ctx, func(tx *db.Tx) error {
+		h, err := loadHead(tx, name)
 		if err != nil {
 			return err
 		}
-		if !exists {
+		if h == nil {
 			return notFound(name)
 		}
-		if n == rev {
-			p, err = st.get(ctx, tx, name)
+		if n == h.revision {
+			p, err = get(tx, name, tx.Now())
 			return err
 		}
-		if n > rev || n <= rev-int64(st.cfg.History) {
-			return revisionNotFound(name, n, rev, st.cfg.History)
+		if n > h.revision || n <= h.revision-int64(st.cfg.History) {
+			return revisionNotFound(name, n, h.revision, st.cfg.History)
 		}
-		p, err = scanPlan(tx.QueryRowContext(ctx, `
-			SELECT r.name, r.title, r.author, r.status, r.revision, p.created_at, r.updated_at, r.steps, r.content
+		p, err = scanPlan(tx.QueryRow(`
+			SELECT r.name, r.title, r.author, r.status, r.revision, p.created_at, r.updated_at, r.steps, c.content
 			FROM plan_revisions r JOIN plans p ON p.name = r.name
-			WHERE r.name = ? AND r.revision = ?`, name, n), st.now())
+			JOIN plan_contents c ON c.name = r.name AND c.content_rev = r.content_rev
+			WHERE r.name = ? AND r.revision = ?`, name, n), tx.Now())
 		if errors.Is(err, sql.ErrNoRows) {
-			return revisionNotFound(name, n, rev, st.cfg.History)
+			return revisionNotFound(name, n, h.revision, st.cfg.History)
 		}
 		if err != nil {
 			return fmt.Errorf("get revision %d of plan %q: %w", n, name, err)
@@ -421,7 +450,8 @@ func revisionNotFound(name string, n, current int64, history int) error {
 	if n > current {
 		return apierr.New(apierr.NotFound, "plan %q has no revision %d; it is at revision %d", name, n, current)
 	}
-	return apierr.New(apierr.NotFound, "revision %d of plan %q is no longer kept; the last %d revisions are", n, name, history)
+	return apierr.New(apierr.NotFound, "revision %d of plan %q is not kept: the last %d revisions are, "+
+		"except those that only renewed a claim's lease", n, name, history)
 }
 
 // ListQuery selects a page of plans.
@@ -433,19 +463,12 @@ type ListQuery struct {
 }
 
 // Page is one page of the plan list.
-type Page struct {
-	Plans []Summary `json:"plans"`
-	// NextPageToken continues the list; "" at the end.
-	NextPageToken string `json:"next_page_token"`
-	// Warnings name the plans of this page's range that were skipped
-	// because they could not be read.
-	Warnings []Warning `json:"warnings"`
-}
+type Page = api.PlanPage
 
 // listSQL builds the page query of q, resuming after name after: one index
 // range in name order (see the plans indexes), never OFFSET. It reads the
 // steps, for the progress of each plan, but never the content, which is
-// stored after them.
+// stored apart.
 func listSQL(q ListQuery, after string, limit int) (string, []any) {
 	where := []string{"name > ?"}
 	args := []any{after}
@@ -480,50 +503,44 @@ func (st *Store) List(ctx context.Context, q ListQuery) (*Page, error) {
 	}
 	page := &Page{Plans: []Summary{}, Warnings: []Warning{}}
 	query, args := listSQL(q, after, limit)
-	now := st.now()
-	err = st.db.Read(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, query, args...)
-		if err != nil {
-			return fmt.Errorf("list plans: %w", err)
-		}
-		defer rows.Close()
-		n, last := 0, ""
-		for rows.Next() {
-			n++
-			var (
-				s   Summary
-				raw []byte
-			)
-			if err := rows.Scan(&s.Name, &s.Title, &s.Author, &s.Status, &s.Revision, &s.CreatedAt, &s.UpdatedAt, &raw); err != nil {
-				return fmt.Errorf("list plans: %w", err)
-			}
-			steps, problem := decodeStoredSteps(raw)
-			if n > limit {
-				// The extra row only says there is a next page, which
-				// resumes after the last row of this one, readable or not.
-				page.NextPageToken = pagetoken.Encode("plans", fp, last)
-				break
-			}
-			switch {
-			case ValidateName(s.Name) != nil:
-				page.Warnings = append(page.Warnings, Warning{Name: s.Name,
-					Message: fmt.Sprintf("plan %q breaks the plan name rule; no request can address it", s.Name)})
-			case problem != nil:
-				page.Warnings = append(page.Warnings, Warning{Name: s.Name,
-					Message: fmt.Sprintf("plan %q cannot be read: %v; delete it, or PUT it with new steps", s.Name, problem)})
-			default:
-				s.Progress = ProgressOf(steps, now)
-				page.Plans = append(page.Plans, s)
-			}
-			last = s.Name
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("list plans: %w", err)
-		}
-		return nil
-	})
+	now := st.db.Now()
+	rows, err := st.db.Reader(ctx).Query(query, args...)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("list plans: %w", err)
+	}
+	defer rows.Close()
+	n, last := 0, ""
+	for rows.Next() {
+		n++
+		var (
+			s   Summary
+			raw []byte
+		)
+		if err := rows.Scan(&s.Name, &s.Title, &s.Author, &s.Status, &s.Revision, &s.CreatedAt, &s.UpdatedAt, &raw); err != nil {
+			return nil, fmt.Errorf("list plans: %w", err)
+		}
+		steps, problem := decodeStoredSteps(raw)
+		if n > limit {
+			// The extra row only says there is a next page, which resumes
+			// after the last row of this one, readable or not.
+			page.NextPageToken = pagetoken.Encode("plans", fp, last)
+			break
+		}
+		switch {
+		case ValidateName(s.Name) != nil:
+			page.Warnings = append(page.Warnings, Warning{Name: s.Name,
+				Message: fmt.Sprintf("plan %q breaks the plan name rule; no request can address it", s.Name)})
+		case problem != nil:
+			page.Warnings = append(page.Warnings, Warning{Name: s.Name,
+				Message: fmt.Sprintf("plan %q cannot be read: %v; delete it, or PUT it with new steps", s.Name, problem)})
+		default:
+			s.Progress = ProgressOf(steps, now)
+			page.Plans = append(page.Plans, s)
+		}
+		last = s.Name
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list plans: %w", err)
 	}
 	return page, nil
 }
@@ -540,4 +557,11 @@ func nullable(s *string) sql.NullString {
 		return sql.NullString{}
 	}
 	return sql.NullString{String: *s, Valid: true}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -2,29 +2,28 @@ package plans
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/pagetoken"
 	"github.com/planserver/planserver/internal/revision"
-	"github.com/planserver/planserver/internal/sqlite"
 )
 
-func openDB(tb testing.TB) *sqlite.DB {
+func openDB(tb testing.TB) *db.DB {
 	tb.Helper()
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(tb.TempDir(), "plans.db"), sqlite.DurabilityNormal)
+	d, err := db.Open(ctx, filepath.Join(tb.TempDir(), "plans.db"), db.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { db.Close() })
-	if _, _, err := db.MigrateUp(ctx, nil); err != nil {
+	tb.Cleanup(func() { d.Close() })
+	if _, _, err := d.MigrateUp(ctx, nil); err != nil {
 		tb.Fatal(err)
 	}
-	return db
+	return d
 }
 
 // TestListIsOneIndexRange checks with EXPLAIN QUERY PLAN that every filter
@@ -35,7 +34,7 @@ func TestListIsOneIndexRange(t *testing.T) {
 	db := openDB(t)
 	for _, q := range []ListQuery{{}, {Status: "active"}, {Author: "ann"}, {Status: "active", Author: "ann"}} {
 		query, args := listSQL(q, "m", 50)
-		rows, err := db.Reader.Query(`EXPLAIN QUERY PLAN `+query, args...)
+		rows, err := db.Reader(context.Background()).Query(`EXPLAIN QUERY PLAN `+query, args...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,18 +76,18 @@ func TestListIsOneIndexRange(t *testing.T) {
 func BenchmarkListPage(b *testing.B) {
 	for _, n := range []int{100, 100_000} {
 		b.Run(fmt.Sprintf("plans=%d", n), func(b *testing.B) {
-			db := openDB(b)
-			err := db.Write(context.Background(), func(tx *sql.Tx) error {
-				stmt, err := tx.Prepare(`INSERT INTO plans (` + planColumns + `) VALUES (?, ?, ?, ?, 1, ?, ?, '[]', ?)`)
-				if err != nil {
-					return err
-				}
-				defer stmt.Close()
+			d := openDB(b)
+			err := d.Write(context.Background(), func(tx *db.Tx) error {
 				body := strings.Repeat("plan body ", 20)
 				for i := 0; i < n; i++ {
 					now := "2026-01-01T00:00:00.000Z"
-					if _, err := stmt.Exec(fmt.Sprintf("plan-%07d", i), "title", []string{"ann", "bob"}[i%2],
-						[]string{"draft", "active", "done"}[i%3], now, now, body); err != nil {
+					name := fmt.Sprintf("plan-%07d", i)
+					if _, err := tx.Exec(`INSERT INTO plans (name, title, author, status, revision, created_at, updated_at, steps, content_rev)
+						VALUES (?, ?, ?, ?, 1, ?, ?, '[]', 1)`, name, "title", []string{"ann", "bob"}[i%2],
+						[]string{"draft", "active", "done"}[i%3], now, now); err != nil {
+						return err
+					}
+					if _, err := tx.Exec(`INSERT INTO plan_contents (name, content_rev, content) VALUES (?, 1, ?)`, name, body); err != nil {
 						return err
 					}
 				}
@@ -97,7 +96,7 @@ func BenchmarkListPage(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			st := NewStore(db, Config{})
+			st := NewStore(d, Config{})
 			ctx := context.Background()
 			// Half the iterations resume in the middle of the list.
 			middle := pagetoken.Encode("plans", pagetoken.Fingerprint("active", ""), fmt.Sprintf("plan-%07d", n/2))
@@ -118,8 +117,8 @@ func BenchmarkListPage(b *testing.B) {
 
 // BenchmarkClaimAndReport measures one claim plus one report (two plan
 // revisions) on a plan of 50 independent steps, with a small and with a
-// 1 MiB Markdown content: every step change copies the replaced revision,
-// content included, into the history.
+// 1 MiB Markdown content: a step change copies no content, so the two
+// should cost about the same.
 func BenchmarkClaimAndReport(b *testing.B) {
 	for _, size := range []int{1 << 10, 1 << 20} {
 		b.Run(fmt.Sprintf("content=%dKiB", size>>10), func(b *testing.B) {
@@ -159,5 +158,92 @@ func BenchmarkClaimAndReport(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestHistoryStoresContentOnce writes a plan with a large content, then
+// changes its steps many times, renewing a lease between changes: the
+// content is stored once, lease renewals stay out of the history, pruning
+// keeps the window, and every kept revision still reads back whole.
+func TestHistoryStoresContentOnce(t *testing.T) {
+	ctx := context.Background()
+	d := openDB(t)
+	st := NewStore(d, Config{History: 10})
+	content := strings.Repeat("the plan ", 10000)
+	steps, err := ParseSteps([]byte(`[{"id":"a","description":"d","owner":"o"},{"id":"b","description":"d","owner":"o"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.Put(ctx, "big", Change{Content: &content, Steps: steps}, revision.Precondition{}); err != nil {
+		t.Fatal(err)
+	}
+	renewals := 0
+	for i := 0; i < 30; i++ {
+		owner := fmt.Sprintf("owner-%d", i)
+		if _, err := st.UpdateStep(ctx, "big", "a", StepPatch{Owner: &owner}, revision.Precondition{}); err != nil {
+			t.Fatal(err)
+		}
+		if i%3 == 0 {
+			if _, err := st.ClaimStep(ctx, "big", "b", StepClaimRequest{Worker: "w"}, revision.Precondition{}); err != nil {
+				t.Fatal(err)
+			}
+			if i > 0 {
+				renewals++
+			}
+		}
+	}
+	var contents, kept int
+	q := d.Reader(ctx)
+	if err := q.QueryRow(`SELECT count(*) FROM plan_contents WHERE name = 'big'`).Scan(&contents); err != nil {
+		t.Fatal(err)
+	}
+	if contents != 1 {
+		t.Errorf("%d stored contents for one distinct content, want 1", contents)
+	}
+	revs, err := st.Revisions(ctx, "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.QueryRow(`SELECT count(*) FROM plan_revisions WHERE name = 'big'`).Scan(&kept); err != nil {
+		t.Fatal(err)
+	}
+	current := revs[0].Revision
+	if want := 1 + 30 + 10; current != int64(want) {
+		t.Errorf("at revision %d, want %d (create, 30 owner changes, 10 claims)", current, want)
+	}
+	if len(revs) > 10 || kept >= 10 {
+		t.Errorf("history holds %d revisions (%d archived), want at most the window of 10", len(revs), kept)
+	}
+	for _, r := range revs {
+		p, err := st.GetRevision(ctx, "big", r.Revision)
+		if err != nil {
+			t.Fatalf("revision %d: %v", r.Revision, err)
+		}
+		if p.Content != content {
+			t.Errorf("revision %d reads back %d bytes of content, want %d", r.Revision, len(p.Content), len(content))
+		}
+	}
+	// A renewal made a revision of its own, but it is not kept once
+	// replaced: the history skips it.
+	seen := map[int64]bool{}
+	for _, r := range revs {
+		seen[r.Revision] = true
+	}
+	if len(revs) == int(current-revs[len(revs)-1].Revision)+1 && renewals > 0 {
+		t.Errorf("history %v has no gap, but %d lease renewals happened in it", seen, renewals)
+	}
+	// A new content is stored once more, and the old one goes when the
+	// last revision naming it leaves the window.
+	other := "a new plan"
+	for i := 0; i < 12; i++ {
+		if _, _, err := st.Put(ctx, "big", Change{Content: &other}, revision.Precondition{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := q.QueryRow(`SELECT count(*) FROM plan_contents WHERE name = 'big'`).Scan(&contents); err != nil {
+		t.Fatal(err)
+	}
+	if contents != 1 {
+		t.Errorf("%d stored contents once the old one left the window, want 1", contents)
 	}
 }

@@ -196,3 +196,14 @@ func (m Match) describe() string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// Next is the revision a write stores over a resource at current (0 when
+// it does not exist). A resource created under the name of a deleted one
+// continues above floor, the deleted one's last revision, so no ETag or
+// If-Match of the old one can match the new one.
+func Next(current, floor int64) int64 {
+	if current > 0 {
+		return current + 1
+	}
+	return floor + 1
+}

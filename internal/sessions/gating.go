@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
 )
 
@@ -114,15 +115,7 @@ func NewGate(allow []string) Gate {
 func (g Gate) Allowlist() []string { return append([]string(nil), g.allow...) }
 
 // FilterResult is the answer of POST …/tools/filter.
-type FilterResult struct {
-	EffectiveMode Mode     `json:"effective_mode"`
-	Allowed       []string `json:"allowed"`
-	Removed       []string `json:"removed"`
-	// Reminder is the per-turn <system-reminder> a host splices into the
-	// model's context in plan mode, so the model plans instead of spending
-	// turns on tools that vanished; nil in build mode.
-	Reminder *string `json:"reminder"`
-}
+type FilterResult = api.FilterResult
 
 // Filter splits a turn's tools into those the model may see and those
 // removed, keeping the input order, for session s with its effective mode
@@ -144,11 +137,7 @@ func (g Gate) Filter(s *Session, tools []Tool) FilterResult {
 }
 
 // CheckResult is the answer of POST …/tools/check.
-type CheckResult struct {
-	Allowed       bool   `json:"allowed"`
-	EffectiveMode Mode   `json:"effective_mode"`
-	Reason        string `json:"reason"`
-}
+type CheckResult = api.CheckResult
 
 // Check decides one tool call for session s. A denial's reason is written
 // for the model: it says plan mode is active, why this tool is not

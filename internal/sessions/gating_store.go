@@ -2,8 +2,8 @@ package sessions
 
 import (
 	"context"
-	"database/sql"
 
+	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/events"
 )
 
@@ -13,13 +13,17 @@ type toolDenial struct {
 	Reason        string  `json:"reason"`
 	EffectiveMode Mode    `json:"effective_mode"`
 	ModeSource    *string `json:"mode_source"`
+	// Upstream names the tool server the call was for, when it came
+	// through a gate.
+	Upstream string `json:"upstream,omitempty"`
 }
 
 // CheckTool decides one tool call of session id with gate's policy and
 // records a denial as a tool_call.denied event. Allowed calls write
-// nothing, so the common case never waits for the writer. Errors:
+// nothing, so the common case never waits for the writer. upstream names
+// the tool server the call is for ("" for a host's own tools). Errors:
 // not_found.
-func (st *Store) CheckTool(ctx context.Context, id string, gate Gate, t Tool) (CheckResult, error) {
+func (st *Store) CheckTool(ctx context.Context, id string, gate Gate, t Tool, upstream string) (CheckResult, error) {
 	s, err := st.Get(ctx, id)
 	if err != nil {
 		return CheckResult{}, err
@@ -31,17 +35,17 @@ func (st *Store) CheckTool(ctx context.Context, id string, gate Gate, t Tool) (C
 	// Decide again inside the write transaction: the mode may have changed
 	// since the read, and a recorded denial must match the mode it was
 	// made under.
-	err = st.db.Write(ctx, func(tx *sql.Tx) error {
-		s, err := get(ctx, tx, id)
+	err = st.db.Write(ctx, func(tx *db.Tx) error {
+		r, err := get(tx, id)
 		if err != nil {
 			return err
 		}
-		if res = gate.Check(s, t); res.Allowed {
+		if res = gate.Check(&r.Session, t); res.Allowed {
 			return nil
 		}
-		_, err = events.Append(ctx, tx, events.ToolCallDenied, id, "", 0, toolDenial{
-			Tool: t.Name, Reason: res.Reason, EffectiveMode: s.EffectiveMode, ModeSource: s.ModeSource,
-		})
+		_, err = events.Append(tx, events.New{Type: events.ToolCallDenied, Session: r.link().Ref(), Data: toolDenial{
+			Tool: t.Name, Reason: res.Reason, EffectiveMode: r.EffectiveMode, ModeSource: r.ModeSource, Upstream: upstream,
+		}})
 		return err
 	})
 	return res, err

@@ -22,47 +22,88 @@ import (
 //     …/mode) cancels its pending review: nothing is left to approve.
 //
 // Every review change bumps the session's revision, since the review is
-// part of the session's representation.
-
-// ReviewRequest is the body of POST …/plan/review (exit_plan_mode).
-type ReviewRequest struct {
-	Rationale *string `json:"rationale" validate:"omitempty,max=65536"`
-}
-
-// ReviewRejection is the body of POST …/plan/reject.
-type ReviewRejection struct {
-	Feedback *string `json:"feedback" validate:"omitempty,max=65536"`
-}
+// part of the session's representation. The functions below are the
+// transitions, pure: the current review and plan in, the new review (or a
+// coded error) out.
 
 // pendingFor reports whether r is a pending review of plan revision rev.
-func (r Review) pendingFor(rev int64) bool {
+func pendingFor(r Review, rev int64) bool {
 	return r.State == ReviewPending && r.PlanRevision != nil && *r.PlanRevision == rev
 }
 
-// requested is the review after the agent asks for review of plan
-// revision rev. A previous decision and its feedback are cleared: the
-// review object describes the current round; the event log keeps the
-// earlier ones.
-func requested(rev int64, rationale *string, now string) Review {
-	return Review{State: ReviewPending, PlanRevision: &rev, Rationale: rationale, RequestedAt: &now}
+// requestReview is the agent's exit_plan_mode: the review of the current
+// plan revision, pending. changed is false when that review is pending
+// already with the same rationale (asking again changes nothing). A
+// previous decision and its feedback are cleared: the review describes the
+// current round; the event log keeps the earlier ones. Errors: plan_missing,
+// and pre's (If-Match names the plan revision the agent means).
+func requestReview(s *Session, p *SessionPlan, rationale *string, pre revision.Precondition, now string) (r Review, changed bool, err error) {
+	if p == nil {
+		return Review{}, false, apierr.New(apierr.PlanMissing, "session %q has no plan to review; write one first (write_session_plan)", s.ID)
+	}
+	if err := pre.Check(planWhat(s.ID), true, p.Revision); err != nil {
+		return Review{}, false, err
+	}
+	if pendingFor(s.Review, p.Revision) && sameSource(s.Review.Rationale, rationale) {
+		return s.Review, false, nil
+	}
+	rev := p.Revision
+	return Review{State: ReviewPending, PlanRevision: &rev, Rationale: rationale, RequestedAt: &now}, true, nil
 }
 
-// decided is r after a human's decision.
-func decided(r Review, state string, feedback *string, now, actor string) Review {
+// decide is a human's decision (approved or rejected) on the pending
+// review of the plan revision pre names. Errors: review_not_pending, and
+// pre's (a plan edited since is 412).
+func decide(s *Session, p *SessionPlan, state string, feedback *string, pre revision.Precondition, now, actor string) (Review, error) {
+	if p == nil {
+		return Review{}, notPending(s)
+	}
+	if err := pre.Check(planWhat(s.ID), true, p.Revision); err != nil {
+		return Review{}, err
+	}
+	if !pendingFor(s.Review, p.Revision) {
+		return Review{}, notPending(s)
+	}
+	r := s.Review
 	r.State, r.Feedback, r.DecidedAt, r.DecidedBy = state, feedback, &now, &actor
-	return r
+	return r, nil
 }
 
-// closeReview records the end of pending review r without a decision.
-func closeReview(r Review, sessionRevision int64, reason string) *closedReview {
-	return &closedReview{PlanRevision: r.PlanRevision, Rationale: r.Rationale, RequestedAt: r.RequestedAt,
-		SessionRevision: sessionRevision, Reason: reason}
+// approve is the human's approval. Approval must name what the human read:
+// no If-Match is 428, and "*" or a list of revisions is 400, since neither
+// says which revision was read.
+func approve(s *Session, p *SessionPlan, pre revision.Precondition, now, actor string) (Review, error) {
+	if err := checkApprovalPrecondition(s.ID, pre); err != nil {
+		return Review{}, err
+	}
+	return decide(s, p, ReviewApproved, nil, pre, now, actor)
+}
+
+// closedReview records a pending review that ended without a decision, in
+// the data of the event that ended it.
+type closedReview struct {
+	PlanRevision    *int64  `json:"plan_revision"`
+	Rationale       *string `json:"rationale"`
+	RequestedAt     *string `json:"requested_at"`
+	SessionRevision int64   `json:"session_revision"`
+	Reason          string  `json:"reason"`
+}
+
+// closeReview ends pending review r without a decision: a plan rewrite
+// withdraws it, leaving plan mode directly cancels it. It returns the
+// review after (none) and the record of what ended, nil when r was not
+// pending. sessionRevision is the session revision the change makes.
+func closeReview(r Review, sessionRevision int64, reason string) (Review, *closedReview) {
+	if r.State != ReviewPending {
+		return r, nil
+	}
+	return Review{State: ReviewNone}, &closedReview{PlanRevision: r.PlanRevision, Rationale: r.Rationale,
+		RequestedAt: r.RequestedAt, SessionRevision: sessionRevision, Reason: reason}
 }
 
 // checkApprovalPrecondition checks that an approval's If-Match names one
-// plan revision. Approval must name what the human read: no If-Match is 428, and
-// "*" or a list of revisions is 400, since neither says which revision was
-// read. A weak tag names no revision and is left to fail the precondition.
+// plan revision. A weak tag names no revision and is left to fail the
+// precondition.
 func checkApprovalPrecondition(sessionID string, pre revision.Precondition) error {
 	m := pre.IfMatch
 	switch {

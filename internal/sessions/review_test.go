@@ -8,26 +8,6 @@ import (
 	"github.com/planserver/planserver/internal/revision"
 )
 
-func TestCheckPlanContent(t *testing.T) {
-	cases := []struct {
-		content string
-		code    apierr.Code
-	}{
-		{"# plan", ""},
-		{"", apierr.InvalidArgument},
-		{" \n\t", apierr.InvalidArgument},
-		{"\xff\xfe", apierr.InvalidArgument},
-		{strings.Repeat("x", 10), ""},
-		{strings.Repeat("x", 11), apierr.PayloadTooLarge},
-	}
-	for _, c := range cases {
-		err := CheckPlanContent(c.content, 10)
-		if got := codeOrEmpty(err); got != c.code {
-			t.Errorf("%q: %v, want %s", c.content, err, c.code)
-		}
-	}
-}
-
 func codeOrEmpty(err error) apierr.Code {
 	if err == nil {
 		return ""
@@ -74,7 +54,7 @@ func TestReviewPendingFor(t *testing.T) {
 		{Review{State: ReviewNone}, 2, false},
 	}
 	for _, c := range cases {
-		if got := c.r.pendingFor(c.rev); got != c.want {
+		if got := pendingFor(c.r, c.rev); got != c.want {
 			t.Errorf("%+v pendingFor(%d) = %v", c.r, c.rev, got)
 		}
 	}
@@ -87,5 +67,65 @@ func TestApprovalNote(t *testing.T) {
 	n := ApprovalNote(sess("kid", Plan, "root"))
 	if n == nil || !strings.Contains(*n, `"root"`) || !strings.Contains(*n, "effective mode stays plan") {
 		t.Errorf("note under a plan ancestor: %v", n)
+	}
+}
+
+func TestReviewTransitions(t *testing.T) {
+	plan := &SessionPlan{SessionID: "s", Content: "# plan", Revision: 3}
+	why := "because"
+	match := func(h string) revision.Precondition {
+		m, err := revision.ParseMatch("If-Match", h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return revision.Precondition{IfMatch: m}
+	}
+	s := &Session{ID: "s", Review: Review{State: ReviewNone}}
+
+	// exit_plan_mode without a plan, then with one.
+	if _, _, err := requestReview(s, nil, nil, revision.Precondition{}, "t1"); apierr.CodeOf(err) != apierr.PlanMissing {
+		t.Errorf("review without a plan: %v", err)
+	}
+	r, changed, err := requestReview(s, plan, &why, revision.Precondition{}, "t1")
+	if err != nil || !changed || r.State != ReviewPending || *r.PlanRevision != 3 || *r.RequestedAt != "t1" {
+		t.Fatalf("request: %+v %v %v", r, changed, err)
+	}
+	s.Review = r
+	if _, changed, _ := requestReview(s, plan, &why, revision.Precondition{}, "t2"); changed {
+		t.Error("asking again for the same revision and rationale changed the review")
+	}
+	// The agent's If-Match names the plan revision it means.
+	if _, _, err := requestReview(s, plan, nil, match(`"2"`), "t2"); apierr.CodeOf(err) != apierr.VersionConflict {
+		t.Errorf("request naming a stale revision: %v", err)
+	}
+
+	// Approval is bound to the revision the human read.
+	if _, err := approve(s, plan, revision.Precondition{}, "t3", "h"); apierr.CodeOf(err) != apierr.PreconditionRequired {
+		t.Errorf("approve without If-Match: %v", err)
+	}
+	if _, err := approve(s, plan, match(`"2"`), "t3", "h"); apierr.CodeOf(err) != apierr.VersionConflict {
+		t.Errorf("approve of a stale revision: %v", err)
+	}
+	a, err := approve(s, plan, match(`"3"`), "t3", "human")
+	if err != nil || a.State != ReviewApproved || *a.DecidedBy != "human" || *a.DecidedAt != "t3" || *a.PlanRevision != 3 {
+		t.Fatalf("approve: %+v %v", a, err)
+	}
+	done := &Session{ID: "s", Review: a}
+	if _, err := approve(done, plan, match(`"3"`), "t4", "h"); apierr.CodeOf(err) != apierr.ReviewNotPending {
+		t.Errorf("approve twice: %v", err)
+	}
+	fb := "add tests"
+	rj, err := decide(s, plan, ReviewRejected, &fb, revision.Precondition{}, "t3", "human")
+	if err != nil || rj.State != ReviewRejected || *rj.Feedback != fb {
+		t.Errorf("reject: %+v %v", rj, err)
+	}
+
+	// A rewrite withdraws a pending review; nothing else is withdrawn.
+	after, closed := closeReview(s.Review, 9, "rewritten")
+	if after.State != ReviewNone || closed == nil || *closed.PlanRevision != 3 || closed.SessionRevision != 9 {
+		t.Errorf("withdraw: %+v %+v", after, closed)
+	}
+	if _, closed := closeReview(a, 9, "rewritten"); closed != nil {
+		t.Errorf("a decided review was withdrawn: %+v", closed)
 	}
 }

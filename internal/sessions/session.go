@@ -1,20 +1,42 @@
 // Package sessions owns sessions: the build/plan mode a human controls, the
 // rule that a session is in plan mode whenever it or any ancestor is (so a
-// sub-session can never escape it), the harness restriction, and their
-// storage.
+// sub-session can never escape it), the harness restriction, the session
+// plan and its review, tool gating, todos, and their storage. The rules
+// are pure functions over loaded state; the stores load, apply them, save
+// and append their events.
 package sessions
 
 import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/events"
 )
 
+// Session is one agent conversation as its host sees it.
+type Session = api.Session
+
+// Review is the state of the human review of the session plan.
+type Review = api.Review
+
 // Mode is a session's own build/plan setting.
-type Mode string
+type Mode = api.Mode
 
 // The two modes. Build is the default.
 const (
-	Build Mode = "build"
-	Plan  Mode = "plan"
+	Build = api.ModeBuild
+	Plan  = api.ModePlan
+)
+
+// Review states.
+const (
+	ReviewNone     = api.ReviewNone
+	ReviewPending  = api.ReviewPending
+	ReviewApproved = api.ReviewApproved
+	ReviewRejected = api.ReviewRejected
 )
 
 // ParseMode validates a mode sent by a client for the named field.
@@ -26,111 +48,126 @@ func ParseMode(field, s string) (Mode, error) {
 	return "", apierr.Invalid(field, "unknown mode %q: want build or plan", s)
 }
 
-// Review states.
-const (
-	ReviewNone     = "none"
-	ReviewPending  = "pending"
-	ReviewApproved = "approved"
-	ReviewRejected = "rejected"
-)
-
-// Review is the state of the human review of the session plan.
-type Review struct {
-	State        string  `json:"state"`
-	PlanRevision *int64  `json:"plan_revision"`
-	Rationale    *string `json:"rationale"`
-	Feedback     *string `json:"feedback"`
-	RequestedAt  *string `json:"requested_at"`
-	DecidedAt    *string `json:"decided_at"`
-	DecidedBy    *string `json:"decided_by"`
-}
-
-// Session is one agent conversation as its host sees it.
-type Session struct {
-	ID       string  `json:"id"`
-	Title    string  `json:"title"`
-	Agent    string  `json:"agent"`
-	ParentID *string `json:"parent_id"`
-	// Mode is the session's own setting.
-	Mode Mode `json:"mode"`
-	// EffectiveMode is plan when the session or any ancestor is in plan
-	// mode; tool gating always uses it.
-	EffectiveMode Mode `json:"effective_mode"`
-	// ModeSource is the nearest session (itself or an ancestor) whose own
-	// mode is plan; nil in build.
-	ModeSource *string        `json:"mode_source"`
-	Harness    bool           `json:"harness"`
-	Metadata   map[string]any `json:"metadata"`
-	Review     Review         `json:"review"`
-	Revision   int64          `json:"revision"`
-	CreatedAt  string         `json:"created_at"`
-	UpdatedAt  string         `json:"updated_at"`
-}
-
-// Link is one session of an ancestry chain: its id and its own mode.
+// Link is what the mode rules need of one session: its identity, its
+// ancestry (the pks of its ancestors, root first, as "/1/5/"), its own
+// mode and whether it is harness-backed.
 type Link struct {
-	ID   string
-	Mode Mode
+	PK       int64
+	ID       string
+	Ancestry string
+	Mode     Mode
+	Harness  bool
+	// Revision is the session's revision, where the loader read it.
+	Revision int64
 }
 
-// Resolve returns the effective mode of the first session of chain, which
-// lists a session, then its parent, and so on up to the root, and the id of
-// the nearest session whose own mode is plan (nil in build).
-func Resolve(chain []Link) (Mode, *string) {
-	for _, l := range chain {
-		if l.Mode == Plan {
-			id := l.ID
-			return Plan, &id
+// Path is the session's chain of identities, "/<ancestor pks>/<pk>/": its
+// subtree is every session whose path starts with it.
+func (l Link) Path() string { return l.Ancestry + strconv.FormatInt(l.PK, 10) + "/" }
+
+// Ref names the session in events, by identity.
+func (l Link) Ref() *events.Session { return &events.Session{ID: l.ID, PK: l.PK, Path: l.Path()} }
+
+// Chain is a session's ancestry as loaded: the root first, the session
+// itself last. Sessions are never re-parented, so a chain only changes
+// when one of its sessions changes its own mode.
+type Chain []Link
+
+// ModeSource is the rule of effective mode, the one place it is decided:
+// a session is in plan mode when it or any ancestor is, and its mode
+// source is the nearest such session (itself first). It returns that
+// session's id, or nil when the chain's last session is in build mode.
+func (c Chain) ModeSource() *string {
+	for i := len(c) - 1; i >= 0; i-- {
+		if c[i].Mode == Plan {
+			id := c[i].ID
+			return &id
 		}
+	}
+	return nil
+}
+
+// Effective returns the effective mode of the chain's last session and its
+// mode source (nil in build).
+func (c Chain) Effective() (Mode, *string) {
+	if src := c.ModeSource(); src != nil {
+		return Plan, src
 	}
 	return Build, nil
 }
 
-// Node is one session of a subtree, as needed to decide mode changes.
-type Node struct {
-	ID       string
-	ParentID string // "" for the subtree's root
-	Mode     Mode
-	Harness  bool
-}
-
-// EffectiveModes resolves every node of a subtree (listed parents before
-// children, root first) given the mode source the root inherits from above
-// it (nil when no ancestor is in plan mode). It returns each node's
-// effective mode source; a node is in plan mode when its source is non-nil.
-func EffectiveModes(subtree []Node, inherited *string) map[string]*string {
-	src := make(map[string]*string, len(subtree))
-	for i, n := range subtree {
-		var from *string
-		if i == 0 {
-			from = inherited
-		} else {
-			from = src[n.ParentID]
+// ancestryPKs returns the pks an ancestry names, root first.
+func ancestryPKs(ancestry string) ([]int64, error) {
+	var pks []int64
+	for _, part := range strings.Split(strings.Trim(ancestry, "/"), "/") {
+		if part == "" {
+			continue
 		}
-		if n.Mode == Plan {
-			id := n.ID
-			from = &id
+		pk, err := strconv.ParseInt(part, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("session ancestry %q is damaged", ancestry)
 		}
-		src[n.ID] = from
+		pks = append(pks, pk)
 	}
-	return src
+	return pks, nil
 }
 
-// FirstHarness returns the id of the first harness session of subtree, or
-// "" when there is none. Plan mode cannot be applied above a harness session
-// because its host cannot filter its tools.
-func FirstHarness(subtree []Node) string {
-	for _, n := range subtree {
-		if n.Harness {
-			return n.ID
+// harnessInPlan is the harness rule, the one place it is decided: a
+// harness-backed session owns its tools, so no host can gate them and plan
+// mode must never reach it. planned are the sessions that would be in
+// effective plan mode after a change; the first harness among them is
+// refused with unsupported_mode naming it. changed is the session whose
+// change it is, for the message.
+func harnessInPlan(changed string, planned []Link, source func(Link) *string) error {
+	for _, l := range planned {
+		if !l.Harness {
+			continue
+		}
+		var detail string
+		switch src := source(l); {
+		case l.ID != changed:
+			detail = fmt.Sprintf("session %q has harness-backed descendant %q, whose tools cannot be gated; plan mode would not hold there", changed, l.ID)
+		case src != nil && *src != l.ID:
+			detail = fmt.Sprintf("session %q would inherit plan mode from %q, but a harness session owns its tools and cannot be gated", l.ID, *src)
+		default:
+			detail = fmt.Sprintf("session %q is harness-backed: its agent owns its tools, so plan mode cannot be enforced", l.ID)
+		}
+		e := apierr.New(apierr.UnsupportedMode, "%s", detail)
+		e.Extra = map[string]any{"session_id": l.ID}
+		return e
+	}
+	return nil
+}
+
+// NotFound is the error for a session that does not exist. Access control
+// answers it for a session outside an agent's scope too, so that the two
+// cannot be told apart.
+func NotFound(id string) error { return apierr.New(apierr.NotFound, "session %q not found", id) }
+
+// UnknownParent is the error for a parent_id naming no session; access
+// control answers it for a parent outside an agent's scope too.
+func UnknownParent(id string) error { return apierr.Invalid("parent_id", "no session %q", id) }
+
+// MergePatch applies an RFC 7396 merge patch to target and returns the
+// result; target is not modified.
+func MergePatch(target any, patch any) any {
+	p, ok := patch.(map[string]any)
+	if !ok {
+		return patch
+	}
+	t, ok := target.(map[string]any)
+	out := make(map[string]any, len(t)+len(p))
+	if ok {
+		for k, v := range t {
+			out[k] = v
 		}
 	}
-	return ""
-}
-
-// unsupportedMode is the 409 for plan mode over a harness session.
-func unsupportedMode(harnessID, detail string) error {
-	e := apierr.New(apierr.UnsupportedMode, "%s", detail)
-	e.Extra = map[string]any{"session_id": harnessID}
-	return e
+	for k, v := range p {
+		if v == nil {
+			delete(out, k)
+			continue
+		}
+		out[k] = MergePatch(out[k], v)
+	}
+	return out
 }

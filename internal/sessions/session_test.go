@@ -2,26 +2,43 @@ package sessions
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
+
+	"github.com/planserver/planserver/internal/apierr"
 )
 
-func TestResolve(t *testing.T) {
+// chainOfModes builds a chain root first from "id:mode" pairs.
+func chainOfModes(spec ...string) Chain {
+	var c Chain
+	anc := "/"
+	for i, sp := range spec {
+		id, mode, _ := strings.Cut(sp, ":")
+		l := Link{PK: int64(i + 1), ID: id, Ancestry: anc, Mode: Mode(mode)}
+		c = append(c, l)
+		anc = l.Path()
+	}
+	return c
+}
+
+func TestChainEffectiveMode(t *testing.T) {
 	cases := []struct {
 		name  string
-		chain []Link
+		chain Chain
 		mode  Mode
 		src   string
 	}{
-		{"lone build", []Link{{"a", Build}}, Build, ""},
-		{"lone plan", []Link{{"a", Plan}}, Plan, "a"},
-		{"inherits from root", []Link{{"c", Build}, {"b", Build}, {"a", Plan}}, Plan, "a"},
-		{"nearest wins", []Link{{"c", Build}, {"b", Plan}, {"a", Plan}}, Plan, "b"},
-		{"self wins", []Link{{"c", Plan}, {"b", Plan}}, Plan, "c"},
-		{"all build", []Link{{"c", Build}, {"b", Build}, {"a", Build}}, Build, ""},
+		{"lone build", chainOfModes("a:build"), Build, ""},
+		{"lone plan", chainOfModes("a:plan"), Plan, "a"},
+		{"inherits from root", chainOfModes("a:plan", "b:build", "c:build"), Plan, "a"},
+		{"nearest wins", chainOfModes("a:plan", "b:plan", "c:build"), Plan, "b"},
+		{"self wins", chainOfModes("b:plan", "c:plan"), Plan, "c"},
+		{"all build", chainOfModes("a:build", "b:build", "c:build"), Build, ""},
 		{"empty", nil, Build, ""},
 	}
 	for _, c := range cases {
-		mode, src := Resolve(c.chain)
+		mode, src := c.chain.Effective()
 		got := ""
 		if src != nil {
 			got = *src
@@ -32,41 +49,99 @@ func TestResolve(t *testing.T) {
 	}
 }
 
-func TestEffectiveModes(t *testing.T) {
-	tree := []Node{
-		{ID: "r", Mode: Build},
-		{ID: "a", ParentID: "r", Mode: Build},
-		{ID: "b", ParentID: "r", Mode: Plan},
-		{ID: "a1", ParentID: "a", Mode: Build},
-		{ID: "b1", ParentID: "b", Mode: Build},
-		{ID: "b1x", ParentID: "b1", Mode: Plan},
+func TestLinkPath(t *testing.T) {
+	c := chainOfModes("r:build", "a:build", "b:build")
+	if got := c[2].Path(); got != "/1/2/3/" {
+		t.Errorf("path %q", got)
 	}
-	check := func(name string, inherited *string, want map[string]string) {
-		t.Helper()
-		got := EffectiveModes(tree, inherited)
-		for id, w := range want {
-			g := ""
-			if got[id] != nil {
-				g = *got[id]
-			}
-			if g != w {
-				t.Errorf("%s: %s source %q, want %q", name, id, g, w)
-			}
-		}
+	pks, err := ancestryPKs(c[2].Ancestry)
+	if err != nil || fmt.Sprint(pks) != "[1 2]" {
+		t.Errorf("ancestry pks %v, %v", pks, err)
 	}
-	check("no inheritance", nil, map[string]string{"r": "", "a": "", "a1": "", "b": "b", "b1": "b", "b1x": "b1x"})
-	up := "up"
-	check("inherited from above", &up, map[string]string{"r": "up", "a": "up", "a1": "up", "b": "b", "b1": "b", "b1x": "b1x"})
-	tree[0].Mode = Plan
-	check("root in plan", nil, map[string]string{"r": "r", "a": "r", "a1": "r", "b": "b"})
+	if _, err := ancestryPKs("/1/x/"); err == nil {
+		t.Error("a damaged ancestry parsed")
+	}
 }
 
-func TestFirstHarness(t *testing.T) {
-	if h := FirstHarness([]Node{{ID: "a"}, {ID: "b", Harness: true}, {ID: "c", Harness: true}}); h != "b" {
-		t.Errorf("FirstHarness = %q", h)
+// tree is r with children a and b; a1 under a; b1 under b; b1x under b1.
+func tree() (Chain, []Link) {
+	root := Chain{{PK: 1, ID: "r", Ancestry: "/", Mode: Build}}
+	desc := []Link{
+		{PK: 2, ID: "a", Ancestry: "/1/", Mode: Build},
+		{PK: 3, ID: "b", Ancestry: "/1/", Mode: Plan},
+		{PK: 4, ID: "a1", Ancestry: "/1/2/", Mode: Build},
+		{PK: 5, ID: "b1", Ancestry: "/1/3/", Mode: Build},
+		{PK: 6, ID: "b1x", Ancestry: "/1/3/5/", Mode: Plan},
 	}
-	if h := FirstHarness([]Node{{ID: "a"}}); h != "" {
-		t.Errorf("FirstHarness without harness = %q", h)
+	return root, desc
+}
+
+func TestChangeModeMovesOnlyTheDescendantsWhoseSourceChanges(t *testing.T) {
+	describe := func(moved []inherited) string {
+		var out []string
+		for _, m := range moved {
+			src := "-"
+			if m.source != nil {
+				src = *m.source
+			}
+			out = append(out, m.ID+"<"+src)
+		}
+		return strings.Join(out, " ")
+	}
+	root, desc := tree()
+	moved, err := changeMode(root, desc, Plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a and a1 now inherit plan from r; b and its subtree keep their own
+	// sources (b, b, b1x).
+	if got := describe(moved); got != "a<r a1<r" {
+		t.Errorf("root to plan moved %q", got)
+	}
+	root[0].Mode = Plan
+	moved, err = changeMode(root, desc, Build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := describe(moved); got != "a<- a1<-" {
+		t.Errorf("root back to build moved %q", got)
+	}
+	// b (in the middle) to build: b1 loses its source; b1x keeps its own.
+	root, desc = tree()
+	b := append(root, desc[1])
+	moved, err = changeMode(b, []Link{desc[3], desc[4]}, Build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := describe(moved); got != "b1<-" {
+		t.Errorf("b to build moved %q", got)
+	}
+}
+
+func TestHarnessRule(t *testing.T) {
+	root, desc := tree()
+	desc[2].Harness = true // a1
+	_, err := changeMode(root, desc, Plan)
+	if e, ok := apierr.As(err); !ok || e.Code != apierr.UnsupportedMode || e.Extra["session_id"] != "a1" ||
+		!strings.Contains(e.Detail, "descendant") {
+		t.Errorf("plan above a harness descendant: %v", err)
+	}
+	// Plan mode over b's subtree reaches no harness: allowed.
+	if _, err := changeMode(append(root, desc[1]), []Link{desc[3], desc[4]}, Plan); err != nil {
+		t.Errorf("plan without a harness below: %v", err)
+	}
+	self := Chain{{PK: 1, ID: "h", Ancestry: "/", Mode: Build, Harness: true}}
+	if _, err := changeMode(self, nil, Plan); apierr.CodeOf(err) != apierr.UnsupportedMode {
+		t.Errorf("plan on a harness session: %v", err)
+	}
+	// A harness session created under a plan-mode parent is refused,
+	// naming where plan mode comes from.
+	parent := chainOfModes("p:plan")
+	kid := Link{ID: "k", Ancestry: parent[0].Path(), Mode: Build, Harness: true}
+	c := append(parent, kid)
+	err = harnessInPlan("k", []Link{kid}, func(Link) *string { return c.ModeSource() })
+	if e, ok := apierr.As(err); !ok || !strings.Contains(e.Detail, `inherit plan mode from "p"`) {
+		t.Errorf("harness under plan: %v", err)
 	}
 }
 

@@ -10,170 +10,234 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/events"
 	"github.com/planserver/planserver/internal/pagetoken"
 	"github.com/planserver/planserver/internal/revision"
-	"github.com/planserver/planserver/internal/sqlite"
 	"github.com/planserver/planserver/internal/validation"
+	"github.com/planserver/planserver/internal/versioned"
 )
 
 // MaxMetadataBytes bounds a session's metadata object, encoded as JSON.
 const MaxMetadataBytes = 64 << 10
 
-// Store persists sessions. Every change runs in one write transaction that
-// also appends its event.
+// Store persists sessions and everything they own. Every change runs in
+// one write transaction that also appends its events.
 type Store struct {
-	db *sqlite.DB
+	db *db.DB
 }
 
-// NewStore returns a Store on db.
-func NewStore(db *sqlite.DB) *Store { return &Store{db: db} }
+// NewStore returns a Store on d.
+func NewStore(d *db.DB) *Store { return &Store{db: d} }
 
-// querier is what both *sql.Tx and *sql.DB offer.
-type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-const sessionColumns = `id, title, agent, parent_id, mode, harness, metadata,
+const sessionColumns = `pk, ancestry, id, title, agent, parent_id, mode, harness, metadata,
 	review_state, review_plan_revision, review_rationale, review_feedback,
 	review_requested_at, review_decided_at, review_decided_by,
 	revision, created_at, updated_at`
 
+// record is a session as stored, with its identity, before its effective
+// mode is resolved from its chain.
+type record struct {
+	Session
+	pk       int64
+	ancestry string
+}
+
+func (r *record) link() Link {
+	return Link{PK: r.pk, ID: r.ID, Ancestry: r.ancestry, Mode: r.Mode, Harness: r.Harness, Revision: r.Revision}
+}
+
 type scanner interface{ Scan(dest ...any) error }
 
-func scanSession(row scanner) (*Session, error) {
+func scanRecord(row scanner) (*record, error) {
 	var (
-		s        Session
+		r        record
 		parent   sql.NullString
 		harness  int
 		metadata string
 	)
-	err := row.Scan(&s.ID, &s.Title, &s.Agent, &parent, &s.Mode, &harness, &metadata,
-		&s.Review.State, &s.Review.PlanRevision, &s.Review.Rationale, &s.Review.Feedback,
-		&s.Review.RequestedAt, &s.Review.DecidedAt, &s.Review.DecidedBy,
-		&s.Revision, &s.CreatedAt, &s.UpdatedAt)
+	err := row.Scan(&r.pk, &r.ancestry, &r.ID, &r.Title, &r.Agent, &parent, &r.Mode, &harness, &metadata,
+		&r.Review.State, &r.Review.PlanRevision, &r.Review.Rationale, &r.Review.Feedback,
+		&r.Review.RequestedAt, &r.Review.DecidedAt, &r.Review.DecidedBy,
+		&r.Revision, &r.CreatedAt, &r.UpdatedAt)
 	if err != nil {
 		return nil, err
 	}
 	if parent.Valid {
-		s.ParentID = &parent.String
+		r.ParentID = &parent.String
 	}
-	s.Harness = harness == 1
-	if err := json.Unmarshal([]byte(metadata), &s.Metadata); err != nil {
-		return nil, fmt.Errorf("decode metadata of session %q: %w", s.ID, err)
+	r.Harness = harness == 1
+	if err := json.Unmarshal([]byte(metadata), &r.Metadata); err != nil {
+		return nil, fmt.Errorf("decode metadata of session %q: %w", r.ID, err)
 	}
-	if s.Metadata == nil {
-		s.Metadata = map[string]any{}
+	if r.Metadata == nil {
+		r.Metadata = map[string]any{}
 	}
-	return &s, nil
+	return &r, nil
 }
 
-// resolver computes effective modes within one transaction, remembering the
-// mode source of every session it has visited so a page of siblings costs
-// one lookup per distinct ancestor.
-type resolver struct {
-	q    querier
-	memo map[string]*string
-}
-
-func newResolver(q querier) *resolver { return &resolver{q: q, memo: map[string]*string{}} }
-
-// source returns the id of the nearest session, id itself or an ancestor,
-// whose own mode is plan; nil when there is none.
-func (r *resolver) source(ctx context.Context, id string) (*string, error) {
-	if src, ok := r.memo[id]; ok {
-		return src, nil
-	}
-	var (
-		mode   Mode
-		parent sql.NullString
-	)
-	err := r.q.QueryRowContext(ctx, `SELECT mode, parent_id FROM sessions WHERE id = ?`, id).Scan(&mode, &parent)
-	if err != nil {
-		return nil, fmt.Errorf("resolve mode of session %q: %w", id, err)
-	}
-	var src *string
-	switch {
-	case mode == Plan:
-		src = &id
-	case parent.Valid:
-		if src, err = r.source(ctx, parent.String); err != nil {
-			return nil, err
-		}
-	}
-	r.memo[id] = src
-	return src, nil
-}
-
-// complete fills in the effective mode of s.
-func (r *resolver) complete(ctx context.Context, s *Session) error {
-	src, err := r.source(ctx, s.ID)
-	if err != nil {
-		return err
-	}
-	s.EffectiveMode, s.ModeSource = Build, nil
-	if src != nil {
-		s.EffectiveMode, s.ModeSource = Plan, src
-	}
-	return nil
-}
-
-func notFound(id string) error { return apierr.New(apierr.NotFound, "session %q not found", id) }
-
-// NotFound is the error for a session that does not exist. Access control
-// answers it for a session outside an agent's scope too, so that the two
-// cannot be told apart.
-func NotFound(id string) error { return notFound(id) }
-
-// UnknownParent is the error for a parent_id naming no session; access
-// control answers it for a parent outside an agent's scope too.
-func UnknownParent(id string) error { return apierr.Invalid("parent_id", "no session %q", id) }
-
-// get loads one session with its effective mode.
-func get(ctx context.Context, q querier, id string) (*Session, error) {
-	s, err := scanSession(q.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = ?`, id))
+// load reads one session as stored. Errors: not_found.
+func load(q db.Querier, id string) (*record, error) {
+	r, err := scanRecord(q.QueryRow(`SELECT `+sessionColumns+` FROM sessions WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFound(id)
+		return nil, NotFound(id)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get session %q: %w", id, err)
 	}
-	if err := newResolver(q).complete(ctx, s); err != nil {
+	return r, nil
+}
+
+// loadLinks reads the sessions with the given pks, in one query.
+func loadLinks(q db.Querier, pks []int64) (map[int64]Link, error) {
+	out := make(map[int64]Link, len(pks))
+	if len(pks) == 0 {
+		return out, nil
+	}
+	args := make([]any, len(pks))
+	for i, pk := range pks {
+		args[i] = pk
+	}
+	rows, err := q.Query(`SELECT pk, id, ancestry, mode, harness FROM sessions WHERE pk IN (?`+
+		strings.Repeat(", ?", len(pks)-1)+`)`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("load session chain: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			l       Link
+			harness int
+		)
+		if err := rows.Scan(&l.PK, &l.ID, &l.Ancestry, &l.Mode, &harness); err != nil {
+			return nil, fmt.Errorf("load session chain: %w", err)
+		}
+		l.Harness = harness == 1
+		out[l.PK] = l
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load session chain: %w", err)
+	}
+	return out, nil
+}
+
+// resolve fills in the effective mode of every record from its chain,
+// loading every ancestor they have in one query.
+func resolve(q db.Querier, rs ...*record) error {
+	var pks []int64
+	seen := map[int64]bool{}
+	for _, r := range rs {
+		anc, err := ancestryPKs(r.ancestry)
+		if err != nil {
+			return err
+		}
+		for _, pk := range anc {
+			if !seen[pk] {
+				seen[pk] = true
+				pks = append(pks, pk)
+			}
+		}
+	}
+	links, err := loadLinks(q, pks)
+	if err != nil {
+		return err
+	}
+	for _, r := range rs {
+		r.EffectiveMode, r.ModeSource = chainOf(r.link(), links).Effective()
+	}
+	return nil
+}
+
+// chain returns r's chain, loaded.
+func chain(q db.Querier, r *record) (Chain, error) {
+	pks, err := ancestryPKs(r.ancestry)
+	if err != nil {
 		return nil, err
 	}
-	return s, nil
+	links, err := loadLinks(q, pks)
+	if err != nil {
+		return nil, err
+	}
+	return chainOf(r.link(), links), nil
+}
+
+// get loads one session with its effective mode. Errors: not_found.
+func get(q db.Querier, id string) (*record, error) {
+	r, err := load(q, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := resolve(q, r); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Get returns the session id. Errors: not_found.
 func (st *Store) Get(ctx context.Context, id string) (*Session, error) {
 	var s *Session
-	err := st.db.Read(ctx, func(tx *sql.Tx) error {
-		var err error
-		s, err = get(ctx, tx, id)
+	err := st.db.Read(ctx, func(tx *db.Tx) error {
+		r, err := get(tx, id)
+		if err == nil {
+			s = &r.Session
+		}
 		return err
 	})
 	return s, err
 }
 
-// CreateInput is the body of POST /v1/sessions.
-type CreateInput struct {
-	ID       string         `json:"id" validate:"omitempty,session_id"`
-	Title    string         `json:"title" validate:"max=1024"`
-	Agent    string         `json:"agent" validate:"max=256"`
-	ParentID string         `json:"parent_id" validate:"omitempty,session_id"`
-	Mode     string         `json:"mode" validate:"omitempty,oneof=build plan"`
-	Harness  bool           `json:"harness"`
-	Metadata map[string]any `json:"metadata"`
+// Locate returns the identity of session id: its path, which an agent
+// token's scope is compared with. Errors: not_found.
+func (st *Store) Locate(ctx context.Context, id string) (*events.Session, error) {
+	var pk int64
+	var ancestry string
+	err := st.db.Reader(ctx).QueryRow(`SELECT pk, ancestry FROM sessions WHERE id = ?`, id).Scan(&pk, &ancestry)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, NotFound(id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find session %q: %w", id, err)
+	}
+	return Link{PK: pk, ID: id, Ancestry: ancestry}.Ref(), nil
+}
+
+// EffectiveModeOf returns the effective mode of the session with identity
+// pk, and whether that session still exists.
+func (st *Store) EffectiveModeOf(ctx context.Context, pk int64) (Mode, bool, error) {
+	var mode Mode
+	found := false
+	err := st.db.Read(ctx, func(tx *db.Tx) error {
+		links, err := loadLinks(tx, []int64{pk})
+		if err != nil {
+			return err
+		}
+		l, ok := links[pk]
+		if !ok {
+			return nil
+		}
+		found = true
+		c, err := chain(tx, &record{Session: Session{ID: l.ID, Mode: l.Mode, Harness: l.Harness}, pk: pk, ancestry: l.Ancestry})
+		if err != nil {
+			return err
+		}
+		mode, _ = c.Effective()
+		return nil
+	})
+	return mode, found, err
+}
+
+// resource is session id as a versioned resource.
+func resource(id string, rev int64) versioned.Resource {
+	return versioned.Resource{Kind: versioned.Session, Key: id, What: fmt.Sprintf("session %q", id), Revision: rev}
 }
 
 // Create stores a new session. Errors: invalid_argument (bad field, unknown
 // parent), already_exists (id taken), unsupported_mode (a harness session
 // that would be in plan mode).
-func (st *Store) Create(ctx context.Context, in CreateInput) (*Session, error) {
+func (st *Store) Create(ctx context.Context, in api.SessionCreate) (*Session, error) {
 	if err := validation.Struct(in); err != nil {
 		return nil, err
 	}
@@ -181,58 +245,63 @@ func (st *Store) Create(ctx context.Context, in CreateInput) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	if in.ID == "" {
-		in.ID = newID()
+	id := newID()
+	if in.ID != nil {
+		id = *in.ID
 	}
 	mode := Mode(in.Mode)
 	if mode == "" {
 		mode = Build
 	}
 	var created *Session
-	err = st.db.Write(ctx, func(tx *sql.Tx) error {
+	err = st.db.Write(ctx, func(tx *db.Tx) error {
 		var taken int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sessions WHERE id = ?`, in.ID).Scan(&taken); err != nil {
-			return fmt.Errorf("create session %q: %w", in.ID, err)
+		if err := tx.QueryRow(`SELECT count(*) FROM sessions WHERE id = ?`, id).Scan(&taken); err != nil {
+			return fmt.Errorf("create session %q: %w", id, err)
 		}
 		if taken > 0 {
-			return apierr.New(apierr.AlreadyExists, "session %q already exists", in.ID)
+			return apierr.New(apierr.AlreadyExists, "session %q already exists", id)
 		}
+		self := Link{ID: id, Ancestry: "/", Mode: mode, Harness: in.Harness}
+		var c Chain
 		var parent sql.NullString
 		if in.ParentID != "" {
-			src, err := newResolver(tx).source(ctx, in.ParentID)
-			if errors.Is(err, sql.ErrNoRows) {
+			p, err := load(tx, in.ParentID)
+			if apierr.CodeOf(err) == apierr.NotFound {
 				return UnknownParent(in.ParentID)
 			}
 			if err != nil {
 				return err
 			}
-			if in.Harness && mode != Plan && src != nil {
-				return unsupportedMode(in.ID, fmt.Sprintf(
-					"session %q would inherit plan mode from %q, but a harness session owns its tools and cannot be gated",
-					in.ID, *src))
+			if c, err = chain(tx, p); err != nil {
+				return err
 			}
-			parent = sql.NullString{String: in.ParentID, Valid: true}
+			self.Ancestry = p.link().Path()
+			parent = sql.NullString{String: p.ID, Valid: true}
 		}
-		if in.Harness && mode == Plan {
-			return unsupportedMode(in.ID, fmt.Sprintf(
-				"session %q is harness-backed: its agent owns its tools, so plan mode cannot be enforced", in.ID))
+		c = append(c, self)
+		if eff, _ := c.Effective(); eff == Plan {
+			if err := harnessInPlan(id, []Link{self}, func(Link) *string { return c.ModeSource() }); err != nil {
+				return err
+			}
 		}
-		first, err := sqlite.FirstRevision(ctx, tx, sqlite.FloorSession, in.ID)
+		rev, err := resource(id, 0).Next(tx)
 		if err != nil {
 			return err
 		}
-		now := sqlite.FormatTime(time.Now())
-		_, err = tx.ExecContext(ctx, `INSERT INTO sessions
-			(id, title, agent, parent_id, mode, harness, metadata, revision, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			in.ID, in.Title, in.Agent, parent, mode, boolInt(in.Harness), metadata, first, now, now)
-		if err != nil {
-			return fmt.Errorf("create session %q: %w", in.ID, err)
+		now := tx.NowText()
+		if err := tx.QueryRow(`INSERT INTO sessions
+			(ancestry, id, title, agent, parent_id, mode, harness, metadata, revision, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING pk`,
+			self.Ancestry, id, in.Title, in.Agent, parent, mode, boolInt(in.Harness), metadata, rev, now, now).Scan(&self.PK); err != nil {
+			return fmt.Errorf("create session %q: %w", id, err)
 		}
-		if created, err = get(ctx, tx, in.ID); err != nil {
+		r, err := get(tx, id)
+		if err != nil {
 			return err
 		}
-		_, err = events.Append(ctx, tx, events.SessionCreated, created.ID, "", created.Revision, created)
+		created = &r.Session
+		_, err = events.Append(tx, events.New{Type: events.SessionCreated, Session: self.Ref(), Revision: r.Revision, Data: created})
 		return err
 	})
 	if err != nil {
@@ -243,9 +312,9 @@ func (st *Store) Create(ctx context.Context, in CreateInput) (*Session, error) {
 
 // ListQuery selects a page of sessions.
 type ListQuery struct {
-	// Subtree, when set, limits the list to that session and its
-	// descendants: an agent token's view. It is set by access control,
-	// not by the client.
+	// Subtree, when set, limits the list to the session with that path
+	// and its descendants: an agent token's view. It is set by access
+	// control, not by the client.
 	Subtree   string `json:"-"`
 	ParentID  string `json:"parent_id" validate:"omitempty,session_id"`
 	Mode      string `json:"mode" validate:"omitempty,oneof=build plan"`
@@ -288,47 +357,31 @@ func (st *Store) List(ctx context.Context, q ListQuery) ([]*Session, string, err
 		args = append(args, q.Mode)
 	}
 	if q.Subtree != "" {
-		where = append(where, `id IN (
-			WITH RECURSIVE sub(id) AS (
-				SELECT id FROM sessions WHERE id = ?
-				UNION ALL
-				SELECT s.id FROM sessions s JOIN sub ON s.parent_id = sub.id
-			)
-			SELECT id FROM sub)`)
-		args = append(args, q.Subtree)
+		lo, hi := events.SubtreeRange(q.Subtree)
+		where = append(where, "(ancestry || pk || '/') >= ? AND (ancestry || pk || '/') < ?")
+		args = append(args, lo, hi)
 	}
 	args = append(args, limit+1)
-	var (
-		page []*Session
-		pks  []int64
-	)
-	err = st.db.Read(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT pk, `+sessionColumns+` FROM sessions WHERE `+
+	var page []*record
+	err = st.db.Read(ctx, func(tx *db.Tx) error {
+		rows, err := tx.Query(`SELECT `+sessionColumns+` FROM sessions WHERE `+
 			strings.Join(where, " AND ")+` ORDER BY pk LIMIT ?`, args...)
 		if err != nil {
 			return fmt.Errorf("list sessions: %w", err)
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var pk int64
-			s, err := scanSession(pkScanner{rows, &pk})
+			r, err := scanRecord(rows)
 			if err != nil {
 				return fmt.Errorf("list sessions: %w", err)
 			}
-			page = append(page, s)
-			pks = append(pks, pk)
+			page = append(page, r)
 		}
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("list sessions: %w", err)
 		}
 		rows.Close()
-		r := newResolver(tx)
-		for _, s := range page {
-			if err := r.complete(ctx, s); err != nil {
-				return err
-			}
-		}
-		return nil
+		return resolve(tx, page...)
 	})
 	if err != nil {
 		return nil, "", err
@@ -336,18 +389,14 @@ func (st *Store) List(ctx context.Context, q ListQuery) ([]*Session, string, err
 	next := ""
 	if len(page) > limit {
 		page = page[:limit]
-		next = pagetoken.Encode("sessions", fp, strconv.FormatInt(pks[limit-1], 10))
+		next = pagetoken.Encode("sessions", fp, strconv.FormatInt(page[limit-1].pk, 10))
 	}
-	return page, next, nil
+	out := make([]*Session, len(page))
+	for i, r := range page {
+		out[i] = &r.Session
+	}
+	return out, next, nil
 }
-
-// pkScanner scans a leading pk column before the session columns.
-type pkScanner struct {
-	rows *sql.Rows
-	pk   *int64
-}
-
-func (p pkScanner) Scan(dest ...any) error { return p.rows.Scan(append([]any{p.pk}, dest...)...) }
 
 // Patch is an RFC 7396 JSON merge patch of a session's title and metadata,
 // as its members were sent.
@@ -358,39 +407,50 @@ type Patch map[string]json.RawMessage
 // version_conflict, precondition_required.
 func (st *Store) Update(ctx context.Context, id string, patch Patch, pre revision.Precondition) (*Session, error) {
 	var out *Session
-	err := st.db.Write(ctx, func(tx *sql.Tx) error {
-		s, err := get(ctx, tx, id)
+	err := st.db.Write(ctx, func(tx *db.Tx) error {
+		r, err := get(tx, id)
 		if err != nil {
 			return err
 		}
-		if err := pre.Check(fmt.Sprintf("session %q", id), true, s.Revision); err != nil {
+		res := resource(id, r.Revision)
+		if err := res.Check(pre); err != nil {
 			return err
 		}
-		title, metadata, err := applyPatch(s, patch)
+		title, metadata, err := applyPatch(&r.Session, patch)
 		if err != nil {
 			return err
 		}
-		oldMeta, _ := json.Marshal(s.Metadata)
+		oldMeta, _ := json.Marshal(r.Metadata)
 		newMeta, err := encodeMetadata(metadata)
 		if err != nil {
 			return err
 		}
-		if title == s.Title && string(oldMeta) == newMeta {
-			out = s
+		if title == r.Title && string(oldMeta) == newMeta {
+			out = &r.Session
 			return nil
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE sessions SET title = ?, metadata = ?, revision = revision + 1, updated_at = ?
-			WHERE id = ?`, title, newMeta, sqlite.FormatTime(time.Now()), id)
+		rev, err := res.Next(tx)
 		if err != nil {
-			return fmt.Errorf("update session %q: %w", id, err)
-		}
-		if out, err = get(ctx, tx, id); err != nil {
 			return err
 		}
-		_, err = events.Append(ctx, tx, events.SessionUpdated, id, "", out.Revision, out)
+		if _, err := tx.Exec(`UPDATE sessions SET title = ?, metadata = ?, revision = ?, updated_at = ? WHERE pk = ?`,
+			title, newMeta, rev, tx.NowText(), r.pk); err != nil {
+			return fmt.Errorf("update session %q: %w", id, err)
+		}
+		if r, err = get(tx, id); err != nil {
+			return err
+		}
+		out = &r.Session
+		_, err = events.Append(tx, events.New{Type: events.SessionUpdated, Session: r.link().Ref(), Revision: rev, Data: out})
 		return err
 	})
 	return out, err
+}
+
+// patchFields are the members a session merge patch may set; the title
+// rule is the one of SessionCreate.
+type patchFields struct {
+	Title string `json:"title" validate:"title"`
 }
 
 // applyPatch returns s's title and metadata with patch merged in.
@@ -407,8 +467,9 @@ func applyPatch(s *Session, patch Patch) (string, map[string]any, error) {
 			}
 			if err := json.Unmarshal(raw, &title); err != nil {
 				fields = append(fields, apierr.FieldError{Field: "title", Message: "must be a string or null"})
-			} else if len([]rune(title)) > 1024 {
-				fields = append(fields, apierr.FieldError{Field: "title", Message: "must be at most 1024 characters"})
+			} else if err := validation.Struct(patchFields{Title: title}); err != nil {
+				e, _ := apierr.As(err)
+				fields = append(fields, e.Fields...)
 			}
 		case "metadata":
 			var patchValue any
@@ -438,237 +499,200 @@ func applyPatch(s *Session, patch Patch) (string, map[string]any, error) {
 	return title, metadata, nil
 }
 
-// MergePatch applies an RFC 7396 merge patch to target and returns the
-// result; target is not modified.
-func MergePatch(target any, patch any) any {
-	p, ok := patch.(map[string]any)
-	if !ok {
-		return patch
-	}
-	t, ok := target.(map[string]any)
-	out := make(map[string]any, len(t)+len(p))
-	if ok {
-		for k, v := range t {
-			out[k] = v
-		}
-	}
-	for k, v := range p {
-		if v == nil {
-			delete(out, k)
-			continue
-		}
-		out[k] = MergePatch(out[k], v)
-	}
-	return out
-}
-
-// subtree returns a session and all its descendants, parents before
-// children.
-func subtree(ctx context.Context, q querier, id string) ([]Node, error) {
-	rows, err := q.QueryContext(ctx, `
-		WITH RECURSIVE tree(id, parent_id, mode, harness, depth) AS (
-			SELECT id, '', mode, harness, 0 FROM sessions WHERE id = ?
-			UNION ALL
-			SELECT s.id, s.parent_id, s.mode, s.harness, t.depth + 1
-			FROM sessions s JOIN tree t ON s.parent_id = t.id
-		)
-		SELECT id, parent_id, mode, harness FROM tree ORDER BY depth, id`, id)
+// subtree returns the descendants of the session with path path.
+func subtree(q db.Querier, path string) ([]Link, error) {
+	lo, hi := events.SubtreeRange(path)
+	rows, err := q.Query(`SELECT pk, id, ancestry, mode, harness, revision FROM sessions WHERE ancestry >= ? AND ancestry < ?`, lo, hi)
 	if err != nil {
-		return nil, fmt.Errorf("subtree of session %q: %w", id, err)
+		return nil, fmt.Errorf("descendants of %s: %w", path, err)
 	}
 	defer rows.Close()
-	var nodes []Node
+	var out []Link
 	for rows.Next() {
 		var (
-			n       Node
+			l       Link
 			harness int
 		)
-		if err := rows.Scan(&n.ID, &n.ParentID, &n.Mode, &harness); err != nil {
-			return nil, fmt.Errorf("subtree of session %q: %w", id, err)
+		if err := rows.Scan(&l.PK, &l.ID, &l.Ancestry, &l.Mode, &harness, &l.Revision); err != nil {
+			return nil, fmt.Errorf("descendants of %s: %w", path, err)
 		}
-		n.Harness = harness == 1
-		nodes = append(nodes, n)
+		l.Harness = harness == 1
+		out = append(out, l)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("subtree of session %q: %w", id, err)
-	}
-	return nodes, nil
-}
-
-// SetMode sets a session's own mode. Setting the mode it already has is a
-// success without a revision bump or event. Moving from plan to build
-// cancels a pending review (see review.go). Descendants whose effective mode
-// or mode source changes get a revision bump and a session.mode_changed
-// event of their own, so a client watching only them sees the change and
-// their ETags never serve a stale effective mode. Errors: not_found,
-// unsupported_mode, version_conflict, precondition_required.
-func (st *Store) SetMode(ctx context.Context, id string, mode Mode, pre revision.Precondition) (*Session, error) {
-	var out *Session
-	err := st.db.Write(ctx, func(tx *sql.Tx) error {
-		s, err := get(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		if err := pre.Check(fmt.Sprintf("session %q", id), true, s.Revision); err != nil {
-			return err
-		}
-		if s.Mode == mode {
-			out = s
-			return nil
-		}
-		// Leaving plan mode directly cancels a pending review: there is
-		// nothing left for a human to let the session do.
-		var cancelled *closedReview
-		if s.Mode == Plan && mode == Build && s.Review.State == ReviewPending {
-			if _, err := saveReview(ctx, tx, id, Review{State: ReviewNone}, sqlite.FormatTime(time.Now()), false); err != nil {
-				return err
-			}
-			cancelled = closeReview(s.Review, s.Revision+1, "the session's mode was set to build directly")
-		}
-		if out, err = setMode(ctx, tx, s, mode, cancelled); err != nil {
-			return err
-		}
-		return nil
-	})
-	return out, err
-}
-
-// setMode changes s's own mode inside tx and propagates the effective-mode
-// change to its descendants. cancelled, when set, is the pending review the
-// change cancelled, recorded in the session's mode_changed event.
-func setMode(ctx context.Context, tx *sql.Tx, s *Session, mode Mode, cancelled *closedReview) (*Session, error) {
-	nodes, err := subtree(ctx, tx, s.ID)
-	if err != nil {
-		return nil, err
-	}
-	if mode == Plan {
-		if h := FirstHarness(nodes); h != "" {
-			detail := fmt.Sprintf("session %q is harness-backed: its agent owns its tools, so plan mode cannot be enforced", h)
-			if h != s.ID {
-				detail = fmt.Sprintf("session %q has harness-backed descendant %q, whose tools cannot be gated; plan mode would not hold there", s.ID, h)
-			}
-			return nil, unsupportedMode(h, detail)
-		}
-	}
-	var inherited *string
-	if s.ParentID != nil {
-		if inherited, err = newResolver(tx).source(ctx, *s.ParentID); err != nil {
-			return nil, err
-		}
-	}
-	before := EffectiveModes(nodes, inherited)
-	nodes[0].Mode = mode
-	after := EffectiveModes(nodes, inherited)
-
-	now := sqlite.FormatTime(time.Now())
-	if _, err := tx.ExecContext(ctx, `UPDATE sessions SET mode = ?, revision = revision + 1, updated_at = ? WHERE id = ?`,
-		mode, now, s.ID); err != nil {
-		return nil, fmt.Errorf("set mode of session %q: %w", s.ID, err)
-	}
-	out, err := get(ctx, tx, s.ID)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := events.Append(ctx, tx, events.SessionModeChanged, s.ID, "", out.Revision, modeChange{
-		Mode: out.Mode, PreviousMode: s.Mode, EffectiveMode: out.EffectiveMode, ModeSource: out.ModeSource,
-		ReviewCancelled: cancelled,
-	}); err != nil {
-		return nil, err
-	}
-	for _, n := range nodes[1:] {
-		if sameSource(before[n.ID], after[n.ID]) {
-			continue
-		}
-		var rev int64
-		if err := tx.QueryRowContext(ctx, `UPDATE sessions SET revision = revision + 1, updated_at = ? WHERE id = ?
-			RETURNING revision`, now, n.ID).Scan(&rev); err != nil {
-			return nil, fmt.Errorf("propagate mode to session %q: %w", n.ID, err)
-		}
-		eff := Build
-		if after[n.ID] != nil {
-			eff = Plan
-		}
-		if _, err := events.Append(ctx, tx, events.SessionModeChanged, n.ID, "", rev, modeChange{
-			Mode: n.Mode, PreviousMode: n.Mode, EffectiveMode: eff, ModeSource: after[n.ID], ChangedBy: s.ID,
-		}); err != nil {
-			return nil, err
-		}
+		return nil, fmt.Errorf("descendants of %s: %w", path, err)
 	}
 	return out, nil
 }
 
-// modeChange is the data of a session.mode_changed event. ChangedBy names
-// the ancestor whose mode change this descendant inherited.
-type modeChange struct {
-	Mode          Mode    `json:"mode"`
-	PreviousMode  Mode    `json:"previous_mode"`
-	EffectiveMode Mode    `json:"effective_mode"`
-	ModeSource    *string `json:"mode_source"`
-	ChangedBy     string  `json:"changed_by,omitempty"`
-	// ReviewCancelled is the pending review this change cancelled.
-	ReviewCancelled *closedReview `json:"review_cancelled,omitempty"`
+// SetMode sets a session's own mode. Setting the mode it already has is a
+// success without a revision bump or event. Moving from plan to build
+// cancels a pending review. Errors: not_found, unsupported_mode,
+// version_conflict, precondition_required.
+func (st *Store) SetMode(ctx context.Context, id string, mode Mode, pre revision.Precondition) (*Session, error) {
+	var out *Session
+	err := st.db.Write(ctx, func(tx *db.Tx) error {
+		r, err := get(tx, id)
+		if err != nil {
+			return err
+		}
+		if err := resource(id, r.Revision).Check(pre); err != nil {
+			return err
+		}
+		if r.Mode == mode {
+			out = &r.Session
+			return nil
+		}
+		review, cancelled := r.Review, (*closedReview)(nil)
+		if mode == Build {
+			// Leaving plan mode directly cancels a pending review: there
+			// is nothing left for a human to let the session do.
+			review, cancelled = closeReview(r.Review, r.Revision+1, "the session's mode was set to build directly")
+		}
+		s, err := setMode(tx, r, mode, review, cancelled)
+		if err == nil {
+			out = s
+		}
+		return err
+	})
+	return out, err
 }
 
-func sameSource(a, b *string) bool {
-	if a == nil || b == nil {
-		return a == b
+// setMode stores a change of r's own mode (with review, its review after
+// the change) as one new revision, propagates the effective-mode change to
+// its descendants, and appends the events. cancelled, when set, is the
+// pending review the change ended, recorded in the event.
+func setMode(tx *db.Tx, r *record, mode Mode, review Review, cancelled *closedReview) (*Session, error) {
+	c, err := chain(tx, r)
+	if err != nil {
+		return nil, err
 	}
-	return *a == *b
+	desc, err := subtree(tx, r.link().Path())
+	if err != nil {
+		return nil, err
+	}
+	moved, err := changeMode(c, desc, mode)
+	if err != nil {
+		return nil, err
+	}
+	rev, err := resource(r.ID, r.Revision).Next(tx)
+	if err != nil {
+		return nil, err
+	}
+	now := tx.NowText()
+	if err := saveReview(tx, r.pk, review, rev, now, `, mode = ?`, mode); err != nil {
+		return nil, err
+	}
+	out, err := get(tx, r.ID)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := events.Append(tx, events.New{Type: events.SessionModeChanged, Session: out.link().Ref(), Revision: rev,
+		Data: modeChange{Mode: out.Mode, PreviousMode: r.Mode, EffectiveMode: out.EffectiveMode, ModeSource: out.ModeSource,
+			ReviewCancelled: cancelled}}); err != nil {
+		return nil, err
+	}
+	for _, d := range moved {
+		drev, err := resource(d.ID, d.Revision).Next(tx)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := tx.Exec(`UPDATE sessions SET revision = ?, updated_at = ? WHERE pk = ?`, drev, now, d.PK); err != nil {
+			return nil, fmt.Errorf("propagate mode to session %q: %w", d.ID, err)
+		}
+		eff := Build
+		if d.source != nil {
+			eff = Plan
+		}
+		if _, err := events.Append(tx, events.New{Type: events.SessionModeChanged, Session: d.Ref(), Revision: drev,
+			Data: modeChange{Mode: d.Mode, PreviousMode: d.Mode, EffectiveMode: eff, ModeSource: d.source, ChangedBy: r.ID}}); err != nil {
+			return nil, err
+		}
+	}
+	return &out.Session, nil
+}
+
+// saveReview stores the review of session pk as revision rev, with extra
+// assignments (", mode = ?") and their arguments, in one update.
+func saveReview(tx *db.Tx, pk int64, r Review, rev int64, now string, extra string, extraArgs ...any) error {
+	args := []any{r.State, r.PlanRevision, r.Rationale, r.Feedback, r.RequestedAt, r.DecidedAt, r.DecidedBy, rev, now}
+	args = append(append(args, extraArgs...), pk)
+	_, err := tx.Exec(`UPDATE sessions SET review_state = ?, review_plan_revision = ?, review_rationale = ?, review_feedback = ?,
+		review_requested_at = ?, review_decided_at = ?, review_decided_by = ?, revision = ?, updated_at = ?`+extra+`
+		WHERE pk = ?`, args...)
+	if err != nil {
+		return fmt.Errorf("save review of session %d: %w", pk, err)
+	}
+	return nil
 }
 
 // Delete removes a session and all its descendants with everything they
-// own. Errors: not_found, version_conflict, precondition_required.
+// own, revokes the agent tokens bound to any of them, and remembers their
+// revisions. Errors: not_found, version_conflict, precondition_required.
 func (st *Store) Delete(ctx context.Context, id string, pre revision.Precondition) error {
-	return st.db.Write(ctx, func(tx *sql.Tx) error {
-		s, err := get(ctx, tx, id)
+	return st.db.Write(ctx, func(tx *db.Tx) error {
+		r, err := load(tx, id)
 		if err != nil {
 			return err
 		}
-		if err := pre.Check(fmt.Sprintf("session %q", id), true, s.Revision); err != nil {
+		if err := resource(id, r.Revision).Check(pre); err != nil {
 			return err
 		}
-		nodes, err := subtree(ctx, tx, id)
+		desc, err := subtree(tx, r.link().Path())
 		if err != nil {
 			return err
 		}
+		sortByDepth(desc)
+		nodes := append([]Link{r.link()}, desc...)
 		// The deepest sessions first, so a UI removes children before
 		// their parent.
 		for i := len(nodes) - 1; i >= 0; i-- {
 			n := nodes[i]
-			data := map[string]any{"id": n.ID, "deleted_with": id}
-			if _, err := events.Append(ctx, tx, events.SessionDeleted, n.ID, "", 0, data); err != nil {
+			if _, err := events.Append(tx, events.New{Type: events.SessionDeleted, Session: n.Ref(),
+				Data: map[string]any{"id": n.ID, "deleted_with": id}}); err != nil {
 				return err
 			}
-			if err := recordDeletion(ctx, tx, n.ID); err != nil {
+			if err := forget(tx, n.ID); err != nil {
 				return err
 			}
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, id); err != nil {
+		// An agent token dies with its session: it was granted that
+		// session, not a later one of the same id.
+		lo, hi := events.SubtreeRange(r.link().Path())
+		if _, err := tx.Exec(`UPDATE tokens SET revoked_at = ? WHERE revoked_at IS NULL AND session_pk IN
+			(SELECT pk FROM sessions WHERE pk = ? OR (ancestry >= ? AND ancestry < ?))`, tx.NowText(), r.pk, lo, hi); err != nil {
+			return fmt.Errorf("revoke the tokens of session %q: %w", id, err)
+		}
+		if _, err := tx.Exec(`DELETE FROM sessions WHERE pk = ?`, r.pk); err != nil {
 			return fmt.Errorf("delete session %q: %w", id, err)
 		}
 		return nil
 	})
 }
 
-// recordDeletion remembers the revisions of a session, its plan and its
-// todos as they are deleted, so that a session re-created under the same
-// id continues above them and no ETag or approval If-Match of the old one
-// can match the new one.
-func recordDeletion(ctx context.Context, tx *sql.Tx, id string) error {
-	for _, r := range []struct{ kind, query string }{
-		{sqlite.FloorSession, `SELECT revision FROM sessions WHERE id = ?`},
-		{sqlite.FloorSessionPlan, `SELECT revision FROM session_plans WHERE session_id = ?`},
-		{sqlite.FloorTodos, `SELECT revision FROM session_todos WHERE session_id = ?`},
+// forget records the revisions of a session, its plan and its todos as
+// they are deleted, so a session re-created under the same id continues
+// above them and no ETag or approval If-Match of the old one can match the
+// new one.
+func forget(tx *db.Tx, id string) error {
+	for _, r := range []struct {
+		kind  versioned.Kind
+		query string
+	}{
+		{versioned.Session, `SELECT revision FROM sessions WHERE id = ?`},
+		{versioned.SessionPlan, `SELECT revision FROM session_plans WHERE session_id = ?`},
+		{versioned.Todos, `SELECT revision FROM session_todos WHERE session_id = ?`},
 	} {
 		var rev int64
-		err := tx.QueryRowContext(ctx, r.query, id).Scan(&rev)
+		err := tx.QueryRow(r.query, id).Scan(&rev)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
 		if err != nil {
 			return fmt.Errorf("delete session %q: %w", id, err)
 		}
-		if err := sqlite.RecordDeletion(ctx, tx, r.kind, id, rev); err != nil {
+		res := versioned.Resource{Kind: r.kind, Key: id, What: fmt.Sprintf("%s of session %q", r.kind, id), Revision: rev}
+		if err := res.Deleted(tx); err != nil {
 			return err
 		}
 	}

@@ -3,8 +3,10 @@ package sessions
 import (
 	"crypto/rand"
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/validation"
 )
@@ -12,48 +14,25 @@ import (
 // Todo statuses. At most one todo is in progress at a time: the todo_write
 // discipline of working one step at a time.
 const (
-	TodoPending    = "pending"
-	TodoInProgress = "in_progress"
-	TodoCompleted  = "completed"
+	TodoPending    = api.TodoPending
+	TodoInProgress = api.TodoInProgress
+	TodoCompleted  = api.TodoCompleted
 )
 
 // MaxTodos bounds a session's todo list.
 const MaxTodos = 1000
 
 // Todo is one item of a session's todo list.
-type Todo struct {
-	ID      string `json:"id"`
-	Content string `json:"content"`
-	Status  string `json:"status"`
-}
+type Todo = api.Todo
 
 // TodoList is a session's todo list (todo_write). Revision 0 means no list
 // was ever written.
-type TodoList struct {
-	SessionID string  `json:"session_id"`
-	Todos     []Todo  `json:"todos"`
-	Revision  int64   `json:"revision"`
-	UpdatedAt *string `json:"updated_at"`
-}
+type TodoList = api.TodoList
 
-// TodoInput is one item of a todo list write. ID is optional; an item
-// without one gets a generated "todo_…" id.
-type TodoInput struct {
-	ID      string `json:"id" validate:"max=128"`
-	Content string `json:"content" validate:"required,max=4096"`
-	Status  string `json:"status" validate:"required,oneof=pending in_progress completed"`
-}
-
-// TodosInput is the body of PUT …/todos: the whole list, replacing the
-// previous one.
-type TodosInput struct {
-	Todos []TodoInput `json:"todos" validate:"required,max=1000,dive"`
-}
-
-// Normalize validates a todo list write and returns the list to store, with
-// ids generated for items without one. Errors name the item, e.g.
-// todos[3].status for a second in_progress item.
-func (in TodosInput) Normalize() ([]Todo, error) {
+// NormalizeTodos validates a todo list write and returns the list to
+// store, with ids generated for items without one. Errors name the item,
+// e.g. todos[3].status for a second in_progress item.
+func NormalizeTodos(in api.TodosWrite) ([]Todo, error) {
 	if err := validation.Struct(in); err != nil {
 		return nil, err
 	}
@@ -108,3 +87,6 @@ func newTodoID() string {
 	_, _ = rand.Read(b) // crypto/rand.Read never fails
 	return "todo_" + idEncoding.EncodeToString(b)
 }
+
+// sameTodos reports whether a write leaves the list as it is.
+func sameTodos(a, b []Todo) bool { return slices.Equal(a, b) }

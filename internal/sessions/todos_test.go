@@ -5,31 +5,32 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
 )
 
 func TestTodosNormalize(t *testing.T) {
 	cases := []struct {
 		name   string
-		in     []TodoInput
+		in     []api.TodoWrite
 		fields []string
 	}{
-		{"empty list", []TodoInput{}, nil},
-		{"one of each", []TodoInput{{"a", "x", TodoPending}, {"", "y", TodoInProgress}, {"c", "z", TodoCompleted}}, nil},
+		{"empty list", []api.TodoWrite{}, nil},
+		{"one of each", []api.TodoWrite{todo("a", "x", TodoPending), todo("", "y", TodoInProgress), todo("c", "z", TodoCompleted)}, nil},
 		{"missing list", nil, []string{"todos"}},
-		{"unknown status", []TodoInput{{"", "x", "done"}}, []string{"todos[0].status"}},
-		{"missing status", []TodoInput{{"", "x", ""}}, []string{"todos[0].status"}},
-		{"missing content", []TodoInput{{"", "", TodoPending}}, []string{"todos[0].content"}},
-		{"blank content", []TodoInput{{"", " \n", TodoPending}}, []string{"todos[0].content"}},
-		{"two in progress", []TodoInput{{"", "x", TodoInProgress}, {"", "y", TodoPending}, {"", "z", TodoInProgress}}, []string{"todos[2].status"}},
-		{"duplicate ids", []TodoInput{{"a", "x", TodoPending}, {"a", "y", TodoPending}}, []string{"todos[1].id"}},
-		{"padded id", []TodoInput{{" a", "x", TodoPending}}, []string{"todos[0].id"}},
-		{"long content", []TodoInput{{"", strings.Repeat("x", 4097), TodoPending}}, []string{"todos[0].content"}},
-		{"too many", make([]TodoInput, MaxTodos+1), []string{"todos"}},
+		{"unknown status", []api.TodoWrite{todo("", "x", "done")}, []string{"todos[0].status"}},
+		{"missing status", []api.TodoWrite{todo("", "x", "")}, []string{"todos[0].status"}},
+		{"missing content", []api.TodoWrite{todo("", "", TodoPending)}, []string{"todos[0].content"}},
+		{"blank content", []api.TodoWrite{todo("", " \n", TodoPending)}, []string{"todos[0].content"}},
+		{"two in progress", []api.TodoWrite{todo("", "x", TodoInProgress), todo("", "y", TodoPending), todo("", "z", TodoInProgress)}, []string{"todos[2].status"}},
+		{"duplicate ids", []api.TodoWrite{todo("a", "x", TodoPending), todo("a", "y", TodoPending)}, []string{"todos[1].id"}},
+		{"padded id", []api.TodoWrite{todo(" a", "x", TodoPending)}, []string{"todos[0].id"}},
+		{"long content", []api.TodoWrite{todo("", strings.Repeat("x", 4097), TodoPending)}, []string{"todos[0].content"}},
+		{"too many", make([]api.TodoWrite, MaxTodos+1), []string{"todos"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			out, err := TodosInput{Todos: c.in}.Normalize()
+			out, err := NormalizeTodos(api.TodosWrite{Todos: c.in})
 			if c.fields == nil {
 				if err != nil {
 					t.Fatalf("unexpected %v", err)
@@ -68,11 +69,15 @@ func TestTodosNormalize(t *testing.T) {
 }
 
 func TestGeneratedTodoIDs(t *testing.T) {
-	out, err := TodosInput{Todos: []TodoInput{{"", "x", TodoPending}, {"", "y", TodoPending}}}.Normalize()
+	out, err := NormalizeTodos(api.TodosWrite{Todos: []api.TodoWrite{todo("", "x", TodoPending), todo("", "y", TodoPending)}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(out[0].ID, "todo_") || out[0].ID == out[1].ID {
 		t.Errorf("generated ids %q %q", out[0].ID, out[1].ID)
 	}
+}
+
+func todo(id, content, status string) api.TodoWrite {
+	return api.TodoWrite{ID: id, Content: content, Status: status}
 }

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/go-playground/validator/v10"
 
@@ -24,14 +25,58 @@ var (
 	StepID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 )
 
-// rules maps each custom tag to its check and the message a client reads.
-var rules = map[string]struct {
-	re  *regexp.Regexp
-	msg string
-}{
-	"session_id": {SessionID, "must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"},
-	"plan_name":  {PlanName, "must match ^[a-z0-9][a-z0-9_-]{0,127}$"},
+// Limits of the short text fields, in characters.
+const (
+	MaxTitle  = 1024
+	MaxAuthor = 256
+	MaxStatus = 256
+)
+
+// rules maps each custom tag to its check, which returns the message a
+// client reads, or "" when the value is valid. Each rule is defined here
+// once and used as a struct tag (validate:"title") or through Rule.
+var rules = map[string]func(s string) string{
+	"session_id": matches(SessionID),
+	"plan_name":  matches(PlanName),
+	"title":      text(MaxTitle),
+	"author":     text(MaxAuthor),
+	"status":     text(MaxStatus),
 }
+
+func matches(re *regexp.Regexp) func(string) string {
+	return func(s string) string {
+		if re.MatchString(s) {
+			return ""
+		}
+		return "must match " + re.String()
+	}
+}
+
+// text is the rule of a short text field: UTF-8, at most limit characters.
+func text(limit int) func(string) string {
+	return func(s string) string {
+		switch {
+		case !utf8.ValidString(s):
+			return "must be UTF-8 text"
+		case utf8.RuneCountInString(s) > limit:
+			return fmt.Sprintf("must be at most %d characters", limit)
+		}
+		return ""
+	}
+}
+
+// Rule checks s against the custom rule tag and returns an invalid_argument
+// error naming field, or nil.
+func Rule(tag, field, s string) error {
+	if msg := rules[tag](s); msg != "" {
+		return apierr.Invalid(field, "%s", msg)
+	}
+	return nil
+}
+
+// RuleMessage returns what is wrong with s under the custom rule tag, or
+// "" when nothing is.
+func RuleMessage(tag, s string) string { return rules[tag](s) }
 
 var validate = newValidator()
 
@@ -47,10 +92,9 @@ func newValidator() *validator.Validate {
 		}
 		return name
 	})
-	for tag, r := range rules {
-		re := r.re
+	for tag, check := range rules {
 		if err := v.RegisterValidation(tag, func(fl validator.FieldLevel) bool {
-			return re.MatchString(fl.Field().String())
+			return check(fl.Field().String()) == ""
 		}); err != nil {
 			panic(err)
 		}
@@ -93,8 +137,12 @@ func fieldPath(ns string) string {
 }
 
 func message(fe validator.FieldError) string {
-	if r, ok := rules[fe.Tag()]; ok {
-		return r.msg
+	if check, ok := rules[fe.Tag()]; ok {
+		v := fe.Value()
+		if p, ok := v.(*string); ok && p != nil {
+			v = *p
+		}
+		return check(fmt.Sprint(v))
 	}
 	unit := "characters"
 	switch fe.Kind() {
@@ -124,4 +172,21 @@ func message(fe validator.FieldError) string {
 		return "must not repeat a value"
 	}
 	return "is invalid (" + fe.Tag() + ")"
+}
+
+// PlanContent is the content rule of every plan, session plan and shared
+// plan alike: valid UTF-8, not blank (a plan of whitespace is no plan), at
+// most maxBytes bytes (413 payload_too_large above). field names the
+// content in errors.
+func PlanContent(field, content string, maxBytes int64) error {
+	switch {
+	case int64(len(content)) > maxBytes:
+		return apierr.New(apierr.PayloadTooLarge, "%s is %d bytes, above the limit of %d bytes (--max-plan-bytes)",
+			field, len(content), maxBytes)
+	case strings.TrimSpace(content) == "":
+		return apierr.Invalid(field, "must not be empty")
+	case !utf8.ValidString(content):
+		return apierr.Invalid(field, "must be UTF-8 text")
+	}
+	return nil
 }

@@ -70,3 +70,27 @@ func TestStructAcceptsValidAndNonStructs(t *testing.T) {
 		t.Errorf("a pointer to a valid struct: %v", err)
 	}
 }
+
+func TestPlanContent(t *testing.T) {
+	cases := []struct {
+		content string
+		code    apierr.Code
+	}{
+		{"# plan", ""},
+		{"", apierr.InvalidArgument},
+		{" \n\t", apierr.InvalidArgument},
+		{"\xff\xfe", apierr.InvalidArgument},
+		{strings.Repeat("x", 10), ""},
+		{strings.Repeat("x", 11), apierr.PayloadTooLarge},
+	}
+	for _, c := range cases {
+		err := PlanContent("content", c.content, 10)
+		got := apierr.Code("")
+		if err != nil {
+			got = apierr.CodeOf(err)
+		}
+		if got != c.code {
+			t.Errorf("%q: %v, want %s", c.content, err, c.code)
+		}
+	}
+}

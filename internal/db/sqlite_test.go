@@ -1,15 +1,15 @@
-package sqlite
+package db
 
 import (
 	"context"
-	"database/sql"
+	"fmt"
 	"path/filepath"
 	"testing"
 )
 
 func openTest(t *testing.T) *DB {
 	t.Helper()
-	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), DurabilityNormal)
+	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,12 +24,12 @@ func openTest(t *testing.T) *DB {
 func TestStatementCacheReusesAndNests(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
-	err := db.Write(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `CREATE TABLE kv (k INTEGER PRIMARY KEY, v TEXT)`); err != nil {
+	err := db.Write(ctx, func(tx *Tx) error {
+		if _, err := tx.Exec(`CREATE TABLE kv (k INTEGER PRIMARY KEY, v TEXT)`); err != nil {
 			return err
 		}
 		for i := 0; i < 10; i++ {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO kv (k, v) VALUES (?, ?)`, i, string(rune('a'+i))); err != nil {
+			if _, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (?, ?)`, i, string(rune('a'+i))); err != nil {
 				return err
 			}
 		}
@@ -39,8 +39,8 @@ func TestStatementCacheReusesAndNests(t *testing.T) {
 		t.Fatal(err)
 	}
 	const q = `SELECT k, v FROM kv WHERE k >= ? ORDER BY k`
-	err = db.Read(ctx, func(tx *sql.Tx) error {
-		outer, err := tx.QueryContext(ctx, q, 5)
+	err = db.Read(ctx, func(tx *Tx) error {
+		outer, err := tx.Query(q, 5)
 		if err != nil {
 			return err
 		}
@@ -54,7 +54,7 @@ func TestStatementCacheReusesAndNests(t *testing.T) {
 			}
 			// The same statement while outer is open.
 			var inner string
-			if err := tx.QueryRowContext(ctx, q, k).Scan(new(int), &inner); err != nil {
+			if err := tx.QueryRow(q, k).Scan(new(int), &inner); err != nil {
 				return err
 			}
 			if inner != v {
@@ -75,7 +75,7 @@ func TestStatementCacheReusesAndNests(t *testing.T) {
 	}
 	for i := 0; i < 50; i++ {
 		var v string
-		if err := db.Reader.QueryRowContext(ctx, `SELECT v FROM kv WHERE k = ?`, i%10).Scan(&v); err != nil {
+		if err := db.Reader(ctx).QueryRow(`SELECT v FROM kv WHERE k = ?`, i%10).Scan(&v); err != nil {
 			t.Fatal(err)
 		}
 		if v != string(rune('a'+i%10)) {
@@ -83,7 +83,7 @@ func TestStatementCacheReusesAndNests(t *testing.T) {
 		}
 	}
 	// The writer has one connection: its cache holds the statements used.
-	conn, err := db.Writer.Conn(ctx)
+	conn, err := db.writer.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,11 +107,48 @@ func TestStatementCacheReusesAndNests(t *testing.T) {
 
 func TestSyntaxErrorsStillSurface(t *testing.T) {
 	db := openTest(t)
-	if _, err := db.Reader.Exec(`SELEKT 1`); err == nil {
+	if _, err := db.reader.Exec(`SELEKT 1`); err == nil {
 		t.Fatal("a syntax error was swallowed")
 	}
 	var n int
-	if err := db.Reader.QueryRow(`SELECT 1`).Scan(&n); err != nil || n != 1 {
+	if err := db.reader.QueryRow(`SELECT 1`).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("after a syntax error: %d, %v", n, err)
+	}
+}
+
+// TestStatementCacheEvictsLeastRecentlyUsed makes more distinct statements
+// than the cache holds: the cache stays bounded and keeps caching (the
+// newest statements are cached, the oldest evicted), so no client can
+// fill it and turn it off.
+func TestStatementCacheEvictsLeastRecentlyUsed(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	conn, err := db.writer.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	query := func(i int) string { return fmt.Sprintf("SELECT %d", i) }
+	for i := 0; i < maxCachedStatements+50; i++ {
+		var n int
+		if err := conn.QueryRowContext(ctx, query(i)).Scan(&n); err != nil || n != i {
+			t.Fatalf("%s = %d, %v", query(i), n, err)
+		}
+	}
+	err = conn.Raw(func(dc any) error {
+		c := dc.(*cachingConn)
+		if len(c.stmts) != maxCachedStatements || c.lru.Len() != maxCachedStatements {
+			t.Errorf("cache holds %d statements (%d in the LRU list), want %d", len(c.stmts), c.lru.Len(), maxCachedStatements)
+		}
+		if _, ok := c.stmts[query(maxCachedStatements+49)]; !ok {
+			t.Error("the newest statement is not cached: the full cache stopped caching")
+		}
+		if _, ok := c.stmts[query(0)]; ok {
+			t.Error("the least recently used statement is still cached")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,6 +1,7 @@
-package sqlite
+package db
 
 import (
+	"container/list"
 	"context"
 	"database/sql/driver"
 	"errors"
@@ -15,8 +16,11 @@ import (
 // text, and reuses them, so a statement is parsed once per connection.
 // Nothing above this file changes: stores still pass SQL text.
 
-// maxCachedStatements bounds each connection's cache; queries built from
-// filters have a few variants each, so this is never reached in practice.
+// maxCachedStatements bounds each connection's cache. Queries built from
+// filters have a few variants each, so the stores' statements fit; when a
+// client's filters make more, the least recently used statement that is
+// not in use is finalized to make room, so no client can fill the cache
+// and turn it off for everyone else.
 const maxCachedStatements = 256
 
 // connector opens modernc.org/sqlite connections wrapped in a statement
@@ -39,7 +43,7 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &cachingConn{Conn: conn, stmts: map[string]*cachedStmt{}}, nil
+	return &cachingConn{Conn: conn, stmts: map[string]*cachedStmt{}, lru: list.New()}, nil
 }
 
 func (c *connector) Driver() driver.Driver { return c.inner.Driver() }
@@ -47,8 +51,11 @@ func (c *connector) Driver() driver.Driver { return c.inner.Driver() }
 // cachedStmt is one prepared statement and whether a result set of it is
 // still open (then the statement cannot be reused until it is closed).
 type cachedStmt struct {
-	stmt driver.Stmt
-	busy bool
+	stmt  driver.Stmt
+	busy  bool
+	query string
+	// use is the statement's place in its connection's LRU list.
+	use *list.Element
 }
 
 // cachingConn is a modernc.org/sqlite connection that reuses prepared
@@ -57,6 +64,8 @@ type cachedStmt struct {
 type cachingConn struct {
 	driver.Conn
 	stmts map[string]*cachedStmt
+	// lru orders the cached statements, most recently used first.
+	lru *list.List
 }
 
 // interfaces database/sql looks for on a driver connection; the wrapper
@@ -78,18 +87,36 @@ func (c *cachingConn) statement(ctx context.Context, query string) *cachedStmt {
 		if s.busy {
 			return nil
 		}
+		c.lru.MoveToFront(s.use)
 		return s
 	}
-	if len(c.stmts) >= maxCachedStatements {
-		return nil
+	if len(c.stmts) >= maxCachedStatements && !c.evict() {
+		return nil // every cached statement is in use
 	}
 	st, err := c.Conn.(driver.ConnPrepareContext).PrepareContext(ctx, query)
 	if err != nil {
 		return nil // the uncached path reports the error
 	}
-	s := &cachedStmt{stmt: st}
+	s := &cachedStmt{stmt: st, query: query}
+	s.use = c.lru.PushFront(s)
 	c.stmts[query] = s
 	return s
+}
+
+// evict finalizes the least recently used statement that no open result
+// set holds, and reports whether there was one.
+func (c *cachingConn) evict() bool {
+	for e := c.lru.Back(); e != nil; e = e.Prev() {
+		s := e.Value.(*cachedStmt)
+		if s.busy {
+			continue
+		}
+		c.lru.Remove(e)
+		delete(c.stmts, s.query)
+		_ = s.stmt.Close()
+		return true
+	}
+	return false
 }
 
 func (c *cachingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
@@ -136,6 +163,7 @@ func (c *cachingConn) Close() error {
 		errs = append(errs, s.stmt.Close())
 		delete(c.stmts, q)
 	}
+	c.lru.Init()
 	return errors.Join(append(errs, c.Conn.Close())...)
 }
 

@@ -1,0 +1,51 @@
+package api
+
+import "encoding/json"
+
+// Event types. Every change appends exactly one event of its type.
+const (
+	EventSessionCreated         = "session.created"
+	EventSessionUpdated         = "session.updated"
+	EventSessionModeChanged     = "session.mode_changed"
+	EventSessionDeleted         = "session.deleted"
+	EventSessionPlanUpdated     = "session_plan.updated"
+	EventSessionReviewRequested = "session.review_requested"
+	EventSessionReviewApproved  = "session.review_approved"
+	EventSessionReviewRejected  = "session.review_rejected"
+	EventTodosUpdated           = "todos.updated"
+	EventToolCallDenied         = "tool_call.denied"
+	EventPlanCreated            = "plan.created"
+	EventPlanUpdated            = "plan.updated"
+	EventPlanStatusChanged      = "plan.status_changed"
+	EventPlanDeleted            = "plan.deleted"
+	EventStepUpdated            = "step.updated"
+	EventStepClaimed            = "step.claimed"
+	EventStepReportAdded        = "step.report_added"
+)
+
+// EventTypes lists every event type, in API.md's order.
+var EventTypes = []string{
+	EventSessionCreated, EventSessionUpdated, EventSessionModeChanged, EventSessionDeleted,
+	EventSessionPlanUpdated, EventSessionReviewRequested, EventSessionReviewApproved,
+	EventSessionReviewRejected, EventTodosUpdated, EventToolCallDenied, EventPlanCreated,
+	EventPlanUpdated, EventPlanStatusChanged, EventPlanDeleted, EventStepUpdated,
+	EventStepClaimed, EventStepReportAdded,
+}
+
+// Event is one entry of the change log.
+type Event struct {
+	Seq       int64           `json:"seq"`
+	Type      string          `json:"type"`
+	Time      string          `json:"time"`
+	Actor     string          `json:"actor"`
+	SessionID string          `json:"session_id,omitempty"`
+	Plan      string          `json:"plan,omitempty"`
+	Revision  int64           `json:"revision,omitempty"`
+	Data      json.RawMessage `json:"data"`
+}
+
+// EventPage is the JSON form of GET /v1/events.
+type EventPage struct {
+	Events    []Event `json:"events"`
+	NextAfter int64   `json:"next_after"`
+}

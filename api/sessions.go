@@ -1,0 +1,184 @@
+package api
+
+// Mode is a session's build/plan setting.
+type Mode string
+
+// The two modes. Build is the default.
+const (
+	ModeBuild Mode = "build"
+	ModePlan  Mode = "plan"
+)
+
+// Review states.
+const (
+	ReviewNone     = "none"
+	ReviewPending  = "pending"
+	ReviewApproved = "approved"
+	ReviewRejected = "rejected"
+)
+
+// Review is the state of the human review of a session's plan.
+type Review struct {
+	State        string  `json:"state"`
+	PlanRevision *int64  `json:"plan_revision"`
+	Rationale    *string `json:"rationale"`
+	Feedback     *string `json:"feedback"`
+	RequestedAt  *string `json:"requested_at"`
+	DecidedAt    *string `json:"decided_at"`
+	DecidedBy    *string `json:"decided_by"`
+}
+
+// Session is one agent conversation as its host sees it.
+type Session struct {
+	ID       string  `json:"id"`
+	Title    string  `json:"title"`
+	Agent    string  `json:"agent"`
+	ParentID *string `json:"parent_id"`
+	// Mode is the session's own setting.
+	Mode Mode `json:"mode"`
+	// EffectiveMode is plan when the session or any ancestor is in plan
+	// mode; tool gating always uses it.
+	EffectiveMode Mode `json:"effective_mode"`
+	// ModeSource is the nearest session (itself or an ancestor) whose own
+	// mode is plan; nil in build.
+	ModeSource *string        `json:"mode_source"`
+	Harness    bool           `json:"harness"`
+	Metadata   map[string]any `json:"metadata"`
+	Review     Review         `json:"review"`
+	Revision   int64          `json:"revision"`
+	CreatedAt  string         `json:"created_at"`
+	UpdatedAt  string         `json:"updated_at"`
+}
+
+// SessionCreate is the body of POST /v1/sessions. ID is optional: left out,
+// one is generated; given, it must be a valid id (an empty string is not).
+type SessionCreate struct {
+	ID       *string        `json:"id" validate:"omitnil,session_id"`
+	Title    string         `json:"title" validate:"title"`
+	Agent    string         `json:"agent" validate:"max=256"`
+	ParentID string         `json:"parent_id" validate:"omitempty,session_id"`
+	Mode     string         `json:"mode" validate:"omitempty,oneof=build plan"`
+	Harness  bool           `json:"harness"`
+	Metadata map[string]any `json:"metadata"`
+}
+
+// SessionList is one page of GET /v1/sessions.
+type SessionList struct {
+	Sessions      []*Session `json:"sessions"`
+	NextPageToken string     `json:"next_page_token"`
+}
+
+// ModeChange is the body of PATCH /v1/sessions/{id}/mode.
+type ModeChange struct {
+	Mode string `json:"mode" validate:"required"`
+}
+
+// Approval is the answer to an approval: the session and, when an
+// ancestor keeps it in plan mode, a note saying so.
+type Approval struct {
+	*Session
+	Note *string `json:"note"`
+}
+
+// SessionPlan is a session's one Markdown plan (write_session_plan). Its
+// revision is its own, independent of the session's: a human approves the
+// plan revision they read.
+type SessionPlan struct {
+	SessionID string `json:"session_id"`
+	Content   string `json:"content"`
+	Author    string `json:"author"`
+	Revision  int64  `json:"revision"`
+	CreatedAt string `json:"created_at"`
+	UpdatedAt string `json:"updated_at"`
+}
+
+// SessionPlanWrite is the JSON body of PUT /v1/sessions/{id}/plan.
+type SessionPlanWrite struct {
+	Content string `json:"content"`
+	// Author left out keeps the current author; on the first write it
+	// defaults to the acting caller.
+	Author *string `json:"author" validate:"omitnil,author"`
+}
+
+// ReviewRequest is the body of POST …/plan/review (exit_plan_mode).
+type ReviewRequest struct {
+	Rationale *string `json:"rationale" validate:"omitnil,max=65536"`
+}
+
+// ReviewRejection is the body of POST …/plan/reject.
+type ReviewRejection struct {
+	Feedback *string `json:"feedback" validate:"omitnil,max=65536"`
+}
+
+// ToolAnnotations is MCP's tool annotations; gating reads readOnlyHint.
+type ToolAnnotations struct {
+	Title           string `json:"title,omitempty"`
+	ReadOnlyHint    *bool  `json:"readOnlyHint,omitempty"`
+	DestructiveHint *bool  `json:"destructiveHint,omitempty"`
+	IdempotentHint  *bool  `json:"idempotentHint,omitempty"`
+	OpenWorldHint   *bool  `json:"openWorldHint,omitempty"`
+}
+
+// Tool is the MCP tool shape a host sends to be filtered or checked.
+type Tool struct {
+	Name        string           `json:"name"`
+	Annotations *ToolAnnotations `json:"annotations,omitempty"`
+}
+
+// ToolFilter is the body of POST …/tools/filter.
+type ToolFilter struct {
+	Tools []Tool `json:"tools"`
+}
+
+// FilterResult is the answer of POST …/tools/filter.
+type FilterResult struct {
+	EffectiveMode Mode     `json:"effective_mode"`
+	Allowed       []string `json:"allowed"`
+	Removed       []string `json:"removed"`
+	// Reminder is the per-turn <system-reminder> a host splices into the
+	// model's context in plan mode; nil in build mode.
+	Reminder *string `json:"reminder"`
+}
+
+// CheckResult is the answer of POST …/tools/check.
+type CheckResult struct {
+	Allowed       bool   `json:"allowed"`
+	EffectiveMode Mode   `json:"effective_mode"`
+	Reason        string `json:"reason"`
+}
+
+// Todo statuses. At most one todo is in progress at a time.
+const (
+	TodoPending    = "pending"
+	TodoInProgress = "in_progress"
+	TodoCompleted  = "completed"
+)
+
+// Todo is one item of a session's todo list.
+type Todo struct {
+	ID      string `json:"id"`
+	Content string `json:"content"`
+	Status  string `json:"status"`
+}
+
+// TodoList is a session's todo list (todo_write). Revision 0 means no list
+// was ever written.
+type TodoList struct {
+	SessionID string  `json:"session_id"`
+	Todos     []Todo  `json:"todos"`
+	Revision  int64   `json:"revision"`
+	UpdatedAt *string `json:"updated_at"`
+}
+
+// TodoWrite is one item of a todo list write; an item without an id gets
+// a generated "todo_…" id.
+type TodoWrite struct {
+	ID      string `json:"id" validate:"max=128"`
+	Content string `json:"content" validate:"required,max=4096"`
+	Status  string `json:"status" validate:"required,oneof=pending in_progress completed"`
+}
+
+// TodosWrite is the body of PUT …/todos: the whole list.
+type TodosWrite struct {
+	Todos []TodoWrite `json:"todos" validate:"required,max=1000,dive"`
+}

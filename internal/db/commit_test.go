@@ -1,0 +1,229 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// kvDB opens a database with one table to write to.
+func kvDB(t *testing.T) *DB {
+	t.Helper()
+	db := openTest(t)
+	if err := db.Write(context.Background(), func(tx *Tx) error {
+		_, err := tx.Exec(`CREATE TABLE kv (k INTEGER PRIMARY KEY, v TEXT)`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+func count(t *testing.T, db *DB) int {
+	t.Helper()
+	var n int
+	if err := db.Reader(context.Background()).QueryRow(`SELECT count(*) FROM kv`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// blockWriter holds the writer with a write that waits for release, and
+// returns once it runs, so the writes queued meanwhile form one batch.
+func blockWriter(t *testing.T, db *DB) (release func(), done <-chan error) {
+	t.Helper()
+	running, gate := make(chan struct{}), make(chan struct{})
+	out := make(chan error, 1)
+	go func() {
+		out <- db.Write(context.Background(), func(tx *Tx) error {
+			close(running)
+			<-gate
+			_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (-1, 'blocker')`)
+			return err
+		})
+	}()
+	<-running
+	return func() { close(gate) }, out
+}
+
+// waitQueued waits until n writes wait for the writer.
+func waitQueued(t *testing.T, db *DB, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for db.QueueLength() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d writes queued, want %d", db.QueueLength(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestWritesQueuedTogetherShareOneCommit holds the writer, queues writes
+// meanwhile, and checks they are committed together in one batch, in
+// queue order, each answered only after that commit.
+func TestWritesQueuedTogetherShareOneCommit(t *testing.T) {
+	db := kvDB(t)
+	var commits atomic.Int64
+	db.OnCommit(func() { commits.Add(1) })
+	release, blocked := blockWriter(t, db)
+	const n = 20
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := 0; i < n; i++ {
+		waitQueued(t, db, i) // queue in order i
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = db.Write(context.Background(), func(tx *Tx) error {
+				// Each write sees every earlier one, as with one writer.
+				var seen int
+				if err := tx.QueryRow(`SELECT count(*) FROM kv WHERE k >= 0`).Scan(&seen); err != nil {
+					return err
+				}
+				if seen != i {
+					return fmt.Errorf("write %d saw %d earlier writes", i, seen)
+				}
+				_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (?, ?)`, i, fmt.Sprint(i))
+				return err
+			})
+		}()
+	}
+	waitQueued(t, db, n)
+	release()
+	if err := <-blocked; err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("write %d: %v", i, err)
+		}
+	}
+	if got := count(t, db); got != n+1 {
+		t.Errorf("%d rows, want %d", got, n+1)
+	}
+	// The blocker alone, then the n queued writes in one commit.
+	if got := commits.Load(); got != 2 {
+		t.Errorf("%d commits for %d writes, want 2 (the blocker, then one batch)", got, n+1)
+	}
+}
+
+// TestFailedWriteRollsBackAlone puts a failing write between two others
+// in one batch: its changes vanish, the others commit, and each gets its
+// own answer.
+func TestFailedWriteRollsBackAlone(t *testing.T) {
+	db := kvDB(t)
+	release, blocked := blockWriter(t, db)
+	refused := errors.New("refused")
+	results := make([]error, 3)
+	var wg sync.WaitGroup
+	for i := 0; i < 3; i++ {
+		waitQueued(t, db, i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = db.Write(context.Background(), func(tx *Tx) error {
+				if _, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (?, 'x')`, i); err != nil {
+					return err
+				}
+				if i == 1 {
+					return refused // after its insert: the insert must be undone
+				}
+				return nil
+			})
+		}()
+	}
+	waitQueued(t, db, 3)
+	release()
+	<-blocked
+	wg.Wait()
+	if results[0] != nil || results[2] != nil || !errors.Is(results[1], refused) {
+		t.Fatalf("results %v", results)
+	}
+	var keys []int
+	rows, err := db.Reader(context.Background()).Query(`SELECT k FROM kv WHERE k >= 0 ORDER BY k`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k int
+		if err := rows.Scan(&k); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k)
+	}
+	if fmt.Sprint(keys) != "[0 2]" {
+		t.Errorf("kept rows %v, want [0 2]", keys)
+	}
+}
+
+// TestPanicInWriteIsAnError: a write that panics fails alone; the writer
+// serves the next one.
+func TestPanicInWriteIsAnError(t *testing.T) {
+	db := kvDB(t)
+	err := db.Write(context.Background(), func(tx *Tx) error {
+		if _, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (1, 'x')`); err != nil {
+			return err
+		}
+		panic("bug")
+	})
+	if err == nil {
+		t.Fatal("a panicking write succeeded")
+	}
+	if err := db.Write(context.Background(), func(tx *Tx) error {
+		_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (2, 'y')`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(t, db); got != 1 {
+		t.Errorf("%d rows, want only the second write's", got)
+	}
+}
+
+// TestWriteCancelledWhileQueuedNeverRuns: a caller that gives up while its
+// write waits gets its context's error, and the write never runs.
+func TestWriteCancelledWhileQueuedNeverRuns(t *testing.T) {
+	db := kvDB(t)
+	release, blocked := blockWriter(t, db)
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := atomic.Bool{}
+	out := make(chan error, 1)
+	go func() {
+		out <- db.Write(ctx, func(tx *Tx) error {
+			ran.Store(true)
+			return nil
+		})
+	}()
+	waitQueued(t, db, 1)
+	cancel()
+	release()
+	<-blocked
+	if err := <-out; !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled write answered %v", err)
+	}
+	if ran.Load() {
+		t.Error("a write cancelled while queued ran")
+	}
+}
+
+// TestTransactionClock: every statement of a transaction reads one
+// clock, the database's, which tests may replace.
+func TestTransactionClock(t *testing.T) {
+	db := kvDB(t)
+	at := time.Date(2030, 1, 2, 3, 4, 5, 6e6, time.UTC)
+	db.SetClock(func() time.Time { return at })
+	if err := db.Write(context.Background(), func(tx *Tx) error {
+		if !tx.Now().Equal(at) || tx.NowText() != "2030-01-02T03:04:05.006Z" {
+			return fmt.Errorf("tx clock %v %s", tx.Now(), tx.NowText())
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}

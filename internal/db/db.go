@@ -1,0 +1,209 @@
+// Package db is planserver's storage core. It opens the database, hands
+// out the two kinds of transaction every store uses — write transactions,
+// serialized and grouped into shared commits (Write), and reads of one
+// consistent snapshot (Read) — carries each transaction's clock, maps
+// storage faults to the error codes clients see, and migrates the schema.
+// Nothing above it knows which engine runs; stores write portable SQL with
+// ? placeholders and this package adapts it.
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Durability selects how hard a commit is pushed to disk.
+type Durability string
+
+// Durability levels: normal may lose the last transactions on power loss
+// (never on a process crash, thanks to WAL); full fsyncs every commit.
+const (
+	DurabilityNormal Durability = "normal"
+	DurabilityFull   Durability = "full"
+)
+
+// ParseDurability validates a --durability value.
+func ParseDurability(s string) (Durability, error) {
+	switch Durability(s) {
+	case DurabilityNormal, DurabilityFull:
+		return Durability(s), nil
+	}
+	return "", fmt.Errorf("durability %q: want normal or full", s)
+}
+
+// TimeFormat is how every timestamp is stored and served: RFC 3339, UTC,
+// milliseconds. Fixed width, so text order is time order.
+const TimeFormat = "2006-01-02T15:04:05.000Z"
+
+// FormatTime formats t in TimeFormat.
+func FormatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
+
+// Options tune Open.
+type Options struct {
+	// Durability is SQLite's synchronous setting; normal when empty.
+	Durability Durability
+	// Clock is the time every transaction reads (Tx.Now); time.Now when
+	// nil. Tests move it forward instead of sleeping.
+	Clock func() time.Time
+	// MaxBatch bounds how many write transactions share one commit;
+	// DefaultMaxBatch when 0, 1 turns group commit off.
+	MaxBatch int
+}
+
+// DefaultMaxBatch is the largest group of write transactions committed
+// together: enough to amortize a commit's fsync under load, small enough
+// that one batch never holds its first writer long.
+const DefaultMaxBatch = 64
+
+// DB is an open planserver database.
+type DB struct {
+	// Path is the SQLite file.
+	Path string
+
+	eng    engine
+	writer *sql.DB // one connection, owned by the committer
+	reader *sql.DB // a pool of read-only connections
+
+	clockMu sync.RWMutex
+	clock   func() time.Time
+
+	hooksMu sync.Mutex
+	hooks   []func()
+
+	commits   *committer
+	health    health
+	closeOnce sync.Once
+}
+
+// Open opens (creating if needed) the database at path. It does not
+// migrate.
+func Open(ctx context.Context, path string, opt Options) (*DB, error) {
+	if opt.Durability == "" {
+		opt.Durability = DurabilityNormal
+	}
+	if opt.Clock == nil {
+		opt.Clock = time.Now
+	}
+	if opt.MaxBatch <= 0 {
+		opt.MaxBatch = DefaultMaxBatch
+	}
+	eng, writer, reader, err := openSQLite(ctx, path, opt.Durability)
+	if err != nil {
+		return nil, err
+	}
+	db := &DB{Path: path, eng: eng, writer: writer, reader: reader, clock: opt.Clock}
+	db.commits = newCommitter(db, opt.MaxBatch)
+	return db, nil
+}
+
+// Close stops accepting writes, finishes the ones queued, and closes both
+// pools. It is safe to call more than once.
+func (db *DB) Close() error {
+	var err error
+	db.closeOnce.Do(func() {
+		db.commits.stop()
+		err = errors.Join(db.reader.Close(), db.writer.Close())
+	})
+	return err
+}
+
+// SetClock replaces the clock transactions read. Tests call it before any
+// request is served.
+func (db *DB) SetClock(now func() time.Time) {
+	db.clockMu.Lock()
+	defer db.clockMu.Unlock()
+	db.clock = now
+}
+
+// Now reads the database's clock: the time of a read that needs one (which
+// steps are ready, which leases ran out).
+func (db *DB) Now() time.Time {
+	db.clockMu.RLock()
+	defer db.clockMu.RUnlock()
+	return db.clock()
+}
+
+// OnCommit registers fn to run after every commit that changed something,
+// e.g. to wake event subscribers. fn must not block.
+func (db *DB) OnCommit(fn func()) {
+	db.hooksMu.Lock()
+	defer db.hooksMu.Unlock()
+	db.hooks = append(db.hooks, fn)
+}
+
+func (db *DB) committed() {
+	db.hooksMu.Lock()
+	hooks := db.hooks
+	db.hooksMu.Unlock()
+	for _, h := range hooks {
+		h()
+	}
+}
+
+// Write runs fn in a write transaction and returns once the transaction
+// is durable (or failed). Write transactions are serialized: fn sees every
+// earlier write and nothing runs beside it. Several may share one commit
+// (group commit), each in a savepoint of its own, so one that fails rolls
+// back alone; none is acknowledged before the commit that holds it.
+//
+// Once fn has started it runs to the end even if ctx is cancelled: its
+// statements run under a context of their own, since interrupting one
+// statement would roll back every write sharing the commit. A write whose
+// ctx ends while it waits for its turn is dropped with ctx's error.
+func (db *DB) Write(ctx context.Context, fn func(tx *Tx) error) error {
+	return db.commits.do(ctx, fn)
+}
+
+// Read runs fn in one read-only transaction, so every query in it sees the
+// same committed snapshot. A read that one statement answers needs no
+// transaction: use db's Query and QueryRow directly.
+func (db *DB) Read(ctx context.Context, fn func(tx *Tx) error) error {
+	tx, err := db.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("begin read: %w", Classify(err))
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only; nothing to keep
+	return fn(&Tx{tx: tx, eng: db.eng, now: db.Now(), ctx: ctx})
+}
+
+// Reader returns the read pool bound to ctx, for reads that one statement
+// answers: no transaction around it.
+func (db *DB) Reader(ctx context.Context) Querier { return pool{db: db, ctx: ctx} }
+
+// pool is the read pool as a Querier.
+type pool struct {
+	db  *DB
+	ctx context.Context
+}
+
+func (p pool) Query(query string, args ...any) (*sql.Rows, error) {
+	rows, err := p.db.reader.QueryContext(p.ctx, p.db.eng.rebind(query), args...)
+	return rows, Classify(err)
+}
+
+func (p pool) QueryRow(query string, args ...any) *sql.Row {
+	return p.db.reader.QueryRowContext(p.ctx, p.db.eng.rebind(query), args...)
+}
+
+// Stats reports the connection pools' statistics, for metrics.
+func (db *DB) Stats() (writer, reader sql.DBStats) { return db.writer.Stats(), db.reader.Stats() }
+
+// QueueLength reports how many write transactions wait for the writer.
+func (db *DB) QueueLength() int { return db.commits.queued() }
+
+// Querier is what reads need: the read pool (Reader) and a transaction
+// (*Tx) both offer it. Its statements run under the context it was made
+// with.
+type Querier interface {
+	Query(query string, args ...any) (*sql.Rows, error)
+	QueryRow(query string, args ...any) *sql.Row
+}
+
+var (
+	_ Querier = pool{}
+	_ Querier = (*Tx)(nil)
+)

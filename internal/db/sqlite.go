@@ -1,0 +1,171 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"runtime"
+	"strings"
+)
+
+// engine is what differs between the engines under the stores: how SQL
+// is written and how a write transaction begins.
+type engine interface {
+	// name is the engine's name, for logs and errors.
+	name() string
+	// rebind rewrites a statement written with ? placeholders into the
+	// engine's own.
+	rebind(query string) string
+	// beginWrite runs first in every write transaction, inside it.
+	beginWrite(ctx context.Context, tx *sql.Tx) error
+}
+
+// sqliteEngine is the embedded default: one file, one writer connection
+// whose transactions are BEGIN IMMEDIATE (writers queue on it instead of
+// failing with SQLITE_BUSY), a pool of readers that WAL lets read committed
+// snapshots while a write is in flight.
+type sqliteEngine struct{}
+
+func (sqliteEngine) name() string                              { return "sqlite" }
+func (sqliteEngine) rebind(query string) string                { return query }
+func (sqliteEngine) beginWrite(context.Context, *sql.Tx) error { return nil }
+
+// fileMode is the permission of the database file, and so of its -wal and
+// -shm files, which SQLite creates with the database's permissions: plans
+// and tokens are nobody else's to read.
+const fileMode = 0o600
+
+// openSQLite opens the SQLite file at path with the pragmas planserver
+// relies on: the writer pool (one connection) and the read pool.
+func openSQLite(ctx context.Context, path string, durability Durability) (engine, *sql.DB, *sql.DB, error) {
+	if err := createPrivate(path); err != nil {
+		return nil, nil, nil, err
+	}
+	sync := "NORMAL"
+	if durability == DurabilityFull {
+		sync = "FULL"
+	}
+	// busy_timeout comes first so that the pragmas after it wait for a lock
+	// held by another process instead of failing.
+	base := url.Values{}
+	for _, p := range []string{"busy_timeout(5000)", "journal_mode(WAL)", "synchronous(" + sync + ")", "foreign_keys(ON)"} {
+		base.Add("_pragma", p)
+	}
+	wq := cloneValues(base)
+	wq.Set("_txlock", "immediate")
+	wc, err := newConnector("file:" + path + "?" + wq.Encode())
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	writer := sql.OpenDB(wc)
+	writer.SetMaxOpenConns(1)
+	writer.SetMaxIdleConns(1)
+	writer.SetConnMaxLifetime(0)
+	writer.SetConnMaxIdleTime(0)
+	if err := writer.PingContext(ctx); err != nil {
+		writer.Close()
+		return nil, nil, nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	rq := cloneValues(base)
+	rq.Add("_pragma", "query_only(ON)")
+	rc, err := newConnector("file:" + path + "?" + rq.Encode())
+	if err != nil {
+		writer.Close()
+		return nil, nil, nil, fmt.Errorf("open %s for reading: %w", path, err)
+	}
+	reader := sql.OpenDB(rc)
+	readers := max(4, 2*runtime.GOMAXPROCS(0))
+	reader.SetMaxOpenConns(readers)
+	reader.SetMaxIdleConns(readers)
+	reader.SetConnMaxIdleTime(0)
+	return sqliteEngine{}, writer, reader, nil
+}
+
+// createPrivate creates the database file with fileMode if it does not
+// exist yet, whatever the umask, so SQLite never creates it with the
+// process's default permissions.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|os.O_EXCL, fileMode)
+	switch {
+	case errors.Is(err, os.ErrExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	// The umask may have taken bits away, never added them; set exactly.
+	if err := f.Chmod(fileMode); err != nil {
+		f.Close()
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+func cloneValues(v url.Values) url.Values {
+	out := url.Values{}
+	for k, vs := range v {
+		out[k] = append([]string(nil), vs...)
+	}
+	return out
+}
+
+// CheckIntegrity runs SQLite's quick_check: a damaged file is refused at
+// start rather than found by the first unlucky request.
+func (db *DB) CheckIntegrity(ctx context.Context) error {
+	rows, err := db.writer.QueryContext(ctx, `PRAGMA quick_check`)
+	if err != nil {
+		return fmt.Errorf("integrity check of %s: %w", db.Path, err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return fmt.Errorf("integrity check of %s: %w", db.Path, err)
+		}
+		if line != "ok" && len(problems) < 5 {
+			problems = append(problems, line)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("integrity check of %s: %w", db.Path, err)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("integrity check of %s failed: %s", db.Path, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// Backup writes a consistent copy of the database to dest, which must not
+// exist, with VACUUM INTO on a connection of its own: it reads one
+// snapshot, so writers carry on meanwhile (WAL) and the copy is what was
+// committed when it began. The copy is compacted, has no WAL of its own,
+// and is created with the database's private permissions.
+// (The read pool cannot do it: query_only forbids VACUUM INTO.)
+func (db *DB) Backup(ctx context.Context, dest string) error {
+	f, err := os.OpenFile(dest, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
+	if errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("backup: %s already exists; choose a new file", dest)
+	}
+	if err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	if err := errors.Join(f.Chmod(fileMode), f.Close()); err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	c, err := newConnector("file:" + db.Path + "?_pragma=busy_timeout(5000)")
+	if err != nil {
+		os.Remove(dest)
+		return fmt.Errorf("backup: %w", err)
+	}
+	conn := sql.OpenDB(c)
+	defer conn.Close()
+	// VACUUM INTO writes into an existing file only when it is empty.
+	if _, err := conn.ExecContext(ctx, `VACUUM INTO ?`, dest); err != nil {
+		os.Remove(dest)
+		return fmt.Errorf("backup to %s: %w", dest, err)
+	}
+	return nil
+}

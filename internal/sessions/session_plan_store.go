@@ -1,0 +1,269 @@
+package sessions
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/planserver/planserver/api"
+	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/db"
+	"github.com/planserver/planserver/internal/events"
+	"github.com/planserver/planserver/internal/revision"
+	"github.com/planserver/planserver/internal/validation"
+	"github.com/planserver/planserver/internal/versioned"
+)
+
+const sessionPlanColumns = `session_id, content, author, revision, created_at, updated_at`
+
+// loadSessionPlan reads the plan of session id; nil when it has none.
+func loadSessionPlan(q db.Querier, id string) (*SessionPlan, error) {
+	var p SessionPlan
+	err := q.QueryRow(`SELECT `+sessionPlanColumns+` FROM session_plans WHERE session_id = ?`, id).
+		Scan(&p.SessionID, &p.Content, &p.Author, &p.Revision, &p.CreatedAt, &p.UpdatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get plan of session %q: %w", id, err)
+	}
+	return &p, nil
+}
+
+// mustExist returns not_found when session id does not exist.
+func mustExist(q db.Querier, id string) error {
+	var n int
+	if err := q.QueryRow(`SELECT count(*) FROM sessions WHERE id = ?`, id).Scan(&n); err != nil {
+		return fmt.Errorf("find session %q: %w", id, err)
+	}
+	if n == 0 {
+		return NotFound(id)
+	}
+	return nil
+}
+
+// sessionPlanResource is the plan of session id as a versioned resource.
+func sessionPlanResource(id string, p *SessionPlan) versioned.Resource {
+	r := versioned.Resource{Kind: versioned.SessionPlan, Key: id, What: planWhat(id)}
+	if p != nil {
+		r.Revision = p.Revision
+	}
+	return r
+}
+
+// GetSessionPlan returns the plan of session id. Errors: not_found (no
+// such session, or no plan written yet).
+func (st *Store) GetSessionPlan(ctx context.Context, id string) (*SessionPlan, error) {
+	var p *SessionPlan
+	err := st.db.Read(ctx, func(tx *db.Tx) error {
+		if err := mustExist(tx, id); err != nil {
+			return err
+		}
+		var err error
+		if p, err = loadSessionPlan(tx, id); err != nil {
+			return err
+		}
+		if p == nil {
+			return apierr.New(apierr.NotFound, "session %q has no plan yet", id)
+		}
+		return nil
+	})
+	return p, err
+}
+
+// PutSessionPlan creates or replaces the plan of session id and reports
+// whether it created it. Writing the content and author it already has is
+// a success without a revision bump or event. A rewrite withdraws a
+// pending review. Errors: not_found, invalid_argument, payload_too_large,
+// version_conflict, already_exists (If-None-Match: *),
+// precondition_required.
+func (st *Store) PutSessionPlan(ctx context.Context, id string, in api.SessionPlanWrite, maxBytes int64, pre revision.Precondition) (*SessionPlan, bool, error) {
+	if err := validation.Struct(in); err != nil {
+		return nil, false, err
+	}
+	if err := validation.PlanContent("content", in.Content, maxBytes); err != nil {
+		return nil, false, err
+	}
+	var (
+		out     *SessionPlan
+		created bool
+	)
+	err := st.db.Write(ctx, func(tx *db.Tx) error {
+		s, err := load(tx, id)
+		if err != nil {
+			return err
+		}
+		cur, err := loadSessionPlan(tx, id)
+		if err != nil {
+			return err
+		}
+		res := sessionPlanResource(id, cur)
+		if err := res.Check(pre); err != nil {
+			return err
+		}
+		author := events.ActorFrom(tx.Context())
+		if cur != nil {
+			author = cur.Author
+		}
+		if in.Author != nil {
+			author = *in.Author
+		}
+		if cur != nil && cur.Content == in.Content && cur.Author == author {
+			out = cur
+			return nil
+		}
+		rev, err := res.Next(tx)
+		if err != nil {
+			return err
+		}
+		now := tx.NowText()
+		created = cur == nil
+		if created {
+			_, err = tx.Exec(`INSERT INTO session_plans (`+sessionPlanColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
+				id, in.Content, author, rev, now, now)
+		} else {
+			_, err = tx.Exec(`UPDATE session_plans SET content = ?, author = ?, revision = ?, updated_at = ?
+				WHERE session_id = ?`, in.Content, author, rev, now, id)
+		}
+		if err != nil {
+			return fmt.Errorf("write plan of session %q: %w", id, err)
+		}
+		if out, err = loadSessionPlan(tx, id); err != nil {
+			return err
+		}
+		data := sessionPlanUpdate{SessionPlan: *out, Created: created}
+		if s.Review.State == ReviewPending {
+			srev, err := resource(id, s.Revision).Next(tx)
+			if err != nil {
+				return err
+			}
+			review, closed := closeReview(s.Review, srev,
+				fmt.Sprintf("the plan was rewritten (revision %d); ask for review of the new revision", out.Revision))
+			if err := saveReview(tx, s.pk, review, srev, now, ""); err != nil {
+				return err
+			}
+			data.ReviewWithdrawn = closed
+		}
+		_, err = events.Append(tx, events.New{Type: events.SessionPlanUpdated, Session: s.link().Ref(), Revision: out.Revision, Data: data})
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return out, created, nil
+}
+
+// RequestReview is the agent's exit_plan_mode: it marks the current plan
+// revision as awaiting a human's review. It does not change the mode.
+// Errors: not_found, plan_missing, invalid_argument, version_conflict,
+// precondition_required.
+func (st *Store) RequestReview(ctx context.Context, id string, in api.ReviewRequest, pre revision.Precondition) (*Session, error) {
+	if err := validation.Struct(in); err != nil {
+		return nil, err
+	}
+	return st.reviewStep(ctx, id, events.SessionReviewRequested, func(tx *db.Tx, s *Session, p *SessionPlan) (Review, bool, error) {
+		return requestReview(s, p, in.Rationale, pre, tx.NowText())
+	})
+}
+
+// Approve is the human's confirmation of the plan revision they read
+// (pre's If-Match): in one transaction the review becomes approved and the
+// session's own mode becomes build, with the effective-mode change
+// propagated to its descendants. Errors: not_found, precondition_required
+// (no If-Match), invalid_argument (If-Match * or a list), version_conflict
+// (412: the plan changed since), review_not_pending.
+func (st *Store) Approve(ctx context.Context, id string, pre revision.Precondition) (*api.Approval, error) {
+	var out *api.Approval
+	err := st.db.Write(ctx, func(tx *db.Tx) error {
+		r, err := get(tx, id)
+		if err != nil {
+			return err
+		}
+		p, err := loadSessionPlan(tx, id)
+		if err != nil {
+			return err
+		}
+		review, err := approve(&r.Session, p, pre, tx.NowText(), events.ActorFrom(tx.Context()))
+		if err != nil {
+			return err
+		}
+		var sess *Session
+		if r.Mode == Build {
+			rev, err := resource(id, r.Revision).Next(tx)
+			if err != nil {
+				return err
+			}
+			if err := saveReview(tx, r.pk, review, rev, tx.NowText(), ""); err != nil {
+				return err
+			}
+			after, err := get(tx, id)
+			if err != nil {
+				return err
+			}
+			sess = &after.Session
+		} else if sess, err = setMode(tx, r, Build, review, nil); err != nil {
+			return err
+		}
+		out = &api.Approval{Session: sess, Note: ApprovalNote(sess)}
+		_, err = events.Append(tx, events.New{Type: events.SessionReviewApproved, Session: r.link().Ref(), Revision: sess.Revision, Data: out})
+		return err
+	})
+	return out, err
+}
+
+// Reject is the human's refusal of the pending review, with feedback for
+// the agent. The mode is unchanged: the agent keeps planning. If-Match,
+// when sent, names the plan revision the human read. Errors: not_found,
+// invalid_argument, version_conflict, precondition_required,
+// review_not_pending.
+func (st *Store) Reject(ctx context.Context, id string, in api.ReviewRejection, pre revision.Precondition) (*Session, error) {
+	if err := validation.Struct(in); err != nil {
+		return nil, err
+	}
+	return st.reviewStep(ctx, id, events.SessionReviewRejected, func(tx *db.Tx, s *Session, p *SessionPlan) (Review, bool, error) {
+		r, err := decide(s, p, ReviewRejected, in.Feedback, pre, tx.NowText(), events.ActorFrom(tx.Context()))
+		return r, true, err
+	})
+}
+
+// reviewStep runs a review transition that changes only the review: load
+// the session and its plan, decide, and store the new review as the next
+// session revision with an event of type typ. A transition that reports
+// no change writes nothing.
+func (st *Store) reviewStep(ctx context.Context, id, typ string,
+	step func(tx *db.Tx, s *Session, p *SessionPlan) (Review, bool, error)) (*Session, error) {
+	var out *Session
+	err := st.db.Write(ctx, func(tx *db.Tx) error {
+		r, err := get(tx, id)
+		if err != nil {
+			return err
+		}
+		p, err := loadSessionPlan(tx, id)
+		if err != nil {
+			return err
+		}
+		review, changed, err := step(tx, &r.Session, p)
+		if err != nil {
+			return err
+		}
+		if !changed {
+			out = &r.Session
+			return nil
+		}
+		rev, err := resource(id, r.Revision).Next(tx)
+		if err != nil {
+			return err
+		}
+		if err := saveReview(tx, r.pk, review, rev, tx.NowText(), ""); err != nil {
+			return err
+		}
+		if r, err = get(tx, id); err != nil {
+			return err
+		}
+		out = &r.Session
+		_, err = events.Append(tx, events.New{Type: typ, Session: r.link().Ref(), Revision: rev, Data: out})
+		return err
+	})
+	return out, err
+}
