@@ -2,7 +2,6 @@ package db
 
 import (
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,46 +10,8 @@ import (
 	"testing"
 
 	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/testfs"
 )
-
-// SmallDisk mounts a tmpfs of size bytes on a new temp dir and returns the
-// dir; it is unmounted when the test ends. Mounting needs root (CI runs as
-// root); elsewhere the test is skipped, saying why.
-func SmallDisk(t *testing.T, size string) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
-		t.Skipf("cannot mount a small tmpfs to fill (needs root): %v", err)
-	}
-	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
-	return dir
-}
-
-// Fill writes a file in dir until the file system is full, and returns a
-// function that deletes it.
-func Fill(t *testing.T, dir string) (free func()) {
-	t.Helper()
-	path := filepath.Join(dir, "filler")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunk := make([]byte, 4096)
-	for {
-		if _, err := f.Write(chunk); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatal(err)
-			}
-			break
-		}
-	}
-	f.Close()
-	return func() {
-		if err := os.Remove(path); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 func migrated(t *testing.T, path string) *DB {
 	t.Helper()
@@ -72,12 +33,12 @@ func migrated(t *testing.T, path string) *DB {
 // freed writes commit and readiness returns.
 func TestDiskFullIsInsufficientStorageUntilFreed(t *testing.T) {
 	ctx := context.Background()
-	dir := SmallDisk(t, "4m")
+	dir := testfs.SmallDisk(t, "4m")
 	db := migrated(t, filepath.Join(dir, "p.db"))
 	if err := db.Ready(ctx); err != nil {
 		t.Fatalf("ready before the disk filled: %v", err)
 	}
-	free := Fill(t, dir)
+	free := testfs.Fill(t, dir)
 	big := strings.Repeat("x", 64<<10)
 	err := db.Write(ctx, func(tx *Tx) error {
 		_, err := tx.Exec(`INSERT INTO revision_floors (kind, key, revision) VALUES ('t', ?, 1)`, big)

@@ -175,11 +175,9 @@ func Read(ctx context.Context, d *db.DB, q Query) (Page, error) {
 			return apierr.New(apierr.CursorExpired,
 				"cursor %d is ahead of the log, whose head is %d: it belongs to another database or to this one before a restore; re-read the current state and resume from its head seq", after, head)
 		}
-		where := []string{"seq > ?"}
-		args := []any{after}
+		path := ""
 		if q.SessionID != "" {
-			path := q.SessionPath
-			if path == "" {
+			if path = q.SessionPath; path == "" {
 				if path, err = sessionPath(tx, q.SessionID); err != nil {
 					return err
 				}
@@ -189,28 +187,9 @@ func Read(ctx context.Context, d *db.DB, q Query) (Page, error) {
 				return nil
 			}
 			page.SessionPath = path
-			lo, hi := SubtreeRange(path)
-			where = append(where, "session_path >= ? AND session_path < ?")
-			args = append(args, lo, hi)
 		}
-		if q.Scope != "" {
-			lo, hi := SubtreeRange(q.Scope)
-			where = append(where, "(session_id IS NULL OR (session_path >= ? AND session_path < ?))")
-			args = append(args, lo, hi)
-		}
-		if q.Plan != "" {
-			where = append(where, "plan = ?")
-			args = append(args, q.Plan)
-		}
-		if len(q.Types) > 0 {
-			where = append(where, "type IN (?"+strings.Repeat(", ?", len(q.Types)-1)+")")
-			for _, t := range q.Types {
-				args = append(args, t)
-			}
-		}
-		args = append(args, limit)
-		rows, err := tx.Query(`SELECT `+eventColumns+` FROM events WHERE `+
-			strings.Join(where, " AND ")+` ORDER BY seq LIMIT ?`, args...)
+		query, args := readSQL(q, after, path, limit)
+		rows, err := tx.Query(query, args...)
 		if err != nil {
 			return fmt.Errorf("read events after %d: %w", after, err)
 		}
@@ -232,6 +211,37 @@ func Read(ctx context.Context, d *db.DB, q Query) (Page, error) {
 		return nil
 	})
 	return page, err
+}
+
+// readSQL builds the page query: the events after the cursor that match
+// q's filters (path is the resolved session filter), in seq order. A plan
+// filter is a range of the events_plan index; the rest walk the log from
+// the cursor.
+func readSQL(q Query, after int64, path string, limit int) (string, []any) {
+	where := []string{"seq > ?"}
+	args := []any{after}
+	if path != "" {
+		lo, hi := SubtreeRange(path)
+		where = append(where, "session_path >= ? AND session_path < ?")
+		args = append(args, lo, hi)
+	}
+	if q.Scope != "" {
+		lo, hi := SubtreeRange(q.Scope)
+		where = append(where, "(session_id IS NULL OR (session_path >= ? AND session_path < ?))")
+		args = append(args, lo, hi)
+	}
+	if q.Plan != "" {
+		where = append(where, "plan = ?")
+		args = append(args, q.Plan)
+	}
+	if len(q.Types) > 0 {
+		where = append(where, "type IN (?"+strings.Repeat(", ?", len(q.Types)-1)+")")
+		for _, t := range q.Types {
+			args = append(args, t)
+		}
+	}
+	args = append(args, limit)
+	return `SELECT ` + eventColumns + ` FROM events WHERE ` + strings.Join(where, " AND ") + ` ORDER BY seq LIMIT ?`, args
 }
 
 func scanEvent(rows *sql.Rows) (Event, error) {

@@ -24,6 +24,9 @@ const (
 	admin    caller = "admin"
 	agentIn  caller = "agent in scope"
 	agentOut caller = "agent out of scope"
+	// agentPlan is bound to tgt, which is in plan mode: it may plan but
+	// not execute steps.
+	agentPlan caller = "agent in plan mode"
 	viewer   caller = "viewer"
 	noToken  caller = "no token"
 	revoked  caller = "revoked"
@@ -33,7 +36,7 @@ const (
 // callers is the order the table test calls in: those that must change
 // nothing first, then the agent, then the admin, so the agent's allowed
 // writes never make the admin's call fail.
-var callers = []caller{noToken, revoked, expired, viewer, agentOut, agentIn, admin}
+var callers = []caller{noToken, revoked, expired, viewer, agentOut, agentPlan, agentIn, admin}
 
 // accessEnv is a server with --auth token, this session tree
 //
@@ -108,6 +111,7 @@ func newAccessEnv(t *testing.T, env *apitest.Env) *accessEnv {
 
 	a.tokens[agentIn] = env.Token(auth.Agent, "agent-in", "root")
 	a.tokens[agentOut] = env.Token(auth.Agent, "agent-out", "other")
+	a.tokens[agentPlan] = env.Token(auth.Agent, "agent-plan", "tgt")
 	a.tokens[viewer] = env.Token(auth.Viewer, "viewer", "")
 	a.tokens[revoked] = env.Token(auth.Admin, "revoked", "")
 	env.Token(auth.Viewer, "victim", "")
@@ -138,7 +142,9 @@ const ok = 0
 
 // accessCase is one request on one route and the status each caller must
 // get; "{who}" in its path is the caller's slug. An admin gets a 2xx and the callers without a valid token get 401
-// unless want says otherwise; viewer and both agents must be named.
+// unless want says otherwise; viewer and both agents must be named. The
+// agent in plan mode gets what the agent in scope gets (its session, tgt,
+// is in that agent's scope too) unless want names it.
 type accessCase struct {
 	name   string
 	path   string
@@ -157,6 +163,8 @@ func (tc accessCase) expect(t *testing.T, c caller) int {
 		return ok
 	case noToken, revoked, expired:
 		return http.StatusUnauthorized
+	case agentPlan:
+		return tc.expect(t, agentIn)
 	}
 	t.Fatalf("the case does not say what %s gets", c)
 	return 0
@@ -173,6 +181,10 @@ func open() map[caller]int {
 // writers is what shared-plan writes get: agents share plans whatever
 // their session; viewers only read.
 var writers = map[caller]int{viewer: 403, agentIn: ok, agentOut: ok}
+
+// executors is what claiming, starting, completing and reporting on steps
+// get: the writers, but not an agent whose session is in plan mode.
+var executors = map[caller]int{viewer: 403, agentIn: ok, agentOut: ok, agentPlan: 403}
 
 // readers is what reads outside any session get: everyone with a token.
 var readers = map[caller]int{viewer: ok, agentIn: ok, agentOut: ok}
@@ -194,7 +206,13 @@ var accessTable = map[string][]accessCase{
 		{name: "root", path: "/v1/sessions", body: map[string]any{"title": "free"},
 			want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 403}},
 		{name: "harness child", path: "/v1/sessions", body: map[string]any{"parent_id": "root", "harness": true},
-			want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 400}},
+			want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 400, agentPlan: 400}},
+		// Ids are global: an agent may not choose one, so it never learns
+		// which are taken outside its tree (here: "other" is).
+		{name: "named child", path: "/v1/sessions", body: map[string]any{"id": "other", "parent_id": "tgt"},
+			want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 400, agentPlan: 403, admin: 409}},
+		{name: "named child, free id", path: "/v1/sessions", body: map[string]any{"id": "free-{who}", "parent_id": "tgt"},
+			want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 400, agentPlan: 403}},
 	},
 	"GET /v1/sessions": {{path: "/v1/sessions",
 		want: map[caller]int{viewer: ok, agentIn: ok, agentOut: ok}}},
@@ -207,7 +225,7 @@ var accessTable = map[string][]accessCase{
 		want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 404}}},
 	"PATCH /v1/sessions/{id}/mode": {
 		{name: "plan", path: "/v1/sessions/root/mode", body: map[string]any{"mode": "plan"},
-			want: map[caller]int{viewer: 403, agentIn: ok, agentOut: 404}},
+			want: map[caller]int{viewer: 403, agentIn: ok, agentOut: 404, agentPlan: 404}},
 		{name: "build", path: "/v1/sessions/tgt/mode", body: map[string]any{"mode": "build"},
 			want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 404}},
 	},
@@ -250,14 +268,22 @@ var accessTable = map[string][]accessCase{
 	"GET /v1/plans/{name}/steps":           {{path: "/v1/plans/mine-{who}/steps", want: readers}},
 	"GET /v1/plans/{name}/steps/{step_id}": {{path: "/v1/plans/mine-{who}/steps/a", want: readers}},
 	"GET /v1/plans/{name}/reports":         {{path: "/v1/plans/mine-{who}/reports", want: readers}},
+	// Plan mode covers execution through shared plans: an agent whose
+	// session is in plan mode may change a step's owner, or set it pending
+	// or blocked (planning), but not claim, start, complete or report on
+	// one.
 	"POST /v1/plans/{name}/steps/claim": {{path: "/v1/plans/mine-{who}/steps/claim",
-		body: map[string]any{"worker": "w"}, want: writers}},
-	"PATCH /v1/plans/{name}/steps/{step_id}": {{path: "/v1/plans/mine-{who}/steps/a",
-		body: map[string]any{"owner": "ops"}, want: writers}},
+		body: map[string]any{"worker": "w"}, want: executors}},
+	"PATCH /v1/plans/{name}/steps/{step_id}": {
+		{name: "owner", path: "/v1/plans/mine-{who}/steps/a", body: map[string]any{"owner": "ops"}, want: writers},
+		{name: "blocked", path: "/v1/plans/mine-{who}/steps/a", body: map[string]any{"status": "blocked"}, want: writers},
+		{name: "start", path: "/v1/plans/mine-{who}/steps/a", body: map[string]any{"status": "in_progress"}, want: executors},
+		{name: "complete", path: "/v1/plans/mine-{who}/steps/a", body: map[string]any{"status": "complete"}, want: executors},
+	},
 	"POST /v1/plans/{name}/steps/{step_id}/claim": {{path: "/v1/plans/mine-{who}/steps/a/claim",
-		body: map[string]any{"worker": "w"}, want: writers}},
+		body: map[string]any{"worker": "w"}, want: executors}},
 	"POST /v1/plans/{name}/steps/{step_id}/reports": {{path: "/v1/plans/mine-{who}/steps/a/reports",
-		body: map[string]any{"outcome": "success", "details": "done"}, want: writers}},
+		body: map[string]any{"outcome": "success", "details": "done"}, want: executors}},
 
 	"GET /v1/events": {
 		{name: "whole feed", path: "/v1/events", want: map[caller]int{viewer: ok, agentIn: ok, agentOut: ok}},
@@ -325,7 +351,18 @@ func TestEveryRouteForEveryCaller(t *testing.T) {
 				a := tpl.open(t)
 				for _, c := range callers {
 					path := strings.ReplaceAll(tc.path, "{who}", slug(c))
-					resp := a.as(c).Call(method, path, tc.body, tc.header...)
+					body := tc.body
+					if m, isMap := body.(map[string]any); isMap {
+						m2 := map[string]any{}
+						for k, v := range m {
+							if s, isString := v.(string); isString {
+								v = strings.ReplaceAll(s, "{who}", slug(c))
+							}
+							m2[k] = v
+						}
+						body = m2
+					}
+					resp := a.as(c).Call(method, path, body, tc.header...)
 					checkStatus(t, c, method, path, resp.Status, tc.expect(t, c), resp.Body)
 					if resp.Status == http.StatusUnauthorized && resp.Code() != "unauthenticated" {
 						t.Errorf("%s: 401 with code %q", c, resp.Code())

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -34,6 +35,12 @@ const (
 // of Refined routes check the action their body names with s.allow.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.Header.Values("Authorization")) > 1 {
+			// Which one would count depends on who reads the request: a
+			// proxy and this server could each pick another.
+			writeProblem(w, r, apierr.Invalid("Authorization", "sent more than once; send one Authorization header"))
+			return
+		}
 		route, params := s.resolve(r)
 		p, err := s.authenticate(r, route)
 		if err != nil {
@@ -169,31 +176,32 @@ func (s *Server) authorizeRoute(r *http.Request, route string, params *chi.Conte
 	if rule.SessionParam != "" {
 		target = params.URLParam(rule.SessionParam)
 	}
-	if err := s.allow(r, rule.Action, target, sessions.NotFound(target)); err != nil {
+	if err := s.Authorize(r.Context(), rule.Action, target, sessions.NotFound(target)); err != nil {
 		return err
 	}
 	if rule.SessionQuery != "" {
 		if id := r.URL.Query().Get(rule.SessionQuery); id != "" {
-			return s.allow(r, auth.ReadSession, id, sessions.NotFound(id))
+			return s.Authorize(r.Context(), auth.ReadSession, id, sessions.NotFound(id))
 		}
 	}
 	return nil
 }
 
-// allow decides whether the caller may perform a on session target ("" for
-// none): nil, hidden (the error a missing target gets, answered when the
-// target is outside an agent's scope, so ids do not leak), or 403
-// permission_denied. It is the one check handlers call to refine an action
-// from the body. The facts Decide needs about an agent are looked up here:
-// whether the target is in its scope (by identity), and, for executing
-// steps, whether its own session is in plan mode.
-func (s *Server) allow(r *http.Request, a auth.Action, target string, hidden error) error {
-	p := auth.PrincipalFrom(r.Context())
+// Authorize decides whether ctx's caller may perform a on session target
+// ("" for none): nil, hidden (the error a missing target gets, answered
+// when the target is outside an agent's scope, so ids do not leak), or 403
+// permission_denied. It is the one check every transport makes (the route
+// rules, handlers refining an action from the body, the MCP tools). The
+// facts Decide needs about an agent are looked up here: whether the target
+// is in its scope (by identity), and, for executing steps, whether its own
+// session is in plan mode.
+func (s *Server) Authorize(ctx context.Context, a auth.Action, target string, hidden error) error {
+	p := auth.PrincipalFrom(ctx)
 	f := auth.Facts{InScope: true} // an action on no session is in every scope
 	if p.Role == auth.Agent {
 		if target != "" {
 			f.InScope = false
-			loc, err := s.sessions.Locate(r.Context(), target)
+			loc, err := s.sessions.Locate(ctx, target)
 			switch {
 			case err == nil:
 				f.InScope = auth.InScope(p.SessionPath, loc.Path)
@@ -202,7 +210,7 @@ func (s *Server) allow(r *http.Request, a auth.Action, target string, hidden err
 			}
 		}
 		if a == auth.ExecuteSteps {
-			mode, found, err := s.sessions.EffectiveModeOf(r.Context(), p.SessionPK)
+			mode, found, err := s.sessions.EffectiveModeOf(ctx, p.SessionPK)
 			if err != nil {
 				return err
 			}

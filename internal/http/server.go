@@ -191,7 +191,7 @@ func (s *Server) routes() chi.Router {
 		r.Put("/sessions/{id}/plan", s.h(s.putSessionPlan))
 		r.Get("/sessions/{id}/plan", s.h(s.getSessionPlan))
 		r.Post("/sessions/{id}/plan/review", s.h(reviewAction(s, s.sessions.RequestReview)))
-		r.Post("/sessions/{id}/plan/approve", s.h(reviewAction(s, s.approve)))
+		r.Post("/sessions/{id}/plan/approve", s.h(s.approvePlan))
 		r.Post("/sessions/{id}/plan/reject", s.h(reviewAction(s, s.sessions.Reject)))
 		r.Post("/sessions/{id}/tools/filter", s.h(s.filterTools))
 		r.Post("/sessions/{id}/tools/check", s.h(s.checkTool))

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/planserver/planserver/api"
+	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/revision"
 )
 
@@ -97,6 +98,22 @@ func reviewAction[In, Out any](s *Server, act func(ctx context.Context, id strin
 		writeJSON(w, http.StatusOK, out)
 		return nil
 	}
+}
+
+// approvePlan is the human's approval of the plan revision they read. Its
+// If-Match must name exactly that one revision: a list, *, a weak tag or
+// a number written another way is refused before anything is looked up.
+func (s *Server) approvePlan(w http.ResponseWriter, r *http.Request) error {
+	values := r.Header.Values("If-Match")
+	if len(values) > 1 {
+		return apierr.Invalid("If-Match", "sent more than once; name the one plan revision you read")
+	}
+	if len(values) == 1 {
+		if _, err := revision.ExactRevision("If-Match", values[0]); err != nil {
+			return err
+		}
+	}
+	return reviewAction(s, s.approve)(w, r)
 }
 
 // approve is the human's approval of the plan revision they read; it

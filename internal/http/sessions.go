@@ -21,7 +21,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeJSON(w, r, &in, decodeOptions{allowEmpty: true}); err != nil {
 		return err
 	}
-	if err := s.allow(r, createAction(in), in.ParentID, sessions.UnknownParent(in.ParentID)); err != nil {
+	if err := s.Authorize(r.Context(), createAction(in), in.ParentID, sessions.UnknownParent(in.ParentID)); err != nil {
 		return err
 	}
 	sess, err := s.sessions.Create(r.Context(), in)
@@ -144,7 +144,7 @@ func (s *Server) setSessionMode(w http.ResponseWriter, r *http.Request) error {
 	// Entering plan mode was checked with the route; leaving it is a
 	// different, human-only action.
 	if mode == sessions.Build {
-		if err := s.allow(r, auth.LeavePlanMode, id, sessions.NotFound(id)); err != nil {
+		if err := s.Authorize(r.Context(), auth.LeavePlanMode, id, sessions.NotFound(id)); err != nil {
 			return err
 		}
 	}

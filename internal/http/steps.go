@@ -103,7 +103,7 @@ func (s *Server) patchStep(w http.ResponseWriter, r *http.Request) error {
 	// keeps from agents; setting its owner, or pending or blocked, is
 	// planning.
 	if patch.Status != nil && (*patch.Status == plans.StepInProgress || *patch.Status == plans.StepComplete) {
-		if err := s.allow(r, auth.ExecuteSteps, "", nil); err != nil {
+		if err := s.Authorize(r.Context(), auth.ExecuteSteps, "", nil); err != nil {
 			return err
 		}
 	}

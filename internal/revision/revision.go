@@ -207,3 +207,20 @@ func Next(current, floor int64) int64 {
 	}
 	return floor + 1
 }
+
+// ExactRevision parses a header that must name exactly one revision as a
+// strong entity tag, "7", or as the bare number curl users type, 7: no
+// list, no *, no weak tag, no leading zeros, nothing around it. An
+// approval names the one revision a human read; anything looser could
+// name something else.
+func ExactRevision(header, value string) (int64, error) {
+	v := strings.TrimSpace(value)
+	if isQuoted(v) {
+		v = v[1 : len(v)-1]
+	}
+	n, ok := parseRevision(v)
+	if !ok || n < 1 || strconv.FormatInt(n, 10) != v {
+		return 0, apierr.Invalid(header, "must name exactly one revision, such as \"7\" (or 7); got %q", value)
+	}
+	return n, nil
+}

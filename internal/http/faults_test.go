@@ -1,0 +1,44 @@
+package http_test
+
+import (
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/planserver/planserver/internal/apitest"
+	"github.com/planserver/planserver/internal/testfs"
+)
+
+// TestDiskFullThroughTheAPI fills the disk under a running server: writes
+// answer 507 insufficient_storage with Retry-After, /readyz turns 503-ish
+// (507) while writes cannot commit, reads keep working, nothing
+// acknowledged is lost, and all comes back once space is freed.
+func TestDiskFullThroughTheAPI(t *testing.T) {
+	dir := testfs.SmallDisk(t, "4m")
+	env := apitest.Open(t, filepath.Join(dir, "planserver.db"))
+	putPlan(t, env, "kept", map[string]any{"content": "# acknowledged"}, http.StatusCreated)
+	if r := env.Call("GET", "/readyz", nil); r.Status != 200 {
+		t.Fatalf("ready before: %d %s", r.Status, r.Body)
+	}
+	free := testfs.Fill(t, dir)
+	big := strings.Repeat("x", 512<<10)
+	r := env.Call("PUT", "/v1/plans/big", map[string]any{"content": big})
+	if r.Status != 507 || r.Code() != "insufficient_storage" || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("write on a full disk: %d %s (Retry-After %q)", r.Status, r.Body, r.Header.Get("Retry-After"))
+	}
+	if r := env.Call("GET", "/readyz", nil); r.Status < 500 {
+		t.Errorf("ready on a full disk: %d %s", r.Status, r.Body)
+	}
+	if p := getPlan(t, env, "kept"); p.Content != "# acknowledged" {
+		t.Errorf("read on a full disk: %+v", p)
+	}
+	free()
+	if r := env.Call("GET", "/readyz", nil); r.Status != 200 {
+		t.Errorf("ready after space was freed: %d %s", r.Status, r.Body)
+	}
+	putPlan(t, env, "big", map[string]any{"content": big}, http.StatusCreated)
+	if p := getPlan(t, env, "kept"); p.Content != "# acknowledged" {
+		t.Errorf("after the fault: %+v", p)
+	}
+}
