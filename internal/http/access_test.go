@@ -27,10 +27,10 @@ const (
 	// agentPlan is bound to tgt, which is in plan mode: it may plan but
 	// not execute steps.
 	agentPlan caller = "agent in plan mode"
-	viewer   caller = "viewer"
-	noToken  caller = "no token"
-	revoked  caller = "revoked"
-	expired  caller = "expired"
+	viewer    caller = "viewer"
+	noToken   caller = "no token"
+	revoked   caller = "revoked"
+	expired   caller = "expired"
 )
 
 // callers is the order the table test calls in: those that must change
