@@ -38,6 +38,7 @@ var (
 func init() {
 	openapi3filter.RegisterBodyDecoder("text/markdown", openapi3filter.PlainBodyDecoder)
 	openapi3filter.RegisterBodyDecoder("text/event-stream", openapi3filter.PlainBodyDecoder)
+	openapi3filter.RegisterBodyDecoder("text/x-diff", openapi3filter.PlainBodyDecoder)
 }
 
 // Router returns the kin-openapi router of api/openapi.yaml, loaded and

@@ -141,7 +141,7 @@ func New(cfg Config) *Server {
 		log:      cfg.Logger,
 		metrics:  newHTTPMetrics(reg),
 		registry: reg,
-		sessions: sessions.NewStore(cfg.DB),
+		sessions: sessions.NewStore(cfg.DB, sessions.Config{History: cfg.PlanHistory}),
 		gate:     sessions.NewGate(cfg.PlanModeAllow),
 		tokens:   auth.NewStore(cfg.DB),
 		limiter:  newLimiter(cfg.RateLimit, cfg.RateBurst),
@@ -190,6 +190,10 @@ func (s *Server) routes() chi.Router {
 		r.Patch("/sessions/{id}/mode", s.h(s.setSessionMode))
 		r.Put("/sessions/{id}/plan", s.h(s.putSessionPlan))
 		r.Get("/sessions/{id}/plan", s.h(s.getSessionPlan))
+		r.Get("/sessions/{id}/plan/revisions", s.h(s.listSessionPlanRevisions))
+		r.Get("/sessions/{id}/plan/revisions/{revision}", s.h(s.getSessionPlanRevision))
+		r.Get("/sessions/{id}/plan/diff", s.h(s.diffSessionPlan))
+		r.Get("/sessions/{id}/reviews", s.h(s.reviewHistory))
 		r.Post("/sessions/{id}/plan/review", s.h(reviewAction(s, s.sessions.RequestReview)))
 		r.Post("/sessions/{id}/plan/approve", s.h(s.approvePlan))
 		r.Post("/sessions/{id}/plan/reject", s.h(reviewAction(s, s.sessions.Reject)))
@@ -208,6 +212,7 @@ func (s *Server) routes() chi.Router {
 		r.Put("/plans/{name}/status", s.h(s.setPlanStatus))
 		r.Get("/plans/{name}/revisions", s.h(s.listPlanRevisions))
 		r.Get("/plans/{name}/revisions/{revision}", s.h(s.getPlanRevision))
+		r.Get("/plans/{name}/diff", s.h(s.diffPlan))
 		r.Get("/plans/{name}/steps", s.h(s.listSteps))
 		r.Post("/plans/{name}/steps/claim", s.h(s.claimNextStep))
 		r.Get("/plans/{name}/steps/{step_id}", s.h(s.getStep))
