@@ -172,6 +172,7 @@ func (s *Server) routes() chi.Router {
 	r.Get("/readyz", s.readyz)
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
 	r.Get("/openapi.yaml", serveOpenAPI)
+	s.uiRoutes(r) // ui.go: the review console at /ui/
 
 	// Every /v1 route needs a rule in auth.Routes; guard enforces it.
 	r.Route("/v1", func(r chi.Router) {
