@@ -29,6 +29,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	corsOrigins, _ := origins(cfg.CORSOrigins) // validated
+	allowedHosts, _ := hostList(cfg.AllowedHosts)
 	log := newLogger(cfg.LogFormat, stderr)
 	db, err := openAndMigrate(ctx, cfg, stderr)
 	if err != nil {
@@ -49,6 +50,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		RateLimit:            cfg.RateLimit,
 		RateBurst:            cfg.RateBurst,
 		CORSOrigins:          corsOrigins,
+		AllowedHosts:         allowedHosts,
 		EventRetention:       events.Retention{MaxAge: cfg.EventRetention, MaxRows: cfg.EventMaxRows},
 		SSEHeartbeat:         cfg.SSEHeartbeat,
 	})

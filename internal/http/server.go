@@ -66,6 +66,9 @@ type Config struct {
 	// CORSOrigins are the browser origins allowed to call the API; none
 	// turns CORS off.
 	CORSOrigins []string
+	// AllowedHosts are Host names (optionally with a port) the server
+	// answers to besides loopback ones; see hostGuard in origin.go.
+	AllowedHosts []string
 	// EventRetention bounds the event log (PruneEvents, RunPruner); the
 	// zero value keeps every event.
 	EventRetention events.Retention
@@ -160,6 +163,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.Se
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
 	r.Use(withRequestID, s.observe, securityHeaders)
+	r.Use(s.hostGuard, s.originGuard) // origin.go: no driving the server from another site's page
 	if len(s.cfg.CORSOrigins) > 0 {
 		// Before routing and authentication: a preflight carries no token.
 		r.Use(corsHandler(s.cfg.CORSOrigins))
