@@ -124,7 +124,9 @@ export async function reviewView(main, [id], app, query) {
     if (r.state !== 'pending' && !newer) return;
     const stale = !pendingHere;
     decision.append(
-      h('p', {}, `Approving lets the agent act on revision ${shown.revision}: the session goes back to build mode.`),
+      h('p', {}, stale
+        ? `Approve and Reject here apply to revision ${shown.revision}, the one on screen, which is no longer the revision under review.`
+        : `Approving lets the agent act on revision ${shown.revision}: the session goes back to build mode.`),
       h('button', {
         type: 'button', class: 'primary', 'data-action': 'approve', disabled: stale || busy,
         onclick: approve,

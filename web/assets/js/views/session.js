@@ -156,7 +156,7 @@ export async function sessionView(main, [id], app) {
     }
     drawHeader();
     drawMode();
-    await drawTree();
+    await Promise.all([drawTree(), drawPlan()]);
     modeBox.querySelector('[data-action=toggle-mode]')?.focus();
   }
 
@@ -168,7 +168,12 @@ export async function sessionView(main, [id], app) {
         s.effective_mode === 'plan' ? h('span', { class: 'muted' }, ` from ${s.mode_source}`) : null));
   }
 
+  // Each panel reads first and then replaces its content in one go, so
+  // it never shows half-drawn; a read overtaken by a newer one is dropped.
+  const gens = { tree: 0, plan: 0, todos: 0 };
+
   async function drawTree() {
+    const gen = ++gens.tree;
     const chain = [];
     let cur = session;
     while (cur.parent_id && chain.length < 64) {
@@ -181,7 +186,7 @@ export async function sessionView(main, [id], app) {
       chain.unshift(cur);
     }
     const { items: children } = await listAll(`/v1/sessions?parent_id=${enc(id)}`, 'sessions');
-    clear(tree).append(h('h2', { id: 'tree-h' }, 'Session tree'));
+    if (gen !== gens.tree) return;
     const ol = h('ol', { class: 'tree', 'aria-label': 'Ancestors, this session and its children' });
     chain.forEach((s, k) => ol.append(treeRow(s, k === chain.length - 1 ? 'parent' : 'ancestor')));
     ol.append(treeRow(session, 'this session'));
@@ -190,21 +195,23 @@ export async function sessionView(main, [id], app) {
       for (const c of children) sub.append(treeRow(c, 'child'));
       ol.lastChild.append(sub);
     }
-    tree.append(ol);
+    clear(tree).append(h('h2', { id: 'tree-h' }, 'Session tree'), ol);
     if (!children.length) tree.append(h('p', { class: 'muted' }, 'No sub-sessions.'));
   }
 
   async function drawPlan() {
-    clear(planBox).append(h('h2', { id: 'plan-h' }, 'Plan and review'));
+    const gen = ++gens.plan;
     let plan = null;
     try {
       plan = (await request(`/v1/sessions/${enc(id)}/plan`)).data;
     } catch (err) {
       if (!(err instanceof ApiError) || err.status !== 404) throw err;
     }
+    if (gen !== gens.plan) return;
     const r = session.review;
-    planBox.append(h('p', { 'data-field': 'review' }, reviewText(r),
-      r.decided_at ? h('span', { class: 'muted' }, ' at ', time(r.decided_at)) : null));
+    clear(planBox).append(h('h2', { id: 'plan-h' }, 'Plan and review'),
+      h('p', { 'data-field': 'review' }, reviewText(r),
+        r.decided_at ? h('span', { class: 'muted' }, ' at ', time(r.decided_at)) : null));
     if (r.feedback) planBox.append(h('blockquote', { class: 'feedback' }, r.feedback));
     if (!plan) {
       planBox.append(h('p', { class: 'muted' }, 'No plan written yet.'));
@@ -216,8 +223,10 @@ export async function sessionView(main, [id], app) {
   }
 
   async function drawTodos() {
-    clear(todosBox).append(h('h2', { id: 'todos-h' }, 'Todos'));
+    const gen = ++gens.todos;
     const list = (await request(`/v1/sessions/${enc(id)}/todos`)).data;
+    if (gen !== gens.todos) return;
+    clear(todosBox).append(h('h2', { id: 'todos-h' }, 'Todos'));
     if (!list.todos.length) {
       todosBox.append(h('p', { class: 'muted' }, 'No todos.'));
       return;
@@ -233,7 +242,12 @@ export async function sessionView(main, [id], app) {
     const d = ev.data || {};
     let what = '';
     switch (ev.type) {
-      case 'session.mode_changed': what = `mode ${d.previous_mode ?? '?'} → ${d.mode}, effective ${d.effective_mode}${d.changed_by ? ` (through ${d.changed_by})` : ''}${d.review_cancelled ? '; pending review cancelled' : ''}`; break;
+      case 'session.mode_changed':
+        what = d.changed_by
+          ? `effective mode now ${d.effective_mode}, because ${d.changed_by} changed its mode`
+          : `mode ${d.previous_mode ?? '?'} → ${d.mode}, effective ${d.effective_mode}`;
+        if (d.review_cancelled) what += '; pending review cancelled';
+        break;
       case 'session_plan.updated': what = `plan revision ${ev.revision}${d.review_withdrawn ? '; pending review withdrawn' : ''}`; break;
       case 'session.review_requested': what = `review of plan revision ${d.review?.plan_revision}`; break;
       case 'session.review_approved': what = `plan revision ${d.review?.plan_revision} approved`; break;
