@@ -28,11 +28,14 @@ export function binary() {
 
 // startServer serves on 127.0.0.1:0 (the kernel picks a free port; the
 // address is read back from the log) with a database in a temp dir.
-export async function startServer({ args = [], env = {} } = {}) {
-  const dir = mkdtempSync(path.join(tmpdir(), 'planserver-e2e-'));
+// A test that restarts the server passes the first one's dir and addr
+// (its database and port) to the second, and stops the first with
+// stop({ keep: true }).
+export async function startServer({ args = [], env = {}, dir: reuse, addr = '127.0.0.1:0' } = {}) {
+  const dir = reuse || mkdtempSync(path.join(tmpdir(), 'planserver-e2e-'));
   const db = path.join(dir, 'planserver.db');
   const bin = binary();
-  const proc = spawn(bin, ['serve', '--addr', '127.0.0.1:0', '--db', db, '--log-format', 'json', ...args], {
+  const proc = spawn(bin, ['serve', '--addr', addr, '--db', db, '--log-format', 'json', ...args], {
     env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'],
   });
   const logs = [];
@@ -77,6 +80,8 @@ export async function startServer({ args = [], env = {} } = {}) {
   const server = {
     url,
     port: Number(new URL(url).port),
+    addr: new URL(url).host,
+    dir,
     db,
     logs,
     // token creates a token with the command line, as a user does.
@@ -89,12 +94,12 @@ export async function startServer({ args = [], env = {} } = {}) {
     api(token = '') {
       return client(url, token);
     },
-    async stop() {
+    async stop({ keep = false } = {}) {
       if (proc.exitCode === null) {
         proc.kill('SIGTERM');
         await new Promise((r) => proc.once('exit', r));
       }
-      rmSync(dir, { recursive: true, force: true });
+      if (!keep) rmSync(dir, { recursive: true, force: true });
     },
   };
   return server;
