@@ -226,6 +226,15 @@ test('without the event feed, an approval of a rewritten plan is refused by the 
   assert.equal(s.review.plan_revision, 2);
   // The feed is cut, so the header says updates are not live.
   assert.notEqual(await page.locator('#feed').getAttribute('data-state'), 'live');
+
+  // The link the agent handed out for revision 1, opened now: the page
+  // says the plan moved on, and what it offers to approve is what it
+  // shows, revision 2.
+  await page.goto(`${srv.url}/ui/sessions/offline/review?revision=1`);
+  await page.getByRole('heading', { name: 'Plan revision 2' }).waitFor();
+  assert.match(await page.locator('[data-notice="link-revision"]').textContent(),
+    /This link is for plan revision 1; the plan is now at revision 2/);
+  assert.equal(await page.locator('[data-action="approve"]').textContent(), 'Approve revision 2');
   noProblems(problems.filter((p) => !p.includes('ERR_FAILED')), urls);
   await context.close();
 });
@@ -420,6 +429,8 @@ test('the session page: tree, where plan mode comes from, mode switch with its w
   // Todos and history follow the feed.
   await agent.must(200, 'PUT', '/v1/sessions/tree.worker/todos', { todos: [{ content: 'Tag v2.0.0', status: 'in_progress' }] });
   await page.locator('.todos', { hasText: 'Tag v2.0.0' }).waitFor();
+  // The history read from the log's JSON pages, then the feed.
+  await page.locator('.history li', { hasText: 'session.created' }).first().waitFor();
   await page.locator('.history code', { hasText: 'todos.updated' }).waitFor();
 
   // Leaving plan mode directly warns that it cancels the pending review.
