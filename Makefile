@@ -1,11 +1,12 @@
-# planserver: `make run` serves on planserver.db, `make test` runs every test.
+# planserver: `make run` serves on planserver.db, `make test` runs every Go
+# test, `make test-ui` the browser tests (CI runs both).
 GO          ?= go
 BIN         ?= bin/planserver
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS     := -s -w -X main.version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: run build test lint bench stress fuzz fmt clean
+.PHONY: run build test test-ui lint bench stress fuzz fmt clean
 
 ## run: serve on 127.0.0.1:8080 with the embedded SQLite default (planserver.db)
 run:
@@ -15,9 +16,19 @@ run:
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/planserver
 
-## test: every test, with the race detector
+## test: every Go test, with the race detector (no browser needed)
 test:
 	$(GO) test -race -count=1 ./...
+
+## test-ui: the browser tests in e2e/: Debian's Chromium, driven by
+## playwright-core, against the real binary (README: Review console)
+CHROMIUM ?= /usr/bin/chromium
+E2E_BIN  ?= $(CURDIR)/bin/planserver-e2e
+test-ui:
+	@test -x "$(CHROMIUM)" || { echo "make test-ui needs Chromium at $(CHROMIUM): run .ci/install-browser"; exit 1; }
+	@test -d e2e/node_modules/playwright-core || (cd e2e && npm ci --no-audit --no-fund)
+	$(GO) build -o $(E2E_BIN) ./cmd/planserver
+	cd e2e && PLANSERVER_BIN=$(E2E_BIN) CHROMIUM=$(CHROMIUM) npm test
 
 ## bench: the load benchmark, each scenario against its baseline (docs/benchmarks.md)
 BENCHFLAGS ?=

@@ -32,6 +32,7 @@ type config struct {
 	RateLimit            float64
 	RateBurst            int
 	CORSOrigins          string
+	AllowedHosts         string
 	PlanHistory          int
 	EventRetention       time.Duration
 	EventMaxRows         int64
@@ -61,6 +62,9 @@ func flagSet(name string, cfg *config, serveFlags bool, stderr io.Writer) *flag.
 		fs.IntVar(&cfg.RateBurst, "rate-burst", 100, "requests a caller may make at once above --rate-limit")
 		fs.StringVar(&cfg.CORSOrigins, "cors-origins", "",
 			"comma-separated browser origins allowed to call the API, e.g. https://console.example.com (empty: CORS off)")
+		fs.StringVar(&cfg.AllowedHosts, "allowed-hosts", "",
+			"comma-separated Host names (name or name:port) served besides loopback ones, for a proxy in front; "+
+				"with --auth token, setting it turns the Host check on (empty: loopback only with --auth none, no check with --auth token)")
 		fs.StringVar(&cfg.PprofAddr, "pprof-addr", "",
 			"serve net/http/pprof on this separate address (loopback only; empty: off), for profiling")
 		fs.IntVar(&cfg.PlanHistory, "plan-history", 100,
@@ -160,8 +164,29 @@ func (c *config) validateAccess() error {
 	if c.RateLimit > 0 && c.RateBurst < 1 {
 		return fmt.Errorf("--rate-burst must be at least 1 when --rate-limit is on (set --rate-limit 0 to turn it off)")
 	}
-	_, err := origins(c.CORSOrigins)
+	if _, err := origins(c.CORSOrigins); err != nil {
+		return err
+	}
+	_, err := hostList(c.AllowedHosts)
 	return err
+}
+
+// hostList splits an --allowed-hosts value into Host names, each a name or
+// address with an optional port, as a browser sends it in the Host header.
+func hostList(v string) ([]string, error) {
+	var out []string
+	for _, h := range strings.Split(v, ",") {
+		if h = strings.TrimSpace(h); h == "" {
+			continue
+		}
+		u, err := url.Parse("http://" + h)
+		if err != nil || u.Host != h || u.User != nil || strings.ContainsAny(h, "*/?#@") {
+			return nil, fmt.Errorf("--allowed-hosts: %q is not a host name such as planserver.example.com or "+
+				"planserver.example.com:8443 (no scheme, no path, no wildcards)", h)
+		}
+		out = append(out, h)
+	}
+	return out, nil
 }
 
 // isLoopback reports whether addr (host:port) listens on loopback only.

@@ -29,6 +29,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	corsOrigins, _ := origins(cfg.CORSOrigins) // validated
+	allowedHosts, _ := hostList(cfg.AllowedHosts)
 	log := newLogger(cfg.LogFormat, stderr)
 	store, err := openAndMigrate(ctx, cfg, stderr)
 	if err != nil {
@@ -49,6 +50,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		RateLimit:            cfg.RateLimit,
 		RateBurst:            cfg.RateBurst,
 		CORSOrigins:          corsOrigins,
+		AllowedHosts:         allowedHosts,
 		EventRetention:       events.Retention{MaxAge: cfg.EventRetention, MaxRows: cfg.EventMaxRows},
 		SSEHeartbeat:         cfg.SSEHeartbeat,
 	})
@@ -74,6 +76,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	log.Info("planserver listening", slog.String("addr", "http://"+ln.Addr().String()),
 		slog.String("db", cfg.DB), slog.String("version", version), slog.String("auth", cfg.Auth))
+	log.Info("console", slog.String("url", consoleURL(ln.Addr())))
 
 	if cfg.PprofAddr != "" {
 		stopPprof, err := servePprof(cfg.PprofAddr, log)
@@ -102,6 +105,20 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// consoleURL is the address of the review console on the listener addr,
+// for the log line a user clicks. An unspecified address (0.0.0.0, ::)
+// listens on loopback too, so the link names localhost.
+func consoleURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String() + "/ui/"
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/ui/"
 }
 
 // timeouts bound how long a client may take at each stage of a request, so

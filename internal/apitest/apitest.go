@@ -157,7 +157,8 @@ type Request struct {
 	// as they are.
 	Body any
 	// Header entries; Content-Type defaults to application/json when Body
-	// is not nil.
+	// is not nil. "Host" sets the request's Host (the name a browser
+	// sends), not a header field.
 	Header map[string]string
 	// Invalid marks a request that deliberately breaks the contract (bad
 	// input tests): it is not validated, but its response still is.
@@ -259,6 +260,10 @@ func (e *Env) do(req Request) (*Response, error) {
 		hreq.Header.Set(k, v)
 	}
 	for k, v := range req.Header {
+		if k == "Host" {
+			hreq.Host = v
+			continue
+		}
 		if v == "" {
 			hreq.Header.Del(k)
 			continue

@@ -199,6 +199,10 @@ var accessTable = map[string][]accessCase{
 	"GET /readyz":       {{path: "/readyz", want: open()}},
 	"GET /metrics":      {{path: "/metrics", want: open()}},
 	"GET /openapi.yaml": {{path: "/openapi.yaml", want: open()}},
+	// The console's page is public: its data comes from /v1 with the
+	// user's token.
+	"GET /ui":   {{path: "/ui", want: open()}},
+	"GET /ui/*": {{path: "/ui/sessions/tgt/review?revision=1", want: open()}},
 
 	"POST /v1/sessions": {
 		{name: "child", path: "/v1/sessions", body: map[string]any{"parent_id": "tgt"},

@@ -880,7 +880,7 @@ func TestStuckSubscriberIsDropped(t *testing.T) {
 	}
 	defer conn.Close()
 	_ = conn.(*net.TCPConn).SetReadBuffer(4096)
-	if _, err := fmt.Fprintf(conn, "GET /v1/events HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n"); err != nil {
+	if _, err := fmt.Fprintf(conn, "GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
 	healthy := openStream(t, env, "")

@@ -23,7 +23,7 @@ func fuzzBody(f *testing.F, method, path, contentType string, seeds []string, se
 		setup(env)
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		req := httptest.NewRequest(method, path, bytes.NewReader(body))
+		req := httptest.NewRequest(method, "http://127.0.0.1"+path, bytes.NewReader(body))
 		req.Header.Set("Content-Type", contentType)
 		rec := httptest.NewRecorder()
 		env.API.ServeHTTP(rec, req)
@@ -140,7 +140,7 @@ func fuzzHeader(f *testing.F, path, header string, seeds []string, accept string
 	env := apitest.New(f)
 	withSessionAndPlan(env)
 	f.Fuzz(func(t *testing.T, v string) {
-		req := httptest.NewRequest("GET", path, nil)
+		req := httptest.NewRequest("GET", "http://127.0.0.1"+path, nil)
 		req.Header[header] = []string{v}
 		if accept != "" {
 			req.Header.Set("Accept", accept)

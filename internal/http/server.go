@@ -67,6 +67,9 @@ type Config struct {
 	// CORSOrigins are the browser origins allowed to call the API; none
 	// turns CORS off.
 	CORSOrigins []string
+	// AllowedHosts are Host names (optionally with a port) the server
+	// answers to besides loopback ones; see hostGuard in origin.go.
+	AllowedHosts []string
 	// EventRetention bounds the event log (PruneEvents, RunPruner); the
 	// zero value keeps every event.
 	EventRetention events.Retention
@@ -164,6 +167,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.Se
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
 	r.Use(withRequestID, s.observe, securityHeaders)
+	r.Use(s.hostGuard, s.originGuard) // origin.go: no driving the server from another site's page
 	if len(s.cfg.CORSOrigins) > 0 {
 		// Before routing and authentication: a preflight carries no token.
 		r.Use(corsHandler(s.cfg.CORSOrigins))
@@ -176,6 +180,7 @@ func (s *Server) routes() chi.Router {
 	r.Get("/readyz", s.h(s.readyz))
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
 	r.Get("/openapi.yaml", serveOpenAPI)
+	s.uiRoutes(r) // ui.go: the review console at /ui/
 
 	// Every /v1 route needs a rule in auth.Routes; guard enforces it.
 	r.Route("/v1", func(r chi.Router) {
