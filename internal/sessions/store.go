@@ -201,8 +201,19 @@ func get(q db.Querier, id string) (*record, error) {
 
 // Get returns the session id. Errors: not_found.
 func (st *Store) Get(ctx context.Context, id string) (*Session, error) {
+	// A root session's chain is itself: one statement answers, with no
+	// transaction around it. A sub-session's row and chain are read in one
+	// snapshot, so its revision and its effective mode always agree.
+	r, err := load(st.db.Reader(ctx), id)
+	if err != nil {
+		return nil, err
+	}
+	if r.ancestry == "/" {
+		r.EffectiveMode, r.ModeSource = Chain{r.link()}.Effective()
+		return &r.Session, nil
+	}
 	var s *Session
-	err := st.db.Read(ctx, func(tx *db.Tx) error {
+	err = st.db.Read(ctx, func(tx *db.Tx) error {
 		r, err := get(tx, id)
 		if err == nil {
 			s = &r.Session
