@@ -23,6 +23,8 @@ const (
 	VersionConflict      Code = "version_conflict"
 	PreconditionRequired Code = "precondition_required"
 	PayloadTooLarge      Code = "payload_too_large"
+	HeadersTooLarge      Code = "headers_too_large"
+	RequestTimeout       Code = "request_timeout"
 	UnsupportedMediaType Code = "unsupported_media_type"
 	UnsupportedMode      Code = "unsupported_mode"
 	PlanMissing          Code = "plan_missing"

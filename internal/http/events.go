@@ -100,7 +100,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if media == "text/event-stream" {
-		s.streamEvents(w, r, q)
+		s.gatedStream(w, r, q)
 		return
 	}
 	page, err := events.Read(r.Context(), s.cfg.DB, q)

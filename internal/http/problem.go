@@ -23,6 +23,8 @@ var problemStatus = map[apierr.Code]int{
 	apierr.VersionConflict:      http.StatusConflict,
 	apierr.PreconditionRequired: http.StatusPreconditionRequired,
 	apierr.PayloadTooLarge:      http.StatusRequestEntityTooLarge,
+	apierr.HeadersTooLarge:      http.StatusRequestHeaderFieldsTooLarge,
+	apierr.RequestTimeout:       http.StatusRequestTimeout,
 	apierr.UnsupportedMediaType: http.StatusUnsupportedMediaType,
 	apierr.UnsupportedMode:      http.StatusConflict,
 	apierr.PlanMissing:          http.StatusConflict,
@@ -46,6 +48,8 @@ var problemTitle = map[apierr.Code]string{
 	apierr.VersionConflict:      "Version conflict",
 	apierr.PreconditionRequired: "Precondition required",
 	apierr.PayloadTooLarge:      "Payload too large",
+	apierr.HeadersTooLarge:      "Request headers too large",
+	apierr.RequestTimeout:       "Request timeout",
 	apierr.UnsupportedMediaType: "Unsupported media type",
 	apierr.UnsupportedMode:      "Unsupported mode",
 	apierr.PlanMissing:          "Plan missing",
@@ -81,27 +85,12 @@ func writeProblem(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	e, ok := apierr.As(err)
 	if !ok || e.Code == apierr.Internal {
-		logger(r).Error("internal error", slog.String("request_id", requestID(r)), slog.Any("error", err))
+		// The request's logger carries its request_id already.
+		logger(r).Error("internal error", slog.Any("error", err))
 		e = &apierr.Error{Code: apierr.Internal, Detail: "internal error"}
 	}
 	status := statusOf(e)
-	body := map[string]any{}
-	for k, v := range e.Extra {
-		body[k] = v
-	}
-	body["type"] = problemTypeBase + string(e.Code)
-	body["title"] = problemTitle[e.Code]
-	body["status"] = status
-	body["code"] = e.Code
-	if e.Detail != "" {
-		body["detail"] = e.Detail
-	}
-	if len(e.Fields) > 0 {
-		body["errors"] = e.Fields
-	}
-	if e.CurrentRevision != nil {
-		body["current_revision"] = *e.CurrentRevision
-	}
+	body := problemBody(e)
 	if id := requestID(r); id != "" {
 		body["request_id"] = id
 	}
@@ -117,6 +106,29 @@ func writeProblem(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(body)
+}
+
+// problemBody is the problem document of e: the one shape of every error
+// answer, whether a handler or the connection layer (conn.go) gives it.
+func problemBody(e *apierr.Error) map[string]any {
+	body := map[string]any{}
+	for k, v := range e.Extra {
+		body[k] = v
+	}
+	body["type"] = problemTypeBase + string(e.Code)
+	body["title"] = problemTitle[e.Code]
+	body["status"] = statusOf(e)
+	body["code"] = e.Code
+	if e.Detail != "" {
+		body["detail"] = e.Detail
+	}
+	if len(e.Fields) > 0 {
+		body["errors"] = e.Fields
+	}
+	if e.CurrentRevision != nil {
+		body["current_revision"] = *e.CurrentRevision
+	}
+	return body
 }
 
 // writeJSON answers v as application/json with status.
