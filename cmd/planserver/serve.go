@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"time"
 
 	"github.com/planserver/planserver/internal/events"
@@ -20,9 +22,16 @@ import (
 // SIGINT or SIGTERM.
 const shutdownGrace = 30 * time.Second
 
+// stallGrace is how long, after SIGINT or SIGTERM, a request still
+// arriving (headers or body) has to arrive whole. After it, the request is
+// answered 408 (or its connection closed, when not even its headers came)
+// and the shutdown goes on: a client that never sends its body cannot hold
+// the process.
+const stallGrace = 5 * time.Second
+
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var cfg config
-	if err := parseFlags(flagSet("serve", &cfg, true, stderr), args, getenv); err != nil {
+	if err := parseFlags(flagSet("serve", &cfg), args, getenv, stdout, stderr); err != nil {
 		return err
 	}
 	if err := cfg.validateServe(); err != nil {
@@ -30,11 +39,25 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	corsOrigins, _ := origins(cfg.CORSOrigins) // validated
 	log := newLogger(cfg.LogFormat, stderr)
-	db, err := openAndMigrate(ctx, cfg, stderr)
+	lock, err := sqlite.Lock(cfg.DB, "serve")
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
+	fd := raiseFDLimit()
+	db, err := openDB(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	if _, _, err := db.MigrateUp(ctx, nil); err != nil {
+		return err
+	}
+	maxConns, maxStreams, err := cfg.connectionLimits(fd.soft, dbConns(db))
+	if err != nil {
+		return err
+	}
+	logLimits(log, fd, maxConns, maxStreams)
 
 	api := planhttp.New(planhttp.Config{
 		DB:                   db,
@@ -51,6 +74,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		CORSOrigins:          corsOrigins,
 		EventRetention:       events.Retention{MaxAge: cfg.EventRetention, MaxRows: cfg.EventMaxRows},
 		SSEHeartbeat:         cfg.SSEHeartbeat,
+		MaxEventStreams:      maxStreams,
 	})
 	// Retention runs beside the server; it stops (and is waited for)
 	// before the database closes.
@@ -68,10 +92,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	// Shutdown waits for handlers to return, and an event stream only
 	// returns when told to.
 	srv.RegisterOnShutdown(api.Shutdown)
-	ln, err := net.Listen("tcp", cfg.Addr)
+	tcp, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
+	ln := api.Listener(tcp, maxConns)
 	log.Info("planserver listening", slog.String("addr", "http://"+ln.Addr().String()),
 		slog.String("db", cfg.DB), slog.String("version", version), slog.String("auth", cfg.Auth))
 
@@ -91,10 +116,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: draining in-flight requests", slog.Duration("grace", shutdownGrace))
+	log.Info("shutting down: draining in-flight requests (a second signal exits at once)",
+		slog.Duration("grace", shutdownGrace), slog.Duration("stall_grace", stallGrace))
+	ln.Drain(stallGrace)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
+	err = srv.Shutdown(shutdownCtx)
+	if n := ln.Dropped(); n > 0 {
+		log.Warn("shutdown dropped requests whose clients stalled", slog.Int64("count", n))
+	}
+	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -157,17 +188,49 @@ func servePprof(addr string, log *slog.Logger) (func(), error) {
 	return func() { _ = srv.Close() }, nil
 }
 
-// openAndMigrate opens the database and applies pending migrations,
-// refusing a schema newer than this binary.
-func openAndMigrate(ctx context.Context, cfg config, stderr io.Writer) (*sqlite.DB, error) {
+// openDB opens the database, saying why when SQLite cannot.
+func openDB(ctx context.Context, cfg config) (*sqlite.DB, error) {
 	durability, _ := sqlite.ParseDurability(cfg.Durability) // validated
 	db, err := sqlite.Open(ctx, cfg.DB, durability)
 	if err != nil {
+		return nil, sqlite.ExplainOpenError(cfg.DB, err)
+	}
+	return db, nil
+}
+
+// openAndMigrate opens the database for a command that works beside a
+// running server (token) and applies pending migrations first, refusing a
+// schema newer than this binary. Only a migration takes the database's
+// lock, so at the same schema version it never waits on a server.
+func openAndMigrate(ctx context.Context, cfg config, holder string) (*sqlite.DB, error) {
+	db, err := openDB(ctx, cfg)
+	if err != nil {
 		return nil, err
 	}
-	if _, _, err := db.MigrateUp(ctx, nil); err != nil {
+	current, known, err := db.SchemaVersions(ctx)
+	if err == nil && current < known {
+		var lock *sqlite.FileLock
+		if lock, err = sqlite.Lock(cfg.DB, holder); err == nil {
+			_, _, err = db.MigrateUp(ctx, nil)
+			lock.Release()
+		}
+	} else if err == nil && current > known {
+		_, _, err = db.MigrateUp(ctx, nil) // refuses, saying why
+	}
+	if err != nil {
 		db.Close()
 		return nil, err
 	}
 	return db, nil
+}
+
+// mustExist refuses a database path that does not exist, for commands
+// that read one and must not leave an empty file behind.
+func mustExist(path string) error {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("database %s does not exist (planserver serve or migrate up creates it)", path)
+	} else if err != nil {
+		return sqlite.ExplainOpenError(path, err)
+	}
+	return nil
 }
