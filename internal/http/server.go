@@ -151,6 +151,7 @@ func New(cfg Config) *Server {
 	}
 	s.eventMetrics = newEventMetrics(reg, s.broker.Subscribers)
 	s.streams = newStreamGate(cfg.MaxEventStreams, reg)
+	registerProcessMetrics(reg, cfg.DB, cfg.Version)
 	cfg.DB.OnCommit(s.broker.Notify)
 	s.head = events.NewHeadCache(cfg.DB)
 	s.schemaVersion = sqlite.KnownVersion()
