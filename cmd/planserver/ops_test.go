@@ -40,19 +40,19 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// waitExit waits up to d for p to exit and returns its exit error and how
-// long it took.
-func waitExit(t *testing.T, p *proc, d time.Duration) (error, time.Duration) {
+// waitExit waits up to d for p to exit and returns how long it took and
+// its exit error.
+func waitExit(t *testing.T, p *proc, d time.Duration) (time.Duration, error) {
 	t.Helper()
 	begin := time.Now()
 	select {
 	case err := <-p.done:
 		p.done <- err // for the cleanup
-		return err, time.Since(begin)
+		return time.Since(begin), err
 	case <-time.After(d):
 		t.Fatalf("planserver still running %v later:\n%s", d, p.stderr.String())
 	}
-	return nil, 0
+	return 0, nil
 }
 
 // waitLog waits until p's log holds s.
@@ -126,7 +126,7 @@ func TestStalledUploadDoesNotHoldShutdown(t *testing.T) {
 	if code := problemCode(t, resp, body, http.StatusRequestTimeout); code != "request_timeout" {
 		t.Errorf("stalled upload answered %s: %s", code, body)
 	}
-	err, took := waitExit(t, p, stallGrace+5*time.Second)
+	took, err := waitExit(t, p, stallGrace+5*time.Second)
 	if err != nil {
 		t.Fatalf("exit after SIGTERM with a stalled upload: %v\n%s", err, p.stderr.String())
 	}
@@ -155,7 +155,7 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if _, took := waitExit(t, p, stallGrace); took > time.Second {
+	if took, _ := waitExit(t, p, stallGrace); took > time.Second {
 		t.Errorf("the second SIGTERM took %v to end the process", took)
 	}
 }
@@ -187,7 +187,7 @@ func TestMigrateRefusesWhileServing(t *testing.T) {
 		t.Errorf("the server after the refusals: %d %s", st, body)
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	if err, _ := waitExit(t, p, 10*time.Second); err != nil {
+	if _, err := waitExit(t, p, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if err := run(context.Background(), []string{"migrate", "up", "--db", db}, noEnv, io.Discard, io.Discard); err != nil {
@@ -211,7 +211,7 @@ func TestMigrateDownKeepsRevisionFloors(t *testing.T) {
 		}
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	if err, _ := waitExit(t, p, 10*time.Second); err != nil {
+	if _, err := waitExit(t, p, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	err := run(context.Background(), []string{"migrate", "down", "--db", db}, noEnv, io.Discard, io.Discard)
@@ -238,7 +238,7 @@ func TestMigrateDownRefusesToLoseData(t *testing.T) {
 		t.Fatalf("create: %d %s", st, body)
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	if err, _ := waitExit(t, p, 10*time.Second); err != nil {
+	if _, err := waitExit(t, p, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"00007", "00006", "00005", "00004", "00003", "00002"} {
