@@ -284,6 +284,9 @@ func (c *config) validateServe() error {
 	if err := c.validate(); err != nil {
 		return err
 	}
+	if c.MaxConnections < 0 || c.MaxEventStreams < 0 {
+		return fmt.Errorf("--max-connections and --max-event-streams must not be negative (0 derives them from the file-descriptor limit)")
+	}
 	if c.PlanHistory < 1 {
 		return fmt.Errorf("--plan-history %d: keep at least 1 revision (the current one)", c.PlanHistory)
 	}
