@@ -8,9 +8,12 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: run build test test-ui lint bench stress fuzz fmt clean
 
-## run: serve on 127.0.0.1:8080 with the embedded SQLite default (planserver.db)
-run:
-	$(GO) run ./cmd/planserver serve
+## run: build, then serve on 127.0.0.1:8080 with the embedded SQLite default (planserver.db)
+# exec replaces the recipe's shell with the server, so the signal that stops
+# make (Ctrl-C, or SIGTERM, which make passes on) reaches the server itself:
+# `go run` would leave it running, orphaned, after a SIGTERM.
+run: build
+	exec $(BIN) serve
 
 ## build: a static binary in bin/
 build:

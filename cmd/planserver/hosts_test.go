@@ -34,7 +34,7 @@ func TestAllowedHostsFlag(t *testing.T) {
 	}
 	var cfg config
 	env := map[string]string{"PLANSERVER_ALLOWED_HOSTS": "planserver.internal"}
-	if err := parseFlags(flagSet("serve", &cfg, true, &bytes.Buffer{}), nil, func(k string) string { return env[k] }); err != nil {
+	if err := parseFlags(flagSet("serve", &cfg), nil, func(k string) string { return env[k] }, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.AllowedHosts != "planserver.internal" {

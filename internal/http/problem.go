@@ -25,6 +25,8 @@ var problemStatus = map[apierr.Code]int{
 	apierr.VersionConflict:      http.StatusConflict,
 	apierr.PreconditionRequired: http.StatusPreconditionRequired,
 	apierr.PayloadTooLarge:      http.StatusRequestEntityTooLarge,
+	apierr.HeadersTooLarge:      http.StatusRequestHeaderFieldsTooLarge,
+	apierr.RequestTimeout:       http.StatusRequestTimeout,
 	apierr.UnsupportedMediaType: http.StatusUnsupportedMediaType,
 	apierr.UnsupportedMode:      http.StatusConflict,
 	apierr.PlanMissing:          http.StatusConflict,
@@ -49,6 +51,8 @@ var problemTitle = map[apierr.Code]string{
 	apierr.VersionConflict:      "Version conflict",
 	apierr.PreconditionRequired: "Precondition required",
 	apierr.PayloadTooLarge:      "Payload too large",
+	apierr.HeadersTooLarge:      "Request headers too large",
+	apierr.RequestTimeout:       "Request timeout",
 	apierr.UnsupportedMediaType: "Unsupported media type",
 	apierr.UnsupportedMode:      "Unsupported mode",
 	apierr.PlanMissing:          "Plan missing",
@@ -135,27 +139,7 @@ func problem(r *http.Request, err error) (*apierr.Error, int, map[string]any) {
 		noteFailure(r, e.Cause)
 	}
 	status := statusOf(e)
-	body := map[string]any{}
-	for k, v := range e.Extra {
-		body[k] = v
-	}
-	body["type"] = problemTypeBase + string(e.Code)
-	body["title"] = problemTitle[e.Code]
-	body["status"] = status
-	body["code"] = e.Code
-	if e.Detail != "" {
-		body["detail"] = truncate(e.Detail, maxProblemDetail)
-	}
-	if len(e.Fields) > 0 {
-		fields := make([]apierr.FieldError, 0, min(len(e.Fields), maxProblemFields))
-		for _, f := range e.Fields[:min(len(e.Fields), maxProblemFields)] {
-			fields = append(fields, apierr.FieldError{Field: truncate(f.Field, maxProblemMessage), Message: truncate(f.Message, maxProblemMessage)})
-		}
-		body["errors"] = fields
-	}
-	if e.CurrentRevision != nil {
-		body["current_revision"] = *e.CurrentRevision
-	}
+	body := problemBody(e)
 	if id := requestID(r); id != "" {
 		body["request_id"] = id
 	}
@@ -175,6 +159,33 @@ func truncate(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + "…"
+}
+
+// problemBody is the problem document of e: the one shape of every error
+// answer, whether a handler or the connection layer (conn.go) gives it.
+func problemBody(e *apierr.Error) map[string]any {
+	body := map[string]any{}
+	for k, v := range e.Extra {
+		body[k] = v
+	}
+	body["type"] = problemTypeBase + string(e.Code)
+	body["title"] = problemTitle[e.Code]
+	body["status"] = statusOf(e)
+	body["code"] = e.Code
+	if e.Detail != "" {
+		body["detail"] = truncate(e.Detail, maxProblemDetail)
+	}
+	if len(e.Fields) > 0 {
+		fields := make([]apierr.FieldError, 0, min(len(e.Fields), maxProblemFields))
+		for _, f := range e.Fields[:min(len(e.Fields), maxProblemFields)] {
+			fields = append(fields, apierr.FieldError{Field: truncate(f.Field, maxProblemMessage), Message: truncate(f.Message, maxProblemMessage)})
+		}
+		body["errors"] = fields
+	}
+	if e.CurrentRevision != nil {
+		body["current_revision"] = *e.CurrentRevision
+	}
+	return body
 }
 
 // writeJSON answers v as application/json with status.

@@ -80,6 +80,9 @@ type Config struct {
 	// does not take the bytes in time is dropped. DefaultSSEWriteTimeout
 	// when 0.
 	SSEWriteTimeout time.Duration
+	// MaxEventStreams bounds the event streams open at once (503 above,
+	// see limits.go); 0 sets no bound.
+	MaxEventStreams int
 }
 
 // Server is the planserver HTTP API.
@@ -103,6 +106,7 @@ type Server struct {
 	// head is the event log's head for X-Event-Seq.
 	head         *events.HeadCache
 	eventMetrics *eventMetrics
+	streams      *streamGate
 	// shutdown is closed by Shutdown to end every event stream.
 	shutdown     chan struct{}
 	shutdownOnce sync.Once
@@ -153,6 +157,8 @@ func New(cfg Config) *Server {
 		shutdown: make(chan struct{}),
 	}
 	s.eventMetrics = newEventMetrics(reg, s.broker.Subscribers)
+	s.streams = newStreamGate(cfg.MaxEventStreams, reg)
+	registerProcessMetrics(reg, cfg.DB, cfg.Version)
 	cfg.DB.OnCommit(s.broker.Notify)
 	s.head = events.NewHeadCache(cfg.DB)
 	s.schemaVersion = db.KnownVersion()

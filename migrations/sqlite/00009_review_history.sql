@@ -36,12 +36,19 @@ CREATE TABLE session_reviews (
 CREATE INDEX session_reviews_session ON session_reviews (session_id, id);
 
 -- +goose Down
--- Rolling back would drop the review history and the plans' earlier
--- revisions, which no later version can rebuild: refuse while they hold
--- anything, and otherwise undo the schema.
-CREATE TEMP TABLE guard_00009 (n INTEGER CHECK (n = 0));
-INSERT INTO guard_00009 SELECT (SELECT count(*) FROM session_reviews) + (SELECT count(*) FROM session_plan_revisions);
-DROP TABLE guard_00009;
+-- Rolling back would drop the review history and the session plans'
+-- earlier revisions, which nothing can rebuild: refuse while they hold
+-- anything, saying why (raise() works only in a trigger, hence the
+-- temporary one), and otherwise undo the schema.
+CREATE TEMP TABLE down_guard (x INTEGER);
+-- +goose StatementBegin
+CREATE TEMP TRIGGER down_guard BEFORE INSERT ON down_guard
+BEGIN
+    SELECT raise(ABORT, 'refusing to roll back 00009_review_history: it holds the review history and earlier session plan revisions, which a rollback would lose; every decision must stay readable');
+END;
+-- +goose StatementEnd
+INSERT INTO down_guard SELECT 1 WHERE EXISTS (SELECT 1 FROM session_reviews) OR EXISTS (SELECT 1 FROM session_plan_revisions);
+DROP TABLE down_guard;
 DROP TABLE session_reviews;
 DROP INDEX sessions_review_state;
 ALTER TABLE sessions DROP COLUMN review_comments;
