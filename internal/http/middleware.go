@@ -21,7 +21,6 @@ type ctxKey int
 
 const (
 	requestIDKey ctxKey = iota
-	loggerKey
 	failureKey
 )
 
@@ -59,13 +58,6 @@ func withRequestID(next http.Handler) http.Handler {
 func requestID(r *http.Request) string {
 	id, _ := r.Context().Value(requestIDKey).(string)
 	return id
-}
-
-func logger(r *http.Request) *slog.Logger {
-	if l, ok := r.Context().Value(loggerKey).(*slog.Logger); ok {
-		return l
-	}
-	return slog.Default()
 }
 
 // statusRecorder remembers the status and size of a response. It forwards
@@ -125,7 +117,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		start := time.Now()
 		log := s.log.With(slog.String("request_id", requestID(r)))
 		fail := &failure{}
-		r = r.WithContext(context.WithValue(context.WithValue(r.Context(), loggerKey, log), failureKey, fail))
+		r = r.WithContext(context.WithValue(r.Context(), failureKey, fail))
 		rec := &statusRecorder{ResponseWriter: w}
 		defer func() {
 			if p := recover(); p != nil {
