@@ -112,6 +112,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	ln := api.Listener(tcp, maxConns)
+	srv.ConnContext = ln.ConnContext
 	log.Info("planserver listening", slog.String("addr", "http://"+ln.Addr().String()),
 		slog.String("db", cfg.DB), slog.String("version", version), slog.String("auth", cfg.Auth))
 	log.Info("console", slog.String("url", consoleURL(ln.Addr())))

@@ -194,6 +194,8 @@ type conn struct {
 	// arriving is set when a read returns bytes and cleared when an answer
 	// is written: a request is on its way, not merely awaited.
 	arriving atomic.Bool
+	// framing follows the requests' framing (framing.go).
+	framing framing
 }
 
 // SetReadDeadline keeps net/http's deadline, but never past a drain's.
@@ -240,6 +242,7 @@ func (c *conn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
 	if n > 0 {
 		c.arriving.Store(true)
+		c.framing.feed(b[:n])
 	}
 	if ne, ok := err.(net.Error); ok && ne.Timeout() && c.arriving.Load() {
 		c.mu.Lock()

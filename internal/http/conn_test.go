@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ func listening(t *testing.T, env *apitest.Env, readTimeout time.Duration) (*http
 	ts := httptest.NewUnstartedServer(env.API)
 	ln := env.API.Listener(ts.Listener, 0)
 	ts.Listener = ln
+	ts.Config.ConnContext = ln.ConnContext
 	ts.Config.ReadHeaderTimeout = time.Minute
 	ts.Config.ReadTimeout = readTimeout
 	ts.Config.MaxHeaderBytes = 4 << 10
@@ -183,4 +185,50 @@ func TestEventStreamCap(t *testing.T) {
 		defer s.close()
 		return s.resp.StatusCode == 200
 	})
+}
+
+// TestConflictingFramingIsRefused: a request with both Content-Length and
+// Transfer-Encoding (the request-smuggling shape) is 400 and its
+// connection closed; ordinary chunked and pipelined requests, and bodies
+// that merely contain such header lines, are served as before.
+func TestConflictingFramingIsRefused(t *testing.T) {
+	env := apitest.New(t)
+	ts, _ := listening(t, env, time.Minute)
+	smuggled := "POST /v1/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
+		"Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n" +
+		"c\r\n{\"id\":\"sm\"}\r\n0\r\n\r\n"
+	c := send(t, ts, smuggled)
+	resp, body := answer(t, c, 400, "invalid_argument")
+	if !strings.Contains(string(body), "Content-Length and Transfer-Encoding") || !resp.Close {
+		t.Errorf("conflicting framing: close %v, %s", resp.Close, body)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if n, err := c.Read(make([]byte, 1)); err == nil || n > 0 {
+		t.Errorf("the connection stayed open after a conflicting request")
+	}
+	if r := env.Call("GET", "/v1/sessions/sm", nil); r.Status != 404 {
+		t.Errorf("the smuggled request took effect: %d", r.Status)
+	}
+
+	// Two ordinary requests pipelined on one connection, the first
+	// chunked, the second with a body that looks like framing headers.
+	tricky := `{"id":"b","title":"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"}`
+	pipelined := "POST /v1/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
+		"Transfer-Encoding: chunked\r\n\r\n" + "a\r\n{\"id\":\"a\"}\r\n0\r\n\r\n" +
+		"POST /v1/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
+		"Content-Length: " + strconv.Itoa(len(tricky)) + "\r\n\r\n" + tricky
+	c = send(t, ts, pipelined)
+	br := bufio.NewReader(c)
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for _, id := range []string{"a", "b"} {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("answer for %s: %v", id, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 201 {
+			t.Errorf("pipelined create %s: %d %s", id, resp.StatusCode, body)
+		}
+	}
 }

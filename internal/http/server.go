@@ -172,7 +172,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.Se
 // routes lists the whole API in one place.
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Use(withRequestID, s.observe, securityHeaders)
+	r.Use(withRequestID, s.observe, securityHeaders, conflictingFraming)
 	r.Use(s.hostGuard, s.originGuard) // origin.go: no driving the server from another site's page
 	if len(s.cfg.CORSOrigins) > 0 {
 		// Before routing and authentication: a preflight carries no token.
