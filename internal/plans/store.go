@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/planserver/planserver/api"
@@ -498,19 +497,12 @@ type Page = api.PlanPage
 // steps, for the progress of each plan, but never the content, which is
 // stored apart.
 func listSQL(q ListQuery, after string, limit int) (string, []any) {
-	where := []string{"name > ?"}
-	args := []any{after}
-	if q.Status != "" {
-		where = append(where, "status = ?")
-		args = append(args, q.Status)
-	}
-	if q.Author != "" {
-		where = append(where, "author = ?")
-		args = append(args, q.Author)
-	}
-	args = append(args, limit+1)
+	var where db.Where
+	where.Add("name > ?", after)
+	where.Equal("status", q.Status)
+	where.Equal("author", q.Author)
 	return `SELECT name, title, author, status, revision, created_at, updated_at, steps
-		FROM plans WHERE ` + strings.Join(where, " AND ") + ` ORDER BY name LIMIT ?`, args
+		FROM plans WHERE ` + where.SQL() + ` ORDER BY name LIMIT ?`, where.Args(limit + 1)
 }
 
 // List returns one page of plan summaries in name order (list_plans). Rows

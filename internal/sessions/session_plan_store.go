@@ -337,11 +337,7 @@ func (st *Store) Approve(ctx context.Context, id string, in api.ReviewApproval, 
 	}
 	var out *api.Approval
 	err := st.db.Write(ctx, func(tx *db.Tx) error {
-		r, err := get(tx, id)
-		if err != nil {
-			return err
-		}
-		p, err := loadSessionPlan(tx, id)
+		r, p, err := loadReviewed(tx, id)
 		if err != nil {
 			return err
 		}
@@ -396,6 +392,20 @@ func (st *Store) Reject(ctx context.Context, id string, in api.ReviewRejection, 
 	})
 }
 
+// loadReviewed loads what a review transition decides on: the session,
+// with its effective mode, and its plan (nil when it has none).
+func loadReviewed(tx *db.Tx, id string) (*record, *SessionPlan, error) {
+	r, err := get(tx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := loadSessionPlan(tx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, p, nil
+}
+
 // reviewStep runs a review transition that changes only the review: load
 // the session and its plan, decide, and store the new review as the next
 // session revision with an event of type typ. A transition that reports
@@ -404,11 +414,7 @@ func (st *Store) reviewStep(ctx context.Context, id, typ string,
 	step func(tx *db.Tx, s *Session, p *SessionPlan) (Review, bool, error)) (*Session, error) {
 	var out *Session
 	err := st.db.Write(ctx, func(tx *db.Tx) error {
-		r, err := get(tx, id)
-		if err != nil {
-			return err
-		}
-		p, err := loadSessionPlan(tx, id)
+		r, p, err := loadReviewed(tx, id)
 		if err != nil {
 			return err
 		}

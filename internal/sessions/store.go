@@ -383,30 +383,19 @@ func (st *Store) List(ctx context.Context, q ListQuery) ([]*Session, string, err
 			return nil, "", apierr.Invalid("page_token", "not a page token of this list")
 		}
 	}
-	where := []string{"pk > ?"}
-	args := []any{after}
-	if q.ParentID != "" {
-		where = append(where, "parent_id = ?")
-		args = append(args, q.ParentID)
-	}
-	if q.Mode != "" {
-		where = append(where, "mode = ?")
-		args = append(args, q.Mode)
-	}
-	if q.ReviewState != "" {
-		where = append(where, "review_state = ?")
-		args = append(args, q.ReviewState)
-	}
+	var where db.Where
+	where.Add("pk > ?", after)
+	where.Equal("parent_id", q.ParentID)
+	where.Equal("mode", q.Mode)
+	where.Equal("review_state", q.ReviewState)
 	if q.Subtree != "" {
 		lo, hi := events.SubtreeRange(q.Subtree)
-		where = append(where, "(ancestry || pk || '/') >= ? AND (ancestry || pk || '/') < ?")
-		args = append(args, lo, hi)
+		where.Add("(ancestry || pk || '/') >= ? AND (ancestry || pk || '/') < ?", lo, hi)
 	}
-	args = append(args, limit+1)
 	var page []*record
 	err = st.db.Read(ctx, func(tx *db.Tx) error {
-		rows, err := tx.Query(`SELECT `+sessionColumns+` FROM sessions WHERE `+
-			strings.Join(where, " AND ")+` ORDER BY pk LIMIT ?`, args...)
+		rows, err := tx.Query(`SELECT `+sessionColumns+` FROM sessions WHERE `+where.SQL()+` ORDER BY pk LIMIT ?`,
+			where.Args(limit+1)...)
 		if err != nil {
 			return fmt.Errorf("list sessions: %w", err)
 		}
