@@ -1,10 +1,12 @@
 package http
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/planserver/planserver/internal/apierr"
@@ -189,8 +191,35 @@ func problemBody(e *apierr.Error) map[string]any {
 }
 
 // writeJSON answers v as application/json with status.
+//
+// The body is encoded into a pooled buffer first and written in one piece
+// with its Content-Length: no chunked encoding, one write, and an encoding
+// error (a bug) becomes a 500 instead of half a body.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
+	buf := jsonBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooledBuffer {
+			buf.Reset()
+			jsonBuffers.Put(buf)
+		}
+	}()
+	if err := json.NewEncoder(buf).Encode(v); err != nil {
+		buf.Reset()
+		status = http.StatusInternalServerError
+		_ = json.NewEncoder(buf).Encode(map[string]any{"type": problemTypeBase + string(apierr.Internal),
+			"title": problemTitle[apierr.Internal], "status": status, "code": apierr.Internal, "detail": "internal error"})
+		w.Header().Set("Content-Type", "application/problem+json")
+	} else {
+		w.Header().Set("Content-Type", "application/json")
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	_, _ = w.Write(buf.Bytes())
 }
+
+// jsonBuffers are the buffers writeJSON encodes into; a buffer grown past
+// maxPooledBuffer (a large plan) is left to the garbage collector rather
+// than kept for every later small answer.
+var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledBuffer = 64 << 10
