@@ -5,15 +5,13 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import path from 'node:path';
-import { startServer, launchBrowser, watchPage, eventually, screenshotDir } from './harness.mjs';
+import { startServer, launchBrowser, watchPage, eventually, shoot } from './harness.mjs';
 
 let srv;
 let browser;
 let adminToken;
 let viewerToken;
 let admin; // API client with the admin token
-const shots = screenshotDir();
 
 before(async () => {
   srv = await startServer({ args: ['--auth', 'token'] });
@@ -32,7 +30,9 @@ after(async () => {
 // console errors, CSP violations and requests to any other origin, and
 // every URL it requests (to prove no token is ever put in one).
 async function newPage(viewport = { width: 1280, height: 800 }) {
-  const context = await browser.newContext({ viewport });
+  // One time zone and locale, so what the pages show does not depend on
+  // the machine that runs the tests.
+  const context = await browser.newContext({ viewport, timezoneId: 'UTC', locale: 'en-GB' });
   const page = await context.newPage();
   const problems = watchPage(page, [srv.url]);
   const urls = [];
@@ -119,7 +119,7 @@ test('a plan written through the API appears in the inbox live, without a reload
   // Screen readers hear about it through the aria-live region.
   await eventually(async () => assert.match(await page.locator('#announce').textContent(), /Review requested: Speed up search, plan revision 2/));
 
-  await page.screenshot({ path: path.join(shots, 'inbox.png') });
+  await shoot(page, 'inbox');
   noProblems(problems, urls);
   await context.close();
 });
@@ -188,7 +188,7 @@ test('the plan changes while the review page is open: the change is shown and th
   assert.equal(stale.data.code, 'version_conflict');
   assert.equal(stale.data.current_revision, 2);
   assert.equal((await admin.must(200, 'GET', '/v1/sessions/rewrite')).mode, 'plan');
-  await page.screenshot({ path: path.join(shots, 'review-changed.png'), fullPage: true });
+  await shoot(page, 'review-changed', { fullPage: true });
 
   // The human reads revision 2 and approves that.
   await page.locator('[data-action="read-newer"]').click();
@@ -402,7 +402,7 @@ test('shared plans: list with progress, and the step graph drawn as a DAG, live'
   await page.locator('.diff-out figure.diff tr.add', { hasText: 'claimed_by: ui-worker-2' }).waitFor();
 
   await graph.scrollIntoViewIfNeeded();
-  await page.locator('section[aria-labelledby="graph-h"]').screenshot({ path: path.join(shots, 'step-graph.png') });
+  await shoot(page.locator('section[aria-labelledby="graph-h"]'), 'step-graph');
   noProblems(problems, urls);
   await context.close();
 });
@@ -453,7 +453,7 @@ test('the session page: tree, where plan mode comes from, mode switch with its w
   await page.locator('.history li', { hasText: 'effective mode now build, because tree changed its mode' }).first().waitFor();
   // The child follows: its effective mode is build now.
   await page.locator('.tree [data-session="tree.worker"] .mode-build').waitFor();
-  await page.screenshot({ path: path.join(shots, 'session.png'), fullPage: true });
+  await shoot(page, 'session', { fullPage: true });
   noProblems(problems, urls);
   await context.close();
 });
@@ -469,7 +469,7 @@ test('readable on a phone: no sideways scrolling on the inbox, review and plan p
     await page.locator('#feed[data-state="live"]').waitFor();
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     assert.ok(overflow <= 0, `${p} scrolls sideways by ${overflow}px`);
-    if (p.includes('review')) await page.screenshot({ path: path.join(shots, 'review-phone.png'), fullPage: true });
+    if (p.includes('review')) await shoot(page, 'review-phone', { fullPage: true });
   }
   noProblems(problems, urls);
   await context.close();
@@ -501,7 +501,7 @@ test('the review page at 1280×800', async () => {
   await page.goto(`${srv.url}/ui/sessions/invoice-totals/review?revision=1`);
   await page.getByRole('heading', { name: 'Plan revision 1' }).waitFor();
   await page.locator('#feed[data-state="live"]').waitFor();
-  await page.screenshot({ path: path.join(shots, 'review.png') });
+  await shoot(page, 'review');
   noProblems(problems, urls);
   await context.close();
 });
