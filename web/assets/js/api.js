@@ -104,13 +104,13 @@ export const get = (path, opts) => request(path, opts);
 // listAll follows next_page_token until the end (or max items) and
 // returns {items, seq}: seq is the X-Event-Seq of the first page, read
 // before any of the snapshot, so watching the feed after it misses nothing.
-export async function listAll(path, key, { max = 5000, signal } = {}) {
+export async function listAll(path, key, { max = 5000, pageSize = 200, signal } = {}) {
   const items = [];
   let seq = null;
   let token = '';
   const sep = path.includes('?') ? '&' : '?';
   do {
-    const url = `${path}${sep}limit=200${token ? `&page_token=${encodeURIComponent(token)}` : ''}`;
+    const url = `${path}${sep}limit=${pageSize}${token ? `&page_token=${encodeURIComponent(token)}` : ''}`;
     const res = await request(url, { signal });
     if (seq === null) seq = res.seq;
     items.push(...(res.data[key] || []));
