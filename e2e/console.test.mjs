@@ -288,6 +288,24 @@ test('a viewer sees everything read-only, and the API refuses its approval', asy
   await context.close();
 });
 
+test('the header names the token: an agent token is told from a viewer token, both read-only', async () => {
+  const agentToken = srv.token('agent', 'label-agent', 'viewed');
+  for (const [token, label] of [[adminToken, 'admin'], [viewerToken, 'viewer · read-only'], [agentToken, 'agent · read-only']]) {
+    const { page, context, problems, urls } = await newPage();
+    await signIn(page, token);
+    assert.equal(await page.locator('#who .badge').textContent(), label);
+    if (token === agentToken) {
+      // Its own session, read-only: an agent never decides its own review.
+      await page.goto(`${srv.url}/ui/sessions/viewed/review?revision=1`);
+      await page.getByRole('heading', { name: 'Plan revision 1' }).waitFor();
+      await page.locator('[data-field="read-only"]').waitFor();
+      assert.equal(await page.locator('[data-action="approve"]').count(), 0);
+    }
+    noProblems(problems, urls);
+    await context.close();
+  }
+});
+
 test('plan Markdown is rendered sanitised: no HTML, no scripts, no loaded images, only http(s) links', async () => {
   const agent = await agentSession('hostile', 'A plan with HTML in it');
   const content = [
