@@ -412,12 +412,25 @@ test('shared plans: list with progress, and the step graph drawn as a DAG, live'
   await worker.must(200, 'POST', '/v1/plans/csv-upload/steps/claim', { worker: 'ui-worker-2', owner: 'UI-Agent', lease_seconds: 1 });
   await eventually(async () => assert.match(await page.locator('svg.dag [data-step="3"] text.lease').textContent(), /lease of ui-worker-2 expired/), 8000);
 
-  // Revisions, and what changed between two of them.
-  // Steps live in the document, not the content: compare the YAML.
-  await page.locator('#diff-what').selectOption('document');
+  // Revisions, and what changed between any two of them: the content as
+  // the server's diff, the steps field by field.
+  const edited = await admin.must(200, 'PUT', '/v1/plans/csv-upload', { content: '# CSV upload\n\nUsers upload a CSV; we validate it, show the rows and keep the file for a week.\n' });
+  // Until the user picks, "with" follows the newest revision, live.
+  await eventually(async () => assert.equal(await page.locator('#diff-to').inputValue(), String(edited.revision)));
   await page.locator('#diff-from').selectOption('1');
   await page.getByRole('button', { name: 'Show changes' }).click();
-  await page.locator('.diff-out figure.diff tr.add', { hasText: 'claimed_by: ui-worker-2' }).waitFor();
+  const out = page.locator('.diff-out[data-compare="diff"]');
+  await out.locator('figure.diff tr.add', { hasText: 'keep the file for a week' }).waitFor();
+  await out.locator('figure.diff tr.del', { hasText: 'show the rows.' }).waitFor();
+  const claim = out.locator('.step-changes tr[data-step-change="3"]', { hasText: 'claimed by' });
+  assert.match(await claim.textContent(), /step 3 · claimed by\s*—\s*ui-worker-2/);
+  await out.locator('.step-changes tr[data-step-change="1"]', { hasText: 'status' }).getByText('complete').waitFor();
+  // And back: any two, in either order.
+  const last = String(edited.revision);
+  await page.locator('#diff-from').selectOption(last);
+  await page.locator('#diff-to').selectOption('1');
+  await page.getByRole('button', { name: 'Show changes' }).click();
+  await out.locator(`figure.diff[data-diff="${last}-1"] tr.del`, { hasText: 'keep the file for a week' }).waitFor();
 
   await graph.scrollIntoViewIfNeeded();
   await shoot(page.locator('section[aria-labelledby="graph-h"]'), 'step-graph');

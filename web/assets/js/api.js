@@ -120,28 +120,3 @@ export async function listAll(path, key, { max = 5000, pageSize = 200, signal } 
 }
 
 export const enc = encodeURIComponent;
-
-// capabilities reads the contract the server serves (/openapi.yaml) and
-// reports which optional routes it has, so pages can use routes added in
-// later versions (session plan history, diffs, review history) the
-// moment the server has them, and do without them until then.
-let capsPromise = null;
-export function capabilities() {
-  if (!capsPromise) {
-    capsPromise = fetch('/openapi.yaml', { cache: 'no-store' })
-      .then((res) => (res.ok ? res.text() : ''))
-      .catch(() => '')
-      .then((text) => {
-        const paths = new Set();
-        for (const m of text.matchAll(/^ {2}(\/[^\s:]+):\s*$/gm)) paths.add(m[1]);
-        return {
-          paths,
-          sessionPlanRevisions: paths.has('/v1/sessions/{id}/plan/revisions/{revision}'),
-          sessionPlanDiff: paths.has('/v1/sessions/{id}/plan/diff'),
-          planDiff: paths.has('/v1/plans/{name}/diff'),
-          sessionReviews: paths.has('/v1/sessions/{id}/reviews'),
-        };
-      });
-  }
-  return capsPromise;
-}

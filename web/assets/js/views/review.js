@@ -10,7 +10,7 @@
 import { request, enc, ApiError } from '../api.js';
 import { h, clear, time, announce } from '../dom.js';
 import { renderMarkdown } from '../markdown.js';
-import { diff, renderDiff } from '../diff.js';
+import { renderDiff } from '../diff.js';
 import { modeBadge, modeSource } from './session.js';
 
 export async function reviewView(main, [id], app, query) {
@@ -87,13 +87,13 @@ export async function reviewView(main, [id], app, query) {
           'Rewriting a plan withdraws its pending review, so the agent asks again for the new revision.')));
     }
     if (newer) {
-      const d = diff(shown.revision, newer.revision, shown.content, newer.content);
+      const d = newer.diff;
       notices.append(h('div', { class: 'notice changed', role: 'alert', 'data-notice': 'plan-changed' },
         h('p', {}, h('strong', {}, `The plan changed while you were reading: revision ${shown.revision} → ${newer.revision}`),
           newer.author ? ` (written by ${newer.author})` : ''),
         h('p', {}, `Your decision cannot apply to revision ${shown.revision} any more: the server refuses it. ` +
           `Read revision ${newer.revision} before you decide.`),
-        newer.content !== undefined ? renderDiff(d) : null,
+        d ? renderDiff(d) : null,
         h('p', { class: 'actions' }, h('button', {
           type: 'button', class: 'primary', 'data-action': 'read-newer',
           onclick: () => app.navigate(`${location.pathname}?revision=${newer.revision}`),
@@ -146,20 +146,19 @@ export async function reviewView(main, [id], app, query) {
     drawDecision();
   }
 
-  // learnNewer records that the plan moved past the revision on screen.
-  async function learnNewer(revision, content, author) {
+  // learnNewer records that the plan moved past the revision on screen,
+  // with the server's diff from that revision to the new one.
+  async function learnNewer(revision, author) {
     if (!shown || revision <= shown.revision) return;
-    if (newer && newer.revision >= revision && newer.content !== undefined) return;
-    if (content === undefined) {
-      try {
-        const p = await request(`/v1/sessions/${enc(id)}/plan`);
-        ({ revision } = p);
-        ({ content, author } = p.data);
-      } catch (err) {
-        console.error(err);
-      }
+    if (newer && newer.revision >= revision && newer.diff) return;
+    let d = null;
+    try {
+      d = (await request(`/v1/sessions/${enc(id)}/plan/diff?from=${shown.revision}&to=${revision}`)).data;
+    } catch (err) {
+      console.error(err);
     }
-    newer = { revision, content, author };
+    if (newer && newer.revision > revision) return; // a later one came first
+    newer = { revision, author, diff: d };
     announce(`The plan changed: revision ${shown.revision} is no longer current; revision ${revision} is.`);
     drawNotices();
     drawDecision();
@@ -232,8 +231,7 @@ export async function reviewView(main, [id], app, query) {
             app.navigate(`${location.pathname}?revision=${ev.revision}`, { replace: true });
             return;
           }
-          // The event carries the whole plan, so the diff needs no read.
-          await learnNewer(ev.revision, ev.data?.content, ev.data?.author);
+          await learnNewer(ev.revision, ev.data?.author);
           if (ev.data?.review_withdrawn) {
             session = { ...session, review: { ...session.review, state: 'none' } };
           }
