@@ -3,7 +3,7 @@
 // live.
 
 import { request, listAll, enc, ApiError } from '../api.js';
-import { h, clear, time, announce, debounce } from '../dom.js';
+import { h, clear, time, formatTime, announce, debounce } from '../dom.js';
 import { renderMarkdown } from '../markdown.js';
 import { renderGraph, leaseText, isReady } from '../dag.js';
 import { renderDiff, comparePicker } from '../diff.js';
@@ -114,7 +114,9 @@ export function stepChanges(a, b) {
       continue;
     }
     for (const [key, word] of STEP_FIELDS) {
-      if (shown(old[key]) !== shown(s[key])) out.push({ step: id, what: `step ${id} · ${word}`, before: shown(old[key]), after: shown(s[key]) });
+      if (shown(old[key]) === shown(s[key])) continue;
+      const show = key === 'claim_expires_at' ? (v) => (v ? formatTime(new Date(v)) : '—') : shown;
+      out.push({ step: id, what: `step ${id} · ${word}`, before: show(old[key]), after: show(s[key]) });
     }
   }
   for (const [id, s] of before) {
@@ -285,7 +287,7 @@ export async function planView(main, [name], app) {
     clear(revBox).append(h('h2', { id: 'revs-h' }, 'Revisions'), revTable);
     if (picker) {
       revBox.append(h('p', { class: 'muted' },
-        'The content diff is the server\'s (GET /v1/plans/{name}/diff); steps and status are compared field by field.'),
+        'Content changes are shown line by line; the plan\'s status and its steps field by field.'),
       picker.form, picker.out);
     }
   }
