@@ -481,6 +481,10 @@ test('the session page: tree, where plan mode comes from, mode switch with its w
   assert.equal(s.review.state, 'none');
   await page.locator('.history li', { hasText: 'pending review cancelled' }).waitFor();
   await page.locator('[data-field="review"]', { hasText: 'no review' }).waitFor();
+  // The review history keeps the review that leaving plan mode cancelled.
+  const cancelled = page.locator('.review-history li[data-review-state="cancelled"][data-plan-revision="1"]');
+  await cancelled.waitFor();
+  assert.match(await cancelled.textContent(), /Cancelled.*by alice, who took the session out of plan mode/s);
   await page.locator('.history li', { hasText: 'effective mode now build, because tree changed its mode' }).first().waitFor();
   // The child follows: its effective mode is build now.
   await page.locator('.tree [data-session="tree.worker"] .mode-build').waitFor();
