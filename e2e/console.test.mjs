@@ -585,6 +585,15 @@ test('shared plans: list with progress, and the step graph drawn as a DAG, live'
   await worker.must(200, 'PATCH', '/v1/plans/csv-upload/steps/3', { status: 'pending' });
   await worker.must(200, 'POST', '/v1/plans/csv-upload/steps/claim', { worker: 'ui-worker-2', owner: 'UI-Agent', lease_seconds: 1 });
   await eventually(async () => assert.match(await page.locator('svg.dag [data-step="3"] text.lease').textContent(), /lease of ui-worker-2 expired/), 8000);
+  // Every line of every node stays inside its box.
+  const spill = await graph.locator('g.node').evaluateAll((gs) => gs.flatMap((g) => {
+    const w = Number(g.querySelector('rect.box').getAttribute('width'));
+    return [...g.querySelectorAll('text')].filter((t) => {
+      const b = t.getBBox();
+      return b.x < 0 || b.x + b.width > w - 4;
+    }).map((t) => `${g.dataset.step}: ${t.textContent}`);
+  }));
+  assert.deepEqual(spill, []);
 
   // Revisions, and what changed between any two of them: the content as
   // the server's diff, the steps field by field.

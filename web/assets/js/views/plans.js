@@ -5,7 +5,7 @@
 import { request, listAll, enc, ApiError } from '../api.js';
 import { h, clear, time, formatTime, announce, debounce } from '../dom.js';
 import { renderMarkdown } from '../markdown.js';
-import { renderGraph, leaseText, isReady } from '../dag.js';
+import { renderGraph, fitGraph, fitText, leaseText, isReady } from '../dag.js';
 import { renderDiff, comparePicker } from '../diff.js';
 
 function progressBar(p) {
@@ -202,6 +202,7 @@ export async function planView(main, [name], app) {
         graphBox.querySelector(`[data-step="${CSS.escape(id)}"]`)?.focus();
       },
     })));
+    fitGraph(graphBox);
   }
 
   function list(title, items) {
@@ -326,7 +327,13 @@ export async function planView(main, [name], app) {
       const s = plan.steps.find((x) => x.id === el.dataset.lease);
       if (!s || !s.claimed_by || el.tagName === 'DD') continue;
       const text = leaseText(s);
-      if (el.textContent !== text) el.textContent = el.tagName === 'text' && text.length > 34 ? `${text.slice(0, 33)}…` : text;
+      if (el.tagName !== 'text') {
+        if (el.textContent !== text) el.textContent = text;
+      } else if (el.dataset.full !== text) {
+        el.dataset.full = text;
+        el.textContent = text;
+        fitText(el);
+      }
     }
   }, 1000);
 
