@@ -235,6 +235,9 @@ test('without the event feed, an approval of a rewritten plan is refused by the 
   assert.match(await page.locator('[data-notice="link-revision"]').textContent(),
     /This link is for plan revision 1; the plan is now at revision 2/);
   assert.equal(await page.locator('[data-action="approve"]').textContent(), 'Approve revision 2');
+  // The notice offers what changed since the link's revision.
+  await page.locator('[data-action="compare-link"]').click();
+  await page.locator('.changes figure.diff[data-diff="1-2"] tr.add', { hasText: 'Delete the old key at once' }).waitFor();
   noProblems(problems.filter((p) => !p.includes('ERR_FAILED')), urls);
   await context.close();
 });

@@ -332,8 +332,8 @@ export async function reviewView(main, [id], app, query) {
 
   function drawAll() {
     drawHeader();
+    drawChanges(); // before the notices, which may offer its picker
     drawNotices();
-    drawChanges();
     drawDecision();
     drawHistory();
   }
@@ -357,8 +357,8 @@ export async function reviewView(main, [id], app, query) {
     } catch (err) {
       console.error(err);
     }
-    drawNotices();
     drawChanges();
+    drawNotices();
     drawDecision();
   }
 
