@@ -5,15 +5,13 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import path from 'node:path';
-import { startServer, launchBrowser, watchPage, eventually, screenshotDir } from './harness.mjs';
+import { startServer, launchBrowser, watchPage, eventually, shoot } from './harness.mjs';
 
 let srv;
 let browser;
 let adminToken;
 let viewerToken;
 let admin; // API client with the admin token
-const shots = screenshotDir();
 
 before(async () => {
   srv = await startServer({ args: ['--auth', 'token'] });
@@ -32,7 +30,9 @@ after(async () => {
 // console errors, CSP violations and requests to any other origin, and
 // every URL it requests (to prove no token is ever put in one).
 async function newPage(viewport = { width: 1280, height: 800 }) {
-  const context = await browser.newContext({ viewport });
+  // One time zone and locale, so what the pages show does not depend on
+  // the machine that runs the tests.
+  const context = await browser.newContext({ viewport, timezoneId: 'UTC', locale: 'en-GB' });
   const page = await context.newPage();
   const problems = watchPage(page, [srv.url]);
   const urls = [];
@@ -119,7 +119,7 @@ test('a plan written through the API appears in the inbox live, without a reload
   // Screen readers hear about it through the aria-live region.
   await eventually(async () => assert.match(await page.locator('#announce').textContent(), /Review requested: Speed up search, plan revision 2/));
 
-  await page.screenshot({ path: path.join(shots, 'inbox.png') });
+  await shoot(page, 'inbox');
   noProblems(problems, urls);
   await context.close();
 });
@@ -188,7 +188,7 @@ test('the plan changes while the review page is open: the change is shown and th
   assert.equal(stale.data.code, 'version_conflict');
   assert.equal(stale.data.current_revision, 2);
   assert.equal((await admin.must(200, 'GET', '/v1/sessions/rewrite')).mode, 'plan');
-  await page.screenshot({ path: path.join(shots, 'review-changed.png'), fullPage: true });
+  await shoot(page, 'review-changed', { fullPage: true });
 
   // The human reads revision 2 and approves that.
   await page.locator('[data-action="read-newer"]').click();
@@ -235,6 +235,9 @@ test('without the event feed, an approval of a rewritten plan is refused by the 
   assert.match(await page.locator('[data-notice="link-revision"]').textContent(),
     /This link is for plan revision 1; the plan is now at revision 2/);
   assert.equal(await page.locator('[data-action="approve"]').textContent(), 'Approve revision 2');
+  // The notice offers what changed since the link's revision.
+  await page.locator('[data-action="compare-link"]').click();
+  await page.locator('.changes figure.diff[data-diff="1-2"] tr.add', { hasText: 'Delete the old key at once' }).waitFor();
   noProblems(problems.filter((p) => !p.includes('ERR_FAILED')), urls);
   await context.close();
 });
@@ -263,6 +266,180 @@ test('reject with feedback: the agent reads it through the API', async () => {
   await context.close();
 });
 
+// The plan the comment tests review: its lines, numbered as the server
+// numbers them (line 1 is the heading).
+const cachePlan = [
+  '# Plan: cache the product pages',           // 1
+  '',                                          // 2
+  'Product pages take 900 ms at p99; most of', // 3
+  'it is the price lookup.',                   // 4
+  '',                                          // 5
+  '1. Cache prices in Redis for 10 minutes',   // 6
+  '2. Invalidate on every price change',       // 7
+  '3. Load-test with 2000 rps',                // 8
+  '',
+].join('\n');
+
+test('reject with line comments: written by click and by keyboard, edited before sending; the agent reads them', async () => {
+  const agent = await agentSession('comment-me', 'Cache the product pages');
+  await planAndAsk(agent, 'comment-me', cachePlan, 'The price lookup dominates.');
+  const { page, context, problems, urls } = await newPage();
+  await signIn(page, adminToken);
+  await page.goto(`${srv.url}/ui/sessions/comment-me/review?revision=1`);
+  await page.getByRole('heading', { name: 'Plan revision 1' }).waitFor();
+  await page.locator('#feed[data-state="live"]').waitFor();
+  const plan = page.locator('article.plan .markdown');
+  // Blocks know their source lines: the paragraph is lines 3-4.
+  const para = plan.locator('.commentable[data-line="3"]');
+  assert.equal(await para.getAttribute('data-line-end'), '4');
+  // The first revision has nothing before it to compare with.
+  assert.match(await page.locator('[data-field="diff-basis"]').textContent(), /first revision/);
+
+  // Keyboard: Tab into the plan (one stop), arrows to the step on line 6,
+  // Enter opens the comment box there.
+  let line;
+  for (let k = 0; k < 30 && !line; k += 1) {
+    await page.keyboard.press('Tab');
+    line = await page.evaluate(() => document.activeElement?.closest('article.plan') && document.activeElement.dataset.line);
+  }
+  assert.equal(line, '1', 'Tab did not reach the plan at its first line');
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('ArrowDown');
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.line), '6');
+  await page.keyboard.press('Enter');
+  await page.keyboard.type('10 minutes is long for prices; why not 1?');
+  await page.keyboard.press('Control+Enter');
+  await plan.locator('.line-note.draft[data-note-line="6"]').waitFor();
+  // Focus went back to the line.
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.line), '6');
+
+  // Click: the paragraph spans lines 3-4, so the box asks which line.
+  await para.click();
+  await page.locator('#comment-line').selectOption('4');
+  await page.locator('#comment-body').fill('Measure the lookup alone first.');
+  await page.locator('[data-action="save-comment"]').click();
+  await plan.locator('.line-note.draft[data-note-line="4"]').waitFor();
+  // Escape closes a box without adding anything.
+  await plan.locator('.commentable[data-line="8"]').click();
+  await page.locator('#comment-body').fill('never mind');
+  await page.keyboard.press('Escape');
+  assert.equal(await page.locator('.composer').count(), 0);
+
+  // The comments are listed with the decision, in line order, editable.
+  const listed = page.locator('.decision .draft-comments li');
+  assert.deepEqual(await listed.evaluateAll((els) => els.map((e) => e.dataset.commentLine)), ['4', '6']);
+  await page.locator('.decision [data-comment-line="6"] [data-action="edit-comment"]').click();
+  await page.locator('#comment-body').fill('10 minutes is long for prices: use 60 seconds.');
+  await page.locator('[data-action="save-comment"]').click();
+  await plan.locator('.line-note.draft[data-note-line="6"]', { hasText: 'use 60 seconds' }).waitFor();
+  // A third, removed again before sending.
+  await plan.locator('.commentable[data-line="7"]').click();
+  await page.locator('#comment-body').fill('Fine.');
+  await page.locator('[data-action="save-comment"]').click();
+  await page.locator('.decision [data-comment-line="7"] [data-action="remove-comment"]').click();
+  assert.equal(await listed.count(), 2);
+  assert.equal(await plan.locator('.line-note[data-note-line="7"]').count(), 0);
+
+  await page.getByLabel('Feedback for the agent').fill('Cache for less time, and measure first.');
+  await page.getByRole('button', { name: 'Reject revision 1' }).click();
+  await page.locator('[data-outcome="rejected"]', { hasText: 'with 2 line comments' }).waitFor();
+
+  // The agent reads the decision with its plan.
+  const read = await agent.must(200, 'GET', '/v1/sessions/comment-me/plan');
+  assert.equal(read.review.state, 'rejected');
+  assert.equal(read.review.plan_revision, 1);
+  assert.equal(read.review.feedback, 'Cache for less time, and measure first.');
+  assert.deepEqual(read.review.comments, [
+    { line: 4, body: 'Measure the lookup alone first.' },
+    { line: 6, body: '10 minutes is long for prices: use 60 seconds.' },
+  ]);
+
+  // The page's review history shows the decision, each comment with its line.
+  const entry = page.locator('.review-history li[data-review-state="rejected"][data-plan-revision="1"]');
+  await entry.waitFor();
+  assert.match(await entry.textContent(), /Rejected.*plan revision 1.*by alice/s);
+  assert.match(await entry.locator('.feedback').textContent(), /measure first/);
+  assert.match(await entry.locator('[data-comment-line="6"]').textContent(), /Line 6\s*1\. Cache prices in Redis for 10 minutes\s*10 minutes is long/);
+  // The sent comments stay on the plan's lines, no longer editable.
+  await plan.locator('.line-note.sent[data-note-line="6"]').waitFor();
+  assert.equal(await plan.locator('.line-note.draft').count(), 0);
+  assert.equal(await plan.locator('.line-note.sent button').count(), 0);
+
+  // And on the session page.
+  await page.goto(`${srv.url}/ui/sessions/comment-me`);
+  const onSession = page.locator('.review-history li[data-review-state="rejected"]');
+  await onSession.waitFor();
+  assert.match(await onSession.textContent(), /Measure the lookup alone first/);
+  noProblems(problems, urls);
+  await context.close();
+});
+
+test('after a rewrite the diff is against the last decided revision; any two revisions can be compared; approval carries comments', async () => {
+  // Follows the rejection above: revision 1 was rejected by alice.
+  const agent = srv.api(srv.token('agent', 'comment-me-2', 'comment-me'));
+  const v2 = cachePlan.replace('10 minutes', '60 seconds');
+  const v3 = v2.replace('3. Load-test with 2000 rps', '3. Measure the price lookup alone\n4. Load-test with 2000 rps');
+  await agent.must(200, 'PUT', '/v1/sessions/comment-me/plan', { content: v2 });
+  await agent.must(200, 'PUT', '/v1/sessions/comment-me/plan', { content: v3 });
+  await agent.must(200, 'POST', '/v1/sessions/comment-me/plan/review', { rationale: 'Shorter TTL, and a measurement step.' });
+
+  const { page, context, problems, urls } = await newPage();
+  await signIn(page, adminToken);
+  await page.goto(`${srv.url}/ui/sessions/comment-me/review?revision=3`);
+  await page.getByRole('heading', { name: 'Plan revision 3' }).waitFor();
+  // Against revision 1, the one a human decided on, not revision 2.
+  assert.match(await page.locator('[data-field="diff-basis"]').textContent(), /Since revision 1, the last revision a human decided on: rejected by alice/);
+  const changes = page.locator('.changes .diff-out');
+  const base = changes.locator('figure.diff[data-diff="1-3"]');
+  await base.waitFor();
+  assert.equal(await base.locator('tr.del', { hasText: 'Cache prices in Redis for 10 minutes' }).count(), 1);
+  assert.equal(await base.locator('tr.add', { hasText: 'Cache prices in Redis for 60 seconds' }).count(), 1);
+  assert.equal(await base.locator('tr.add', { hasText: 'Measure the price lookup alone' }).count(), 1);
+  assert.match(await base.locator('figcaption').textContent(), /since revision 1 \(rejected\)/i);
+  assert.equal(await page.locator('#rev-from').inputValue(), '1');
+  assert.equal(await page.locator('#rev-to').inputValue(), '3');
+
+  // Any two kept revisions: 2 → 3 holds only the new step...
+  await page.locator('#rev-from').selectOption('2');
+  await page.getByRole('button', { name: 'Show changes' }).click();
+  const two = changes.locator('figure.diff[data-diff="2-3"]');
+  await two.waitFor();
+  assert.equal(await two.locator('tr.add').count(), 2);
+  assert.equal(await two.locator('tr.del').count(), 1);
+  assert.equal(await two.locator('tr', { hasText: '10 minutes' }).count(), 0);
+  // ...and 3 → 1 runs backwards.
+  await page.locator('#rev-from').selectOption('3');
+  await page.locator('#rev-to').selectOption('1');
+  await page.getByRole('button', { name: 'Show changes' }).click();
+  await changes.locator('figure.diff[data-diff="3-1"] tr.add', { hasText: '10 minutes' }).waitFor();
+
+  // Approval may carry comments too.
+  await page.locator('article.plan .commentable[data-line="8"]').click();
+  await page.locator('#comment-body').fill('Post the numbers in the PR.');
+  await page.locator('[data-action="save-comment"]').click();
+  // A comment box left open with text holds the decision back.
+  await page.locator('article.plan .commentable[data-line="9"]').click();
+  await page.locator('#comment-body').fill('half-written');
+  await page.locator('[data-action="approve"]').click();
+  await page.locator('[data-field="decision-error"]', { hasText: 'line 9' }).waitFor();
+  assert.equal((await admin.must(200, 'GET', '/v1/sessions/comment-me')).review.state, 'pending');
+  await page.locator('[data-action="cancel-comment"]').click();
+  await page.locator('[data-action="approve"]').click();
+  await page.locator('[data-outcome="approved"]', { hasText: 'with 1 line comment' }).waitFor();
+  const read = await agent.must(200, 'GET', '/v1/sessions/comment-me/plan');
+  assert.equal(read.review.state, 'approved');
+  assert.equal(read.review.plan_revision, 3);
+  assert.deepEqual(read.review.comments, [{ line: 8, body: 'Post the numbers in the PR.' }]);
+  const s = await admin.must(200, 'GET', '/v1/sessions/comment-me');
+  assert.equal(s.mode, 'build');
+  // The history holds both decisions, newest first, and the withdrawn
+  // nothing: revision 2 was never asked about.
+  const states = await page.locator('.review-history > li').evaluateAll((els) => els.map((e) => `${e.dataset.reviewState} ${e.dataset.planRevision}`));
+  assert.deepEqual(states, ['approved 3', 'rejected 1']);
+  noProblems(problems, urls);
+  await context.close();
+});
+
 test('a viewer sees everything read-only, and the API refuses its approval', async () => {
   const agent = await agentSession('viewed', 'Tune the GC');
   await planAndAsk(agent, 'viewed', '# Plan\nSet GOGC=200 on the workers.\n');
@@ -286,6 +463,24 @@ test('a viewer sees everything read-only, and the API refuses its approval', asy
   assert.equal((await admin.must(200, 'GET', '/v1/sessions/viewed')).review.state, 'pending');
   noProblems(problems, urls);
   await context.close();
+});
+
+test('the header names the token: an agent token is told from a viewer token, both read-only', async () => {
+  const agentToken = srv.token('agent', 'label-agent', 'viewed');
+  for (const [token, label] of [[adminToken, 'admin'], [viewerToken, 'viewer · read-only'], [agentToken, 'agent · read-only']]) {
+    const { page, context, problems, urls } = await newPage();
+    await signIn(page, token);
+    assert.equal(await page.locator('#who .badge').textContent(), label);
+    if (token === agentToken) {
+      // Its own session, read-only: an agent never decides its own review.
+      await page.goto(`${srv.url}/ui/sessions/viewed/review?revision=1`);
+      await page.getByRole('heading', { name: 'Plan revision 1' }).waitFor();
+      await page.locator('[data-field="read-only"]').waitFor();
+      assert.equal(await page.locator('[data-action="approve"]').count(), 0);
+    }
+    noProblems(problems, urls);
+    await context.close();
+  }
 });
 
 test('plan Markdown is rendered sanitised: no HTML, no scripts, no loaded images, only http(s) links', async () => {
@@ -393,16 +588,38 @@ test('shared plans: list with progress, and the step graph drawn as a DAG, live'
   await worker.must(200, 'PATCH', '/v1/plans/csv-upload/steps/3', { status: 'pending' });
   await worker.must(200, 'POST', '/v1/plans/csv-upload/steps/claim', { worker: 'ui-worker-2', owner: 'UI-Agent', lease_seconds: 1 });
   await eventually(async () => assert.match(await page.locator('svg.dag [data-step="3"] text.lease').textContent(), /lease of ui-worker-2 expired/), 8000);
+  // Every line of every node stays inside its box.
+  const spill = await graph.locator('g.node').evaluateAll((gs) => gs.flatMap((g) => {
+    const w = Number(g.querySelector('rect.box').getAttribute('width'));
+    return [...g.querySelectorAll('text')].filter((t) => {
+      const b = t.getBBox();
+      return b.x < 0 || b.x + b.width > w - 4;
+    }).map((t) => `${g.dataset.step}: ${t.textContent}`);
+  }));
+  assert.deepEqual(spill, []);
 
-  // Revisions, and what changed between two of them.
-  // Steps live in the document, not the content: compare the YAML.
-  await page.locator('#diff-what').selectOption('document');
+  // Revisions, and what changed between any two of them: the content as
+  // the server's diff, the steps field by field.
+  const edited = await admin.must(200, 'PUT', '/v1/plans/csv-upload', { content: '# CSV upload\n\nUsers upload a CSV; we validate it, show the rows and keep the file for a week.\n' });
+  // Until the user picks, "with" follows the newest revision, live.
+  await eventually(async () => assert.equal(await page.locator('#diff-to').inputValue(), String(edited.revision)));
   await page.locator('#diff-from').selectOption('1');
   await page.getByRole('button', { name: 'Show changes' }).click();
-  await page.locator('.diff-out figure.diff tr.add', { hasText: 'claimed_by: ui-worker-2' }).waitFor();
+  const out = page.locator('.diff-out[data-compare="diff"]');
+  await out.locator('figure.diff tr.add', { hasText: 'keep the file for a week' }).waitFor();
+  await out.locator('figure.diff tr.del', { hasText: 'show the rows.' }).waitFor();
+  const claim = out.locator('.step-changes tr[data-step-change="3"]', { hasText: 'claimed by' });
+  assert.match(await claim.textContent(), /step 3 · claimed by\s*—\s*ui-worker-2/);
+  await out.locator('.step-changes tr[data-step-change="1"]', { hasText: 'status' }).getByText('complete').waitFor();
+  // And back: any two, in either order.
+  const last = String(edited.revision);
+  await page.locator('#diff-from').selectOption(last);
+  await page.locator('#diff-to').selectOption('1');
+  await page.getByRole('button', { name: 'Show changes' }).click();
+  await out.locator(`figure.diff[data-diff="${last}-1"] tr.del`, { hasText: 'keep the file for a week' }).waitFor();
 
   await graph.scrollIntoViewIfNeeded();
-  await page.locator('section[aria-labelledby="graph-h"]').screenshot({ path: path.join(shots, 'step-graph.png') });
+  await shoot(page.locator('section[aria-labelledby="graph-h"]'), 'step-graph');
   noProblems(problems, urls);
   await context.close();
 });
@@ -450,10 +667,14 @@ test('the session page: tree, where plan mode comes from, mode switch with its w
   assert.equal(s.review.state, 'none');
   await page.locator('.history li', { hasText: 'pending review cancelled' }).waitFor();
   await page.locator('[data-field="review"]', { hasText: 'no review' }).waitFor();
+  // The review history keeps the review that leaving plan mode cancelled.
+  const cancelled = page.locator('.review-history li[data-review-state="cancelled"][data-plan-revision="1"]');
+  await cancelled.waitFor();
+  assert.match(await cancelled.textContent(), /Cancelled.*by alice, who took the session out of plan mode/s);
   await page.locator('.history li', { hasText: 'effective mode now build, because tree changed its mode' }).first().waitFor();
   // The child follows: its effective mode is build now.
   await page.locator('.tree [data-session="tree.worker"] .mode-build').waitFor();
-  await page.screenshot({ path: path.join(shots, 'session.png'), fullPage: true });
+  await shoot(page, 'session', { fullPage: true });
   noProblems(problems, urls);
   await context.close();
 });
@@ -469,25 +690,25 @@ test('readable on a phone: no sideways scrolling on the inbox, review and plan p
     await page.locator('#feed[data-state="live"]').waitFor();
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     assert.ok(overflow <= 0, `${p} scrolls sideways by ${overflow}px`);
-    if (p.includes('review')) await page.screenshot({ path: path.join(shots, 'review-phone.png'), fullPage: true });
+    if (p.includes('review')) await shoot(page, 'review-phone', { fullPage: true });
   }
   noProblems(problems, urls);
   await context.close();
 });
 
-test('the review page at 1280×800', async () => {
+test('the review page at 1280×800: what changed since the rejection, with a comment on a line', async () => {
   const agent = await agentSession('invoice-totals', 'Move invoice totals');
-  await planAndAsk(agent, 'invoice-totals', [
+  const v1 = [
     '# Plan: move invoice totals into billing/total.go',
     '',
     'Totals are computed in three places today; they disagree on rounding.',
     '',
-    '1. Add `billing.Total(lines []Line) Money`, rounding half to even',
+    '1. Add `billing.Total(lines []Line) Money`, rounding half up',
     '2. Replace the three call sites:',
     '   - `api/invoice.go`',
     '   - `cli/report.go`',
     '   - `jobs/monthly.go`',
-    '3. Run `go test ./billing/... ./api/...`',
+    '3. Run the tests',
     '',
     '| risk | mitigation |',
     '|---|---|',
@@ -495,13 +716,30 @@ test('the review page at 1280×800', async () => {
     '',
     '- [x] read every caller',
     '- [ ] write the table test first',
-  ].join('\n'), 'Callers found with grep; billing has tests.');
+  ].join('\n');
+  await planAndAsk(agent, 'invoice-totals', v1, 'Callers found with grep; billing has tests.');
+  await admin.must(200, 'POST', '/v1/sessions/invoice-totals/plan/reject', {
+    feedback: 'Rounding must match what the invoices already say.',
+    comments: [{ line: 5, body: 'Half up changes old totals: round half to even, as the ledger does.' }, { line: 10, body: 'Which tests?' }],
+  }, { 'If-Match': '"1"' });
+  const v2 = v1.replace('rounding half up', 'rounding half to even (as the ledger)')
+    .replace('3. Run the tests', '3. Run `go test ./billing/... ./api/...`');
+  await planAndAsk(agent, 'invoice-totals', v2, 'Half to even now, and the tests named.');
   const { page, context, problems, urls } = await newPage();
   await signIn(page, adminToken);
-  await page.goto(`${srv.url}/ui/sessions/invoice-totals/review?revision=1`);
-  await page.getByRole('heading', { name: 'Plan revision 1' }).waitFor();
+  await page.goto(`${srv.url}/ui/sessions/invoice-totals/review?revision=2`);
+  await page.getByRole('heading', { name: 'Plan revision 2' }).waitFor();
   await page.locator('#feed[data-state="live"]').waitFor();
-  await page.screenshot({ path: path.join(shots, 'review.png') });
+  await page.locator('.changes figure.diff[data-diff="1-2"]').waitFor();
+  await page.locator('article.plan .commentable[data-line="7"]').click();
+  await page.locator('#comment-body').fill('jobs/monthly.go runs at midnight UTC: deploy after it.');
+  await page.locator('[data-action="save-comment"]').click();
+  await page.locator('article.plan .line-note.draft[data-note-line="7"]').waitFor();
+  await page.mouse.move(0, 0); // no hover highlight in the picture
+  await page.evaluate(() => { document.activeElement?.blur(); window.scrollTo(0, 0); });
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 0, `the review page scrolls sideways by ${overflow}px`);
+  await shoot(page, 'review', { fullPage: true });
   noProblems(problems, urls);
   await context.close();
 });

@@ -20,7 +20,11 @@ const { SSEParser, watch } = await import('../web/assets/js/sse.js');
 // against the server under test.
 let base = 'http://127.0.0.1/';
 const nodeFetch = globalThis.fetch;
-globalThis.fetch = (url, opts) => nodeFetch(new URL(url, base), opts);
+const fetched = [];
+globalThis.fetch = (url, opts) => {
+  fetched.push(String(url));
+  return nodeFetch(new URL(url, base), opts);
+};
 
 function parse(chunks) {
   const events = [];
@@ -80,6 +84,41 @@ test('watch() resumes after a server restart with Last-Event-ID: nothing missed,
     assert.ok(states.includes('live'));
   } finally {
     w.close();
+    await srv.stop();
+  }
+});
+
+test('watch() ends at the error event of a revoked token, without reconnecting, and never hands it to onEvent', async () => {
+  const srv = await startServer({ args: ['--auth', 'token'] });
+  base = srv.url;
+  const admin = srv.api(srv.token('admin', 'root'));
+  sessionStorage.setItem('planserver.token', srv.token('viewer', 'watcher'));
+  const seen = [];
+  const states = [];
+  let unauthorized = 0;
+  const from = fetched.length;
+  const w = watch({}, {
+    after: 0,
+    onEvent: (ev) => seen.push(ev),
+    onState: (s) => states.push(s),
+    onUnauthorized: () => { unauthorized += 1; },
+  });
+  try {
+    await admin.must(201, 'POST', '/v1/sessions', { id: 'seen' });
+    await eventually(() => assert.equal(seen.length, 1));
+    await admin.must(204, 'DELETE', '/v1/tokens/watcher');
+    // The next commit wakes the stream, which re-checks the token and
+    // ends with `event: error` carrying the 401 problem.
+    await admin.must(201, 'POST', '/v1/sessions', { id: 'unseen' });
+    await eventually(() => assert.equal(unauthorized, 1));
+    assert.deepEqual(seen.map((e) => e.session_id), ['seen']);
+    assert.ok(seen.every((e) => Number.isInteger(e.seq)), 'a problem document reached onEvent');
+    assert.equal(states.at(-1), 'stopped');
+    // The error event said why; the watch did not ask again to find out.
+    assert.equal(fetched.slice(from).filter((u) => u.startsWith('/v1/events')).length, 1);
+  } finally {
+    w.close();
+    sessionStorage.removeItem('planserver.token');
     await srv.stop();
   }
 });

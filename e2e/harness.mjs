@@ -180,10 +180,17 @@ export function watchPage(page, allowedOrigins) {
   return problems;
 }
 
-export function screenshotDir() {
-  const dir = process.env.SCREENSHOTS || path.join(repoRoot, 'docs', 'screenshots');
+// shoot saves a screenshot of a page or an element as name.png, only when
+// SCREENSHOTS is set: SCREENSHOTS=1 writes to docs/screenshots (the
+// README's pictures), any other value names a directory (relative to the
+// repository root). A plain `make test-ui` writes nothing, so running the
+// suite never rewrites the committed pictures with new timestamps.
+export async function shoot(target, name, opts = {}) {
+  const want = process.env.SCREENSHOTS;
+  if (!want) return;
+  const dir = want === '1' ? path.join(repoRoot, 'docs', 'screenshots') : path.resolve(repoRoot, want);
   mkdirSync(dir, { recursive: true });
-  return dir;
+  await target.screenshot({ path: path.join(dir, `${name}.png`), animations: 'disabled', caret: 'hide', ...opts });
 }
 
 // eventually retries fn until it returns without throwing, for at most ms.

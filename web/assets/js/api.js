@@ -104,13 +104,13 @@ export const get = (path, opts) => request(path, opts);
 // listAll follows next_page_token until the end (or max items) and
 // returns {items, seq}: seq is the X-Event-Seq of the first page, read
 // before any of the snapshot, so watching the feed after it misses nothing.
-export async function listAll(path, key, { max = 5000, signal } = {}) {
+export async function listAll(path, key, { max = 5000, pageSize = 200, signal } = {}) {
   const items = [];
   let seq = null;
   let token = '';
   const sep = path.includes('?') ? '&' : '?';
   do {
-    const url = `${path}${sep}limit=200${token ? `&page_token=${encodeURIComponent(token)}` : ''}`;
+    const url = `${path}${sep}limit=${pageSize}${token ? `&page_token=${encodeURIComponent(token)}` : ''}`;
     const res = await request(url, { signal });
     if (seq === null) seq = res.seq;
     items.push(...(res.data[key] || []));
@@ -120,28 +120,3 @@ export async function listAll(path, key, { max = 5000, signal } = {}) {
 }
 
 export const enc = encodeURIComponent;
-
-// capabilities reads the contract the server serves (/openapi.yaml) and
-// reports which optional routes it has, so pages can use routes added in
-// later versions (session plan history, diffs, review history) the
-// moment the server has them, and do without them until then.
-let capsPromise = null;
-export function capabilities() {
-  if (!capsPromise) {
-    capsPromise = fetch('/openapi.yaml', { cache: 'no-store' })
-      .then((res) => (res.ok ? res.text() : ''))
-      .catch(() => '')
-      .then((text) => {
-        const paths = new Set();
-        for (const m of text.matchAll(/^ {2}(\/[^\s:]+):\s*$/gm)) paths.add(m[1]);
-        return {
-          paths,
-          sessionPlanRevisions: paths.has('/v1/sessions/{id}/plan/revisions/{revision}'),
-          sessionPlanDiff: paths.has('/v1/sessions/{id}/plan/diff'),
-          planDiff: paths.has('/v1/plans/{name}/diff'),
-          sessionReviews: paths.has('/v1/sessions/{id}/reviews'),
-        };
-      });
-  }
-  return capsPromise;
-}

@@ -152,20 +152,39 @@ function showWho() {
     who.appendChild(h('span', { class: 'badge' }, 'no authentication (loopback)'));
     return;
   }
-  const label = app.role === 'admin' ? 'admin' : `${app.role} · read-only`;
+  const label = {
+    admin: 'admin', viewer: 'viewer · read-only', agent: 'agent · read-only',
+  }[app.role] || 'read-only token';
   who.appendChild(h('span', { class: 'badge' }, label));
   who.appendChild(h('button', { type: 'button', class: 'link', onclick: () => signedOut('Signed out.') }, 'Sign out'));
 }
 
 // roleOf finds out what the token may do. Only admins may list tokens, so
-// that read tells an admin from a viewer without changing anything.
+// that read tells an admin from the rest without changing anything.
+//
+// Viewers and agents both get 403 there. The contract tells them apart
+// another way: an action a role lacks is 403, and a session outside an
+// agent's scope is answered exactly as a missing one, 404, before
+// anything else is looked at. Filtering tools (which changes nothing) is
+// an agent's action and not a viewer's, so asking it for a session that
+// does not exist is 403 for a viewer and 404 for an agent. Anything else
+// leaves the token labelled only as read-only.
 async function roleOf() {
   try {
     await request('/v1/tokens');
     return 'admin';
   } catch (err) {
+    if (!(err instanceof ApiError) || err.status !== 403) throw err;
+  }
+  const nowhere = `console-role-probe-${Math.random().toString(36).slice(2, 12)}`;
+  try {
+    await request(`/v1/sessions/${nowhere}/tools/filter`, { method: 'POST', body: { tools: [] } });
+    return 'agent'; // only in the agent's own tree could it exist
+  } catch (err) {
     if (err instanceof ApiError && err.status === 403) return 'viewer';
-    throw err;
+    if (err instanceof ApiError && err.status === 404) return 'agent';
+    if (err instanceof ApiError && err.status === 401) throw err;
+    return 'read-only';
   }
 }
 
@@ -194,7 +213,8 @@ function showSignIn(message) {
     h('label', { for: 'token' }, 'Token'),
     input,
     h('p', { id: 'token-help', class: 'muted' },
-      'An admin token can approve and reject plans; a viewer token sees everything read-only. ',
+      'An admin token can approve and reject plans; a viewer token sees everything read-only; ',
+      'an agent token sees its own session tree read-only. ',
       'Create one with ', h('code', {}, 'planserver token create --role admin'), '. ',
       'It is kept in this tab only (sessionStorage) and sent in the Authorization header, never in a URL.'),
     h('button', { type: 'submit', class: 'primary' }, 'Sign in'),

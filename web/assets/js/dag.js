@@ -7,7 +7,7 @@
 
 import { svg } from './dom.js';
 
-const NODE_W = 220;
+const NODE_W = 240;
 const NODE_H = 92;
 const GAP_X = 28;
 const GAP_Y = 56;
@@ -43,6 +43,39 @@ export function layers(steps) {
 function truncate(text, max) {
   const t = String(text ?? '');
   return t.length > max ? `${t.slice(0, max - 1)}…` : t;
+}
+
+// TEXT_W is the room a node's text lines have: from x = 14 to 10 px
+// short of its right edge.
+const TEXT_W = NODE_W - 24;
+
+// fitText shortens an SVG text line with an ellipsis until it fits its
+// data-fit width in pixels. Counting characters is not enough (bold text
+// and wide letters ran past the box), so it measures, which needs the
+// text in the document: renderGraph's caller runs fitGraph once the graph
+// is on the page.
+export function fitText(el) {
+  const max = Number(el.getAttribute('data-fit'));
+  if (!max || typeof el.getComputedTextLength !== 'function' || !el.isConnected) return;
+  const full = el.textContent;
+  let n = full.length;
+  while (n > 1 && el.getComputedTextLength() > max) {
+    n -= 1;
+    el.textContent = `${full.slice(0, n).trimEnd()}…`;
+  }
+}
+
+// fitGraph fits every text line of a drawn graph into its node; a step
+// id gets what its status line leaves of the top line.
+export function fitGraph(root) {
+  for (const g of root.querySelectorAll('g.node')) {
+    const status = g.querySelector('text.status');
+    const id = g.querySelector('text.id');
+    if (status && id && status.isConnected) {
+      id.setAttribute('data-fit', String(Math.max(20, TEXT_W - status.getComputedTextLength() - 8)));
+    }
+  }
+  for (const t of root.querySelectorAll('text[data-fit]')) fitText(t);
 }
 
 // leaseText describes a claim: who holds it and until when.
@@ -156,10 +189,10 @@ export function renderGraph(steps, { reports = new Map(), onSelect = () => {}, s
       svg('text', { x: 14, y: 20, class: 'id' }, truncate(s.id, 14)),
       svg('text', { x: NODE_W - 10, y: 20, class: 'status', 'text-anchor': 'end' },
         `${STATUS_LABEL[s.status] || s.status}${ready ? ' · ready' : ''}`),
-      svg('text', { x: 14, y: 40, class: 'owner' }, truncate(s.owner, 30)),
-      svg('text', { x: 14, y: 60, class: expired ? 'lease expired' : 'lease', 'data-lease': s.id },
+      svg('text', { x: 14, y: 40, class: 'owner', 'data-fit': TEXT_W }, truncate(s.owner, 30)),
+      svg('text', { x: 14, y: 60, class: expired ? 'lease expired' : 'lease', 'data-lease': s.id, 'data-fit': TEXT_W },
         truncate(lease || 'unclaimed', 34)),
-      svg('text', { x: 14, y: 80, class: `reports${last ? ` out-${last.outcome}` : ''}` },
+      svg('text', { x: 14, y: 80, class: `reports${last ? ` out-${last.outcome}` : ''}`, 'data-fit': TEXT_W },
         rs.length ? truncate(`${rs.length} report${rs.length > 1 ? 's' : ''} · last ${last.outcome}`, 34) : 'no reports'));
       const choose = () => onSelect(s.id);
       g.addEventListener('click', choose);

@@ -3,8 +3,11 @@
 // piece of text becomes a text node; raw HTML in a plan is shown as the
 // text it is; links keep only http:, https: and relative targets, open in
 // a new tab with rel="noopener noreferrer"; images become links to the
-// image and are never loaded. Block elements carry data-line, the source
-// line they start on, so comments can be anchored to lines of the plan.
+// image and are never loaded. Block elements carry data-line and
+// data-line-end, the first and last source lines they were drawn from
+// (1-based, numbered as the server numbers a plan's lines: a final
+// newline ends the last line), so comments can be anchored to lines of
+// the plan.
 //
 // Supported: ATX and setext headings, paragraphs, emphasis, strong,
 // strikethrough, code spans, fenced and indented code, block quotes,
@@ -25,8 +28,16 @@ const INDENTED = /^(?: {4}|\t)/;
 
 // renderMarkdown returns a <div class="markdown"> for source.
 export function renderMarkdown(source) {
-  const lines = String(source).replace(/\r\n?/g, '\n').split('\n').map((text, i) => ({ text, n: i + 1 }));
+  // Only LF ends a line, as on the server; a CR before it is dropped.
+  const lines = String(source).split('\n').map((text, i) => ({ text: text.replace(/\r$/, ''), n: i + 1 }));
   return h('div', { class: 'markdown' }, blocks(lines));
+}
+
+// span marks node as drawn from source lines first..last.
+function span(node, first, last) {
+  node.setAttribute('data-line', String(first));
+  node.setAttribute('data-line-end', String(Math.max(first, last)));
+  return node;
 }
 
 function blank(line) {
@@ -57,18 +68,18 @@ function blocks(lines) {
         i += 1;
       }
       const lang = m[2] && /^[\w+#.-]{1,32}$/.test(m[2]) ? m[2] : null;
-      out.push(h('pre', { 'data-line': line.n, 'data-lang': lang }, h('code', {}, body.join('\n'))));
+      out.push(span(h('pre', { 'data-lang': lang }, h('code', {}, body.join('\n'))), line.n, lines[i - 1].n));
       continue;
     }
     if ((m = ATX.exec(text))) {
       // Plan headings sit under the page's own h1, one level down.
       const level = Math.min(6, m[1].length + 1);
-      out.push(h(`h${level}`, { 'data-line': line.n }, inline(m[2] || '')));
+      out.push(span(h(`h${level}`, {}, inline(m[2] || '')), line.n, line.n));
       i += 1;
       continue;
     }
     if (HR.test(text)) {
-      out.push(h('hr', { 'data-line': line.n }));
+      out.push(span(h('hr'), line.n, line.n));
       i += 1;
       continue;
     }
@@ -79,7 +90,7 @@ function blocks(lines) {
         inner.push({ text: lines[i].text.replace(QUOTE, ''), n: lines[i].n });
         i += 1;
       }
-      out.push(h('blockquote', { 'data-line': line.n }, blocks(inner)));
+      out.push(span(h('blockquote', {}, blocks(inner)), line.n, inner[inner.length - 1].n));
       continue;
     }
     if (LIST.test(text)) {
@@ -94,8 +105,9 @@ function blocks(lines) {
         body.push(lines[i].text.replace(INDENTED, ''));
         i += 1;
       }
-      while (body.length && body[body.length - 1].trim() === '') body.pop();
-      out.push(h('pre', { 'data-line': line.n }, h('code', {}, body.join('\n'))));
+      let last = i - 1;
+      while (body.length && body[body.length - 1].trim() === '') { body.pop(); last -= 1; }
+      out.push(span(h('pre', {}, h('code', {}, body.join('\n'))), line.n, lines[last].n));
       continue;
     }
     if (text.includes('|') && i + 1 < lines.length && TABLE_DELIM.test(lines[i + 1].text) &&
@@ -118,8 +130,8 @@ function blocks(lines) {
       i += 1;
     }
     const content = para.map((p) => p.replace(/^[ \t]+/, '')).join('\n');
-    if (heading) out.push(h(`h${heading + 1}`, { 'data-line': line.n }, inline(content.trim())));
-    else out.push(h('p', { 'data-line': line.n }, inline(content.replace(/\s+$/, ''))));
+    if (heading) out.push(span(h(`h${heading + 1}`, {}, inline(content.trim())), line.n, lines[i - 1].n));
+    else out.push(span(h('p', {}, inline(content.replace(/\s+$/, ''))), line.n, lines[i - 1].n));
   }
   return out;
 }
@@ -168,13 +180,13 @@ function list(lines, start) {
       }
       break;
     }
-    while (body.length && body[body.length - 1].text === '') {
+    while (body.length > 1 && body[body.length - 1].text === '') {
       body.pop();
       sawBlank = true;
     }
-    items.push({ body, number, n: body[0].n });
+    items.push({ body, number, n: body[0].n, end: body[body.length - 1].n });
   }
-  const node = h(ordered ? 'ol' : 'ul', { 'data-line': lines[start].n });
+  const node = span(h(ordered ? 'ol' : 'ul'), lines[start].n, items[items.length - 1].end);
   if (ordered && items.length && items[0].number !== 1) node.setAttribute('start', String(items[0].number));
   for (const item of items) {
     let task = null;
@@ -188,7 +200,7 @@ function list(lines, start) {
       // Tight lists hold their text directly, without paragraphs.
       content = content.flatMap((b) => (b.tagName === 'P' ? [...b.childNodes] : [b]));
     }
-    const li = h('li', { 'data-line': item.n });
+    const li = span(h('li'), item.n, item.end);
     if (task !== null) {
       li.classList.add('task');
       li.appendChild(h('span', {
@@ -228,16 +240,18 @@ function table(lines, start) {
     return null;
   });
   const cls = (k) => (aligns[k] ? `align-${aligns[k]}` : null);
-  const thead = h('thead', {}, h('tr', {}, head.map((c, k) => h('th', { scope: 'col', class: cls(k) }, inline(c)))));
+  // The header row owns the delimiter line under it.
+  const thead = h('thead', {}, span(h('tr', {}, head.map((c, k) => h('th', { scope: 'col', class: cls(k) }, inline(c)))),
+    lines[start].n, lines[start + 1].n));
   const tbody = h('tbody');
   let i = start + 2;
   while (i < lines.length && !blank(lines[i]) && lines[i].text.includes('|')) {
     const cells = splitRow(lines[i].text);
-    tbody.appendChild(h('tr', { 'data-line': lines[i].n },
-      head.map((_, k) => h('td', { class: cls(k) }, inline(cells[k] || '')))));
+    tbody.appendChild(span(h('tr', {}, head.map((_, k) => h('td', { class: cls(k) }, inline(cells[k] || '')))),
+      lines[i].n, lines[i].n));
     i += 1;
   }
-  return [h('div', { class: 'table-wrap', 'data-line': lines[start].n }, h('table', {}, thead, tbody)), i];
+  return [span(h('div', { class: 'table-wrap' }, h('table', {}, thead, tbody)), lines[start].n, lines[i - 1].n), i];
 }
 
 // safeHref returns the absolute URL of a link target when it is http:,

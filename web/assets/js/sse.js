@@ -58,13 +58,25 @@ export class SSEParser {
   }
 }
 
+// outcomeOf says what a refusal means for the watch: its status when it
+// came as an HTTP answer, or the problem's when it came as the stream's
+// last event (`event: error`, sent when the token is revoked or expires
+// while the stream is open, or when the cursor was pruned).
+function outcomeOf(status) {
+  if (status === 410) return 'expired';
+  if (status === 401) return 'unauthorized';
+  return status >= 500 || status === 429 || !status ? 'retry' : 'fatal';
+}
+
 // watch follows the feed with the given filters after cursor `after`,
 // calling onEvent(event) for each event (the parsed JSON Event), and
 // reconnecting with backoff, resuming with Last-Event-ID. onState gets
 // 'connecting', 'live', 'retrying' or 'stopped'. onExpired is called
 // (and the watch ends) when the cursor is older than the retained log
 // (410): the page re-reads its state and watches again from there. A 401
-// ends the watch too (onUnauthorized). Returns {close}.
+// ends the watch too (onUnauthorized), whether the stream is refused at
+// open or ends with an error event. An error event is never passed to
+// onEvent: it is a problem document, not an Event. Returns {close}.
 export function watch(params, { after, onEvent, onState = () => {}, onExpired = () => {}, onUnauthorized = () => {} }) {
   const ctl = new AbortController();
   let cursor = after === null || after === undefined ? null : String(after);
@@ -103,17 +115,24 @@ export function watch(params, { after, onEvent, onState = () => {}, onExpired = 
     };
     try {
       const res = await fetch(`/v1/events?${q}`, { headers, signal: conn.signal, cache: 'no-store' });
-      if (res.status === 410) return 'expired';
-      if (res.status === 401) return 'unauthorized';
-      if (!res.ok) {
-        return res.status >= 500 || res.status === 429 ? 'retry' : 'fatal';
-      }
+      if (!res.ok) return outcomeOf(res.status);
       onState('live');
       failures = 0;
       armIdle();
+      let ended = null; // the outcome an error event named
       const parser = new SSEParser(
         (msg) => {
-          if (!msg.data) return;
+          if (!msg.data || ended) return;
+          if (msg.type === 'error') {
+            let problem = {};
+            try {
+              problem = JSON.parse(msg.data);
+            } catch {
+              // not a problem document: retry
+            }
+            ended = outcomeOf(Number(problem.status) || 0);
+            return;
+          }
           let ev;
           try {
             ev = JSON.parse(msg.data);
@@ -135,6 +154,10 @@ export function watch(params, { after, onEvent, onState = () => {}, onExpired = 
         if (done) break;
         armIdle();
         parser.push(value);
+        if (ended) {
+          conn.abort();
+          return ended;
+        }
       }
       return 'retry';
     } catch (err) {

@@ -10,6 +10,9 @@ const TYPES = [
   'session_plan.updated', 'session.mode_changed', 'session.deleted', 'session.updated',
 ].join(',');
 
+// PAGE is how many sessions one read of the inbox asks for.
+const PAGE = 100;
+
 export async function inboxView(main, _params, app) {
   document.title = 'Inbox · planserver';
   const list = h('ul', { class: 'inbox', 'aria-label': 'Plans waiting for review' });
@@ -21,10 +24,10 @@ export async function inboxView(main, _params, app) {
 
   const pending = new Map();
 
-  // The server may filter by review state itself (a later version does);
-  // this version ignores the parameter, so the list is filtered here too.
-  const { items, seq } = await listAll('/v1/sessions?review_state=pending', 'sessions');
-  for (const s of items) if (s.review?.state === 'pending') pending.set(s.id, s);
+  // The server filters (review_state=pending) and pages in session
+  // order; the inbox reads every page, then sorts by request time.
+  const { items, seq } = await listAll('/v1/sessions?review_state=pending', 'sessions', { pageSize: PAGE });
+  for (const s of items) pending.set(s.id, s);
   draw();
 
   function draw() {

@@ -2,11 +2,11 @@
 // page with its step graph, reports per step, content and revisions, all
 // live.
 
-import { request, listAll, enc, capabilities, ApiError } from '../api.js';
-import { h, clear, time, announce, debounce } from '../dom.js';
+import { request, listAll, enc, ApiError } from '../api.js';
+import { h, clear, time, formatTime, announce, debounce } from '../dom.js';
 import { renderMarkdown } from '../markdown.js';
-import { renderGraph, leaseText, isReady } from '../dag.js';
-import { diff, renderDiff } from '../diff.js';
+import { renderGraph, fitGraph, fitText, leaseText, isReady } from '../dag.js';
+import { renderDiff, comparePicker } from '../diff.js';
 
 function progressBar(p) {
   const total = p.total || 0;
@@ -82,6 +82,61 @@ export async function plansView(main, _params, app) {
 
 const STATUS_WORD = { pending: 'pending', in_progress: 'in progress', complete: 'complete', blocked: 'blocked' };
 
+// The fields of a plan and of a step that a comparison shows, in order.
+const PLAN_FIELDS = [['title', 'title'], ['status', 'status'], ['author', 'author']];
+const STEP_FIELDS = [
+  ['description', 'description'], ['owner', 'owner'], ['deps', 'depends on'], ['status', 'status'],
+  ['parallel', 'parallel'], ['criteria', 'done when'], ['commands', 'commands'], ['files', 'files'],
+  ['risk_notes', 'risks'], ['claimed_by', 'claimed by'], ['claim_expires_at', 'lease until'],
+];
+
+function shown(v) {
+  if (v === null || v === undefined || v === '' || v === false || (Array.isArray(v) && !v.length)) return '—';
+  if (v === true) return 'yes';
+  if (Array.isArray(v)) return v.join(', ');
+  return typeof v === 'string' && Object.hasOwn(STATUS_WORD, v) ? STATUS_WORD[v] : String(v);
+}
+
+// stepChanges lists what differs between two revisions of a plan beyond
+// its content: [{what, before, after}], the plan's own fields first, then
+// each step in the newer revision's order, then the steps it removed.
+export function stepChanges(a, b) {
+  const out = [];
+  for (const [key, word] of PLAN_FIELDS) {
+    if (shown(a[key]) !== shown(b[key])) out.push({ what: `plan ${word}`, before: shown(a[key]), after: shown(b[key]) });
+  }
+  const before = new Map((a.steps || []).map((s) => [s.id, s]));
+  const after = new Map((b.steps || []).map((s) => [s.id, s]));
+  for (const [id, s] of after) {
+    const old = before.get(id);
+    if (!old) {
+      out.push({ step: id, what: `step ${id}`, before: '—', after: `added: ${s.description}` });
+      continue;
+    }
+    for (const [key, word] of STEP_FIELDS) {
+      if (shown(old[key]) === shown(s[key])) continue;
+      const show = key === 'claim_expires_at' ? (v) => (v ? formatTime(new Date(v)) : '—') : shown;
+      out.push({ step: id, what: `step ${id} · ${word}`, before: show(old[key]), after: show(s[key]) });
+    }
+  }
+  for (const [id, s] of before) {
+    if (!after.has(id)) out.push({ step: id, what: `step ${id}`, before: s.description, after: 'removed' });
+  }
+  return out;
+}
+
+function renderStepChanges(from, to, changes) {
+  const title = `Status and steps from revision ${from} to revision ${to}`;
+  if (!changes.length) return h('p', { class: 'diff-empty step-changes' }, `${title}: no changes.`);
+  return h('figure', { class: 'step-changes' },
+    h('figcaption', {}, `${title}: ${changes.length} ${changes.length === 1 ? 'change' : 'changes'}`),
+    h('div', { class: 'table-wrap' }, h('table', { class: 'list' },
+      h('thead', {}, h('tr', {},
+        h('th', { scope: 'col' }, 'What'), h('th', { scope: 'col' }, `Revision ${from}`), h('th', { scope: 'col' }, `Revision ${to}`))),
+      h('tbody', {}, changes.map((c) => h('tr', { 'data-step-change': c.step || '' },
+        h('th', { scope: 'row' }, c.what), h('td', { class: 'del' }, c.before), h('td', { class: 'add' }, c.after)))))));
+}
+
 export async function planView(main, [name], app) {
   document.title = `${name} · planserver`;
   const heading = h('h1', {});
@@ -97,8 +152,7 @@ export async function planView(main, [name], app) {
   let reports = new Map();
   let revisions = [];
   let selected = null;
-  let compare = null; // {from, to, what} shown in the revisions panel
-  const draft = { from: null, to: null, what: 'content' };
+  let picker = null; // the revisions panel's compare form, made once
 
   async function load() {
     const res = await request(`/v1/plans/${enc(name)}`);
@@ -148,6 +202,7 @@ export async function planView(main, [name], app) {
         graphBox.querySelector(`[data-step="${CSS.escape(id)}"]`)?.focus();
       },
     })));
+    fitGraph(graphBox);
   }
 
   function list(title, items) {
@@ -213,72 +268,42 @@ export async function planView(main, [name], app) {
     contentBox.append(renderMarkdown(plan.content));
   }
 
-  async function drawRevisions() {
-    clear(revBox).append(h('h2', { id: 'revs-h' }, 'Revisions'));
-    const nums = revisions.map((r) => r.revision);
-    revBox.append(h('div', { class: 'table-wrap' }, h('table', { class: 'list' },
+  const revTable = h('div', { class: 'table-wrap' });
+  function drawRevisions() {
+    clear(revTable).append(h('table', { class: 'list' },
       h('thead', {}, h('tr', {}, ['Revision', 'Author', 'Status', 'Written'].map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', {}, revisions.map((r) => h('tr', {},
         h('td', {}, String(r.revision), r.revision === plan.revision ? h('span', { class: 'muted' }, ' (current)') : ''),
-        h('td', {}, r.author || '—'), h('td', {}, r.status || '—'), h('td', {}, time(r.updated_at))))))));
-    if (nums.length < 2) return;
-    // What the user chose survives live redraws of the panel; what they
-    // did not choose follows the plan (the newest two revisions).
-    const current = {
-      what: draft.what,
-      from: nums.includes(draft.from) ? draft.from : nums[1],
-      to: nums.includes(draft.to) ? draft.to : nums[0],
-    };
-    const sel = (id, key, options) => {
-      const el = h('select', { id }, options.map(([value, label]) => h('option', { value, selected: String(value) === String(current[key]) }, label)));
-      el.addEventListener('change', () => { draft[key] = key === 'what' ? el.value : Number(el.value); });
-      return el;
-    };
-    const revOptions = nums.map((n) => [n, `revision ${n}`]);
-    const out = h('div', { class: 'diff-out', 'aria-live': 'polite' });
-    const form = h('form', { class: 'compare', novalidate: true },
-      h('label', { for: 'diff-what' }, 'Compare'),
-      sel('diff-what', 'what', [['content', 'the content'], ['document', 'the whole document (YAML, with steps)']]),
-      h('label', { for: 'diff-from' }, 'of'), sel('diff-from', 'from', revOptions),
-      h('label', { for: 'diff-to' }, 'with'), sel('diff-to', 'to', revOptions),
-      h('button', { type: 'submit' }, 'Show changes'));
-    form.addEventListener('submit', async (e) => {
-      e.preventDefault();
-      compare = {
-        what: form.querySelector('#diff-what').value,
-        from: Number(form.querySelector('#diff-from').value),
-        to: Number(form.querySelector('#diff-to').value),
-      };
-      await showDiff(out, compare);
-    });
-    revBox.append(form, out);
-    if (compare) await showDiff(out, compare);
+        h('td', {}, r.author || '—'), h('td', {}, r.status || '—'), h('td', {}, time(r.updated_at)))))));
+    const nums = revisions.map((r) => r.revision);
+    if (picker) {
+      picker.setRevisions(nums);
+    } else if (nums.length >= 2) {
+      // Until the user picks, the choice is the newest change.
+      picker = comparePicker({
+        id: 'diff', revisions: nums, defaults: (ns) => ({ from: ns[1], to: ns[0] }), show: compareRevisions, errorBox: app.errorBox,
+        label: (n) => (n === plan.revision ? `revision ${n} (current)` : `revision ${n}`),
+      });
+    }
+    clear(revBox).append(h('h2', { id: 'revs-h' }, 'Revisions'), revTable);
+    if (picker) {
+      revBox.append(h('p', { class: 'muted' },
+        'Content changes are shown line by line; the plan\'s status and its steps field by field.'),
+      picker.form, picker.out);
+    }
   }
 
-  // planDiff asks the server for a content diff when it serves one, and
-  // otherwise compares the two revisions here: their Markdown content, or
-  // their whole YAML documents (steps and status included).
-  async function planDiff({ from, to, what }) {
-    const caps = await capabilities();
-    if (caps.planDiff && what === 'content') {
-      return (await request(`/v1/plans/${enc(name)}/diff?from=${from}&to=${to}`)).data;
-    }
-    const accept = what === 'document' ? { Accept: 'application/yaml' } : {};
-    const [a, b] = await Promise.all([
-      request(`/v1/plans/${enc(name)}/revisions/${from}`, { headers: accept }),
-      request(`/v1/plans/${enc(name)}/revisions/${to}`, { headers: accept }),
+  // compareRevisions shows how revision `to` differs from `from`: the
+  // content as the server's diff, then the plan's status and each step's
+  // fields side by side (steps are structured data, not lines).
+  async function compareRevisions(from, to) {
+    const [d, a, b] = await Promise.all([
+      request(`/v1/plans/${enc(name)}/diff?from=${from}&to=${to}`),
+      request(`/v1/plans/${enc(name)}/revisions/${from}`),
+      request(`/v1/plans/${enc(name)}/revisions/${to}`),
     ]);
-    if (what === 'document') return diff(from, to, a.data, b.data);
-    return diff(from, to, a.data.content, b.data.content);
-  }
-
-  async function showDiff(out, c) {
-    clear(out);
-    try {
-      out.append(renderDiff(await planDiff(c)));
-    } catch (err) {
-      out.append(app.errorBox(err));
-    }
+    return h('div', {}, renderDiff(d.data, { caption: `Content from revision ${from} to revision ${to}` }),
+      renderStepChanges(from, to, stepChanges(a.data, b.data)));
   }
 
   function drawAll() {
@@ -287,11 +312,11 @@ export async function planView(main, [name], app) {
     drawStep();
     drawTable();
     drawContent();
-    return drawRevisions();
+    drawRevisions();
   }
 
   const seq = await load();
-  await drawAll();
+  drawAll();
 
   // Leases run out without an event: the lease texts count down here
   // (a clock, not a request), and the server's claim_expired shows on the
@@ -302,7 +327,13 @@ export async function planView(main, [name], app) {
       const s = plan.steps.find((x) => x.id === el.dataset.lease);
       if (!s || !s.claimed_by || el.tagName === 'DD') continue;
       const text = leaseText(s);
-      if (el.textContent !== text) el.textContent = el.tagName === 'text' && text.length > 34 ? `${text.slice(0, 33)}…` : text;
+      if (el.tagName !== 'text') {
+        if (el.textContent !== text) el.textContent = text;
+      } else if (el.dataset.full !== text) {
+        el.dataset.full = text;
+        el.textContent = text;
+        fitText(el);
+      }
     }
   }, 1000);
 
@@ -318,7 +349,7 @@ export async function planView(main, [name], app) {
       return;
     }
     const focused = document.activeElement?.dataset?.step;
-    await drawAll();
+    drawAll();
     if (focused) graphBox.querySelector(`[data-step="${CSS.escape(focused)}"]`)?.focus();
   }, 150);
   const w = app.watch({ plan: name }, {

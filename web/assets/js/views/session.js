@@ -4,6 +4,7 @@
 
 import { request, listAll, enc, ApiError } from '../api.js';
 import { h, clear, time, announce, debounce } from '../dom.js';
+import { loadReviewHistory, renderReviewHistory } from '../reviews.js';
 
 export function modeBadge(s) {
   return h('span', { class: `mode mode-${s.effective_mode}` }, s.effective_mode === 'plan' ? 'plan mode' : 'build mode');
@@ -77,7 +78,8 @@ export async function sessionView(main, [id], app) {
     h('h2', { id: 'history-h' }, 'Event history'),
     h('p', { class: 'muted' }, 'Every change to this session and its sub-sessions, newest first.'),
     historyList);
-  main.append(heading, summary, h('div', { class: 'grid' }, modeBox, tree, planBox, todosBox), historyBox);
+  const reviewsBox = h('section', { class: 'panel wide', 'aria-labelledby': 'reviews-h' });
+  main.append(heading, summary, h('div', { class: 'grid' }, modeBox, tree, planBox, todosBox), reviewsBox, historyBox);
 
   let session = first.data;
   let confirming = false;
@@ -156,7 +158,7 @@ export async function sessionView(main, [id], app) {
     }
     drawHeader();
     drawMode();
-    await Promise.all([drawTree(), drawPlan()]);
+    await Promise.all([drawTree(), drawPlan(), drawReviews()]);
     modeBox.querySelector('[data-action=toggle-mode]')?.focus();
   }
 
@@ -170,7 +172,7 @@ export async function sessionView(main, [id], app) {
 
   // Each panel reads first and then replaces its content in one go, so
   // it never shows half-drawn; a read overtaken by a newer one is dropped.
-  const gens = { tree: 0, plan: 0, todos: 0 };
+  const gens = { tree: 0, plan: 0, todos: 0, reviews: 0 };
 
   async function drawTree() {
     const gen = ++gens.tree;
@@ -222,6 +224,18 @@ export async function sessionView(main, [id], app) {
         r.state === 'pending' ? `Review revision ${plan.revision}` : `Read revision ${plan.revision}`)));
   }
 
+  // The review history: every decision on this session's plan, with its
+  // feedback and line comments, and the reviews withdrawn or cancelled.
+  const texts = new Map();
+  async function drawReviews() {
+    const gen = ++gens.reviews;
+    const { history } = await loadReviewHistory(id, texts);
+    if (gen !== gens.reviews) return;
+    clear(reviewsBox).append(h('h2', { id: 'reviews-h' }, 'Review history'),
+      h('p', { class: 'muted' }, 'Every review of this session\'s plan, newest first.'),
+      renderReviewHistory(history, texts));
+  }
+
   async function drawTodos() {
     const gen = ++gens.todos;
     const list = (await request(`/v1/sessions/${enc(id)}/todos`)).data;
@@ -238,6 +252,10 @@ export async function sessionView(main, [id], app) {
   }
 
   const seen = new Set();
+  const lineComments = (r) => {
+    const n = r?.comments?.length || 0;
+    return n ? ` (${n} line ${n === 1 ? 'comment' : 'comments'})` : '';
+  };
   function eventRow(ev) {
     const d = ev.data || {};
     let what = '';
@@ -250,8 +268,8 @@ export async function sessionView(main, [id], app) {
         break;
       case 'session_plan.updated': what = `plan revision ${ev.revision}${d.review_withdrawn ? '; pending review withdrawn' : ''}`; break;
       case 'session.review_requested': what = `review of plan revision ${d.review?.plan_revision}`; break;
-      case 'session.review_approved': what = `plan revision ${d.review?.plan_revision} approved`; break;
-      case 'session.review_rejected': what = `plan revision ${d.review?.plan_revision} rejected${d.review?.feedback ? `: ${d.review.feedback}` : ''}`; break;
+      case 'session.review_approved': what = `plan revision ${d.review?.plan_revision} approved${lineComments(d.review)}`; break;
+      case 'session.review_rejected': what = `plan revision ${d.review?.plan_revision} rejected${d.review?.feedback ? `: ${d.review.feedback}` : ''}${lineComments(d.review)}`; break;
       case 'tool_call.denied': what = `tool ${d.tool ?? d.name ?? ''} denied`; break;
       case 'todos.updated': what = `${(d.todos || []).length} todos`; break;
       default: what = '';
@@ -271,7 +289,7 @@ export async function sessionView(main, [id], app) {
 
   drawHeader();
   drawMode();
-  await Promise.all([drawTree(), drawPlan(), drawTodos()]);
+  await Promise.all([drawTree(), drawPlan(), drawTodos(), drawReviews()]);
 
   // History: the log's JSON pages for this session's subtree, oldest
   // first, then the live stream from the first read's X-Event-Seq (so
@@ -297,7 +315,7 @@ export async function sessionView(main, [id], app) {
     }
     drawHeader();
     if (!confirming) drawMode();
-    await Promise.all([drawTree(), drawPlan(), drawTodos()]);
+    await Promise.all([drawTree(), drawPlan(), drawTodos(), drawReviews()]);
   }, 150);
   const w = app.watch({ session_id: id }, {
     after: first.seq,
