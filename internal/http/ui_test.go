@@ -4,6 +4,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"path"
 	"regexp"
 	"strings"
 	"testing"
@@ -95,22 +96,32 @@ func TestUIServesTheConsole(t *testing.T) {
 		}
 	}
 
-	// Assets, with the right types.
-	for p, ct := range map[string]string{
-		"/ui/assets/js/app.js":           "text/javascript; charset=utf-8",
-		"/ui/assets/js/views/review.js":  "text/javascript; charset=utf-8",
-		"/ui/assets/app.css":             "text/css; charset=utf-8",
-		"/ui/assets/icon.svg":            "image/svg+xml",
-		"/ui/assets/js/markdown.js":      "text/javascript; charset=utf-8",
-		"/ui/assets/js/dag.js":           "text/javascript; charset=utf-8",
-		"/ui/assets/js/sse.js":           "text/javascript; charset=utf-8",
-		"/ui/assets/js/views/plans.js":   "text/javascript; charset=utf-8",
-		"/ui/assets/js/views/session.js": "text/javascript; charset=utf-8",
-	} {
-		resp, body := rawGet(t, env, p)
+	// Every embedded asset is served, with the type its extension names
+	// (walking the files keeps a new script from going untested).
+	types := map[string]string{
+		".js":  "text/javascript; charset=utf-8",
+		".css": "text/css; charset=utf-8",
+		".svg": "image/svg+xml",
+	}
+	served := 0
+	err := fs.WalkDir(web.Files, "assets", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		ct, ok := types[path.Ext(p)]
+		if !ok {
+			t.Errorf("%s: an asset type this test does not know", p)
+			return nil
+		}
+		served++
+		resp, body := rawGet(t, env, "/ui/"+p)
 		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != ct || body == "" {
 			t.Errorf("%s: %d %q", p, resp.StatusCode, resp.Header.Get("Content-Type"))
 		}
+		return nil
+	})
+	if err != nil || served < 10 {
+		t.Fatalf("walk the console's assets: %d served, %v", served, err)
 	}
 	// A missing asset is 404, not the page (a script answered with HTML
 	// fails in confusing ways).
