@@ -2,20 +2,20 @@ package events_test
 
 import (
 	"context"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/db"
+	"github.com/planserver/planserver/internal/dbtest"
 	"github.com/planserver/planserver/internal/events"
 )
 
 func openDB(t *testing.T) *db.DB {
 	t.Helper()
 	ctx := context.Background()
-	d, err := db.Open(ctx, filepath.Join(t.TempDir(), "e.db"), db.Options{})
+	d, err := db.Open(ctx, dbtest.Fresh(t), db.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
