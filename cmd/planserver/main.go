@@ -1,6 +1,6 @@
 // Command planserver serves sessions with a user-controlled build/plan mode,
 // their plans and reviews, shared named plans and a durable event feed over
-// HTTP, stored in SQLite. main only wires; run does the work so tests can
+// HTTP, stored in SQLite or PostgreSQL. main only wires; run does the work so tests can
 // drive the binary's behaviour in-process.
 package main
 
@@ -39,6 +39,7 @@ Usage:
   planserver token create --role R [--session ID] [--name N] [--ttl D]
   planserver token list | revoke NAME   manage bearer tokens (stored hashed)
   planserver backup FILE [--db DB]      write an online, consistent copy of the database
+  planserver copy --from DB --to DB     copy a whole database into a new one (SQLite, PostgreSQL)
   planserver version                    print the version
 
 Run 'planserver serve -h' for the flags; each has a PLANSERVER_* environment
@@ -58,6 +59,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return migrate(ctx, args[1:], getenv, stdout, stderr)
 	case "backup":
 		return backup(ctx, args[1:], getenv, stdout, stderr)
+	case "copy":
+		return copyDB(ctx, args[1:], stdout, stderr)
 	case "token":
 		return token(ctx, args[1:], getenv, stdout, stderr)
 	case "version", "--version", "-version":

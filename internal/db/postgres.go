@@ -250,6 +250,41 @@ func (e *postgresEngine) backup(context.Context, string) error { return errBacku
 // lowOnSpace cannot look at the server's disk: a probe write decides.
 func (e *postgresEngine) lowOnSpace() bool { return false }
 
+// highWater reads the identity sequences and the event seq counter
+// (migrations/postgres).
+func (e *postgresEngine) highWater(q Querier) (map[string]int64, error) {
+	marks := map[string]int64{}
+	for table, key := range counterKeys {
+		if table == "events" {
+			continue
+		}
+		var last sql.NullInt64
+		if err := q.QueryRow(`SELECT pg_sequence_last_value(pg_get_serial_sequence(?, ?)::regclass)`, table, key).Scan(&last); err != nil {
+			return nil, err
+		}
+		marks[table] = last.Int64 // NULL: never used
+	}
+	var last int64
+	if err := q.QueryRow(`SELECT last FROM event_seq WHERE id = 1`).Scan(&last); err != nil {
+		return nil, err
+	}
+	marks["events"] = last
+	return marks, nil
+}
+
+func (e *postgresEngine) setHighWater(tx *Tx, marks map[string]int64) error {
+	for table, key := range counterKeys {
+		if table == "events" || marks[table] == 0 {
+			continue
+		}
+		if _, err := tx.Exec(`SELECT setval(pg_get_serial_sequence(?, ?), ?, true)`, table, key, marks[table]); err != nil {
+			return err
+		}
+	}
+	_, err := tx.Exec(`UPDATE event_seq SET last = ? WHERE id = 1`, marks["events"])
+	return err
+}
+
 func (e *postgresEngine) close() error {
 	e.listen.stop()
 	return nil

@@ -50,6 +50,12 @@ type engine interface {
 	// after a disk-full fault; false when the engine cannot tell (then a
 	// probe write decides).
 	lowOnSpace() bool
+	// highWater reads the counters of the tables in counterKeys: the
+	// highest key each ever handed out (0 for none), deleted or not.
+	highWater(q Querier) (map[string]int64, error)
+	// setHighWater sets those counters, in a write transaction, so that
+	// the next key of each table is above its mark.
+	setHighWater(tx *Tx, marks map[string]int64) error
 	// close releases what the engine holds besides the two pools.
 	close() error
 }
@@ -72,6 +78,43 @@ func (sqliteEngine) close() error                                { return nil }
 
 // readOptions: a read-only transaction on a WAL reader is one snapshot.
 func (sqliteEngine) readOptions() *sql.TxOptions { return &sql.TxOptions{ReadOnly: true} }
+
+// highWater reads AUTOINCREMENT's counters from sqlite_sequence, which
+// has a row for each such table that ever had a row.
+func (sqliteEngine) highWater(q Querier) (map[string]int64, error) {
+	marks := map[string]int64{}
+	rows, err := q.Query(`SELECT name, seq FROM sqlite_sequence`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var seq int64
+		if err := rows.Scan(&name, &seq); err != nil {
+			return nil, err
+		}
+		if _, ok := counterKeys[name]; ok {
+			marks[name] = seq
+		}
+	}
+	return marks, rows.Err()
+}
+
+func (sqliteEngine) setHighWater(tx *Tx, marks map[string]int64) error {
+	for table := range counterKeys {
+		if marks[table] == 0 {
+			continue
+		}
+		if _, err := tx.Exec(`DELETE FROM sqlite_sequence WHERE name = ?`, table); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(`INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)`, table, marks[table]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // lowOnSpace reports whether the file system of the database has less than
 // minFreeBytes free: a probe write of a page may fit into what a failed
