@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/planserver/planserver/internal/db"
 )
 
 // backup writes an online, consistent copy of the database to a new file,
@@ -22,8 +24,10 @@ func backup(ctx context.Context, args []string, getenv func(string) string, stdo
 	if err := cfg.validate(); err != nil {
 		return err
 	}
-	if _, err := os.Stat(cfg.DB); err != nil {
-		return fmt.Errorf("database %s: %w", cfg.DB, err)
+	if !db.IsPostgres(cfg.DB) {
+		if _, err := os.Stat(cfg.DB); err != nil {
+			return fmt.Errorf("database %s: %w", cfg.DB, err)
+		}
 	}
 	d, err := openDB(ctx, cfg)
 	if err != nil {

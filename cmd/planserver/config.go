@@ -44,8 +44,8 @@ type config struct {
 func flagSet(name string, cfg *config, serveFlags bool, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("planserver "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&cfg.DB, "db", "planserver.db", "SQLite database file")
-	fs.StringVar(&cfg.Durability, "durability", "normal", "normal or full: SQLite synchronous setting (full fsyncs every commit)")
+	fs.StringVar(&cfg.DB, "db", "planserver.db", "SQLite database file, or a postgres:// URL (PostgreSQL: any number of replicas on one database)")
+	fs.StringVar(&cfg.Durability, "durability", "normal", "normal or full: SQLite synchronous setting (full fsyncs every commit); PostgreSQL's own settings decide there")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "text or json")
 	if serveFlags {
 		fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:8080", "address to listen on")
@@ -149,7 +149,7 @@ func (c *config) validateAccess() error {
 			return fmt.Errorf("refusing to serve %s without authentication: --auth none treats every caller as an admin, "+
 				"so it is allowed only on a loopback address (127.0.0.1, ::1, localhost). Create an admin token with\n"+
 				"  planserver token create --role admin --name NAME --db %s\n"+
-				"and serve with --auth token (PLANSERVER_AUTH=token), or listen on 127.0.0.1", c.Addr, c.DB)
+				"and serve with --auth token (PLANSERVER_AUTH=token), or listen on 127.0.0.1", c.Addr, db.Redact(c.DB))
 		}
 	default:
 		return fmt.Errorf("--auth %q: want none or token", c.Auth)

@@ -73,7 +73,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
 	log.Info("planserver listening", slog.String("addr", "http://"+ln.Addr().String()),
-		slog.String("db", cfg.DB), slog.String("version", version), slog.String("auth", cfg.Auth))
+		slog.String("db", db.Redact(cfg.DB)), slog.String("version", version), slog.String("auth", cfg.Auth))
 
 	if cfg.PprofAddr != "" {
 		stopPprof, err := servePprof(cfg.PprofAddr, log)
