@@ -25,6 +25,9 @@ func (db *DB) provider(logOut io.Writer) (*goose.Provider, error) {
 	if logOut != nil {
 		opts = append(opts, goose.WithSlog(slog.New(slog.NewTextHandler(logOut, nil))))
 	}
+	if l := db.eng.migrationLock(); l != nil {
+		opts = append(opts, goose.WithSessionLocker(l))
+	}
 	return goose.NewProvider(db.eng.dialect(), db.writer, db.eng.migrations(), opts...)
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
 
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/migrations"
@@ -234,6 +235,27 @@ func (e *postgresEngine) readOptions() *sql.TxOptions {
 }
 
 func (e *postgresEngine) dialect() goose.Dialect { return goose.DialectPostgres }
+
+// migrateLockKey is the session advisory lock migrations hold: replicas
+// started together would otherwise each create goose's table and apply the
+// same migration. The next one waits, then finds the schema at head.
+const migrateLockKey = writeLockKey + 1
+
+// migrationLocker waits for the migration lock for as long as its context
+// allows (goose's own locker polls, every second at best).
+type migrationLocker struct{}
+
+func (migrationLocker) SessionLock(ctx context.Context, conn *sql.Conn) error {
+	_, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, migrateLockKey)
+	return err
+}
+
+func (migrationLocker) SessionUnlock(ctx context.Context, conn *sql.Conn) error {
+	_, err := conn.ExecContext(ctx, `SELECT pg_advisory_unlock($1)`, migrateLockKey)
+	return err
+}
+
+func (e *postgresEngine) migrationLock() lock.SessionLocker { return migrationLocker{} }
 func (e *postgresEngine) migrations() fs.FS      { return migrations.Postgres }
 
 // checkIntegrity has nothing to do: PostgreSQL checks its own pages (and

@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
 
 	"github.com/planserver/planserver/migrations"
 )
@@ -41,6 +42,9 @@ type engine interface {
 	// migration files.
 	dialect() goose.Dialect
 	migrations() fs.FS
+	// migrationLock, when not nil, makes processes that migrate one
+	// database at once (replicas starting together) take turns.
+	migrationLock() lock.SessionLocker
 	// checkIntegrity checks the stored pages, where the engine leaves that
 	// to planserver.
 	checkIntegrity(ctx context.Context, writer *sql.DB) error
@@ -75,6 +79,9 @@ func (sqliteEngine) beforeCommit(context.Context, *sql.Tx) error { return nil }
 func (sqliteEngine) dialect() goose.Dialect                      { return goose.DialectSQLite3 }
 func (sqliteEngine) migrations() fs.FS                           { return migrations.SQLite }
 func (sqliteEngine) close() error                                { return nil }
+
+// migrationLock: SQLite's one writer already takes turns.
+func (sqliteEngine) migrationLock() lock.SessionLocker { return nil }
 
 // readOptions: a read-only transaction on a WAL reader is one snapshot.
 func (sqliteEngine) readOptions() *sql.TxOptions { return &sql.TxOptions{ReadOnly: true} }
