@@ -5,7 +5,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -s -w -X main.version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: run build test lint bench stress fuzz fmt clean
+.PHONY: run build test test-postgres lint bench stress fuzz fmt clean
 
 ## run: serve on 127.0.0.1:8080 with the embedded SQLite default (planserver.db)
 run:
@@ -19,12 +19,23 @@ build:
 test:
 	$(GO) test -race -count=1 ./...
 
+## test-postgres: the same suites on PostgreSQL (every test through apitest, the
+## store tests), the multi-replica tests, copy and migrate on PostgreSQL. Needs
+## PLANSERVER_TEST_POSTGRES; .ci/postgres starts a throwaway server:
+##   .ci/postgres make test-postgres
+test-postgres:
+	@test -n "$$PLANSERVER_TEST_POSTGRES" || { echo "PLANSERVER_TEST_POSTGRES is not set; run: .ci/postgres make test-postgres" >&2; exit 2; }
+	$(GO) test -race -count=1 ./internal/...
+	$(GO) test -race -count=1 -run 'Replica|Postgres|Copy' ./cmd/planserver
+
 ## bench: the load benchmark, each scenario against its baseline (docs/benchmarks.md)
 BENCHFLAGS ?=
 bench: build
 	$(GO) run ./cmd/planbench -bin $(BIN) $(BENCHFLAGS)
 
-## stress: the linearizability and crash tests at length (STRESS=2m each)
+## stress: the linearizability and crash tests at length (STRESS=2m each); with
+## PLANSERVER_TEST_POSTGRES set, the three-replica ones too (at least 10,000
+## operations): .ci/postgres make stress
 STRESS ?= 2m
 stress:
 	PLANSERVER_STRESS=$(STRESS) $(GO) test -race -count=1 -timeout 60m \
