@@ -28,7 +28,9 @@ test-postgres:
 	$(GO) test -race -count=1 ./internal/...
 	$(GO) test -race -count=1 -run 'Replica|Postgres|Copy' ./cmd/planserver
 
-## bench: the load benchmark, each scenario against its baseline (docs/benchmarks.md)
+## bench: the load benchmark, each scenario against its baseline (docs/benchmarks.md);
+## with PLANSERVER_BENCH_POSTGRES set, the PostgreSQL scenarios too:
+##   PLANSERVER_PG_DURABLE=1 .ci/postgres make bench
 BENCHFLAGS ?=
 bench: build
 	$(GO) run ./cmd/planbench -bin $(BIN) $(BENCHFLAGS)
