@@ -47,8 +47,10 @@ func FormatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
 type Options struct {
 	// Durability is SQLite's synchronous setting; normal when empty.
 	Durability Durability
-	// Clock is the time every transaction reads (Tx.Now); time.Now when
-	// nil. Tests move it forward instead of sleeping.
+	// Clock is the time every transaction reads (Tx.Now); when nil,
+	// time.Now on SQLite and the database server's clock on PostgreSQL
+	// (so every replica judges time alike). Tests move it forward instead
+	// of sleeping.
 	Clock func() time.Time
 	// MaxBatch bounds how many write transactions share one commit;
 	// DefaultMaxBatch when 0, 1 turns group commit off.
@@ -88,9 +90,6 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	if opt.Durability == "" {
 		opt.Durability = DurabilityNormal
 	}
-	if opt.Clock == nil {
-		opt.Clock = time.Now
-	}
 	if opt.MaxBatch <= 0 {
 		opt.MaxBatch = DefaultMaxBatch
 	}
@@ -102,12 +101,18 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 			return nil, err
 		}
 		db.eng, db.writer, db.reader = eng, writer, reader
+		if db.clock == nil {
+			db.clock = eng.clock.now
+		}
 	} else {
 		eng, writer, reader, err := openSQLite(ctx, path, opt.Durability)
 		if err != nil {
 			return nil, err
 		}
 		db.eng, db.writer, db.reader = eng, writer, reader
+		if db.clock == nil {
+			db.clock = time.Now
+		}
 	}
 	db.commits = newCommitter(db, opt.MaxBatch)
 	return db, nil

@@ -40,6 +40,10 @@ import (
 //     transaction, see migrations/postgres) follow commit order.
 //   - Reads of several statements (DB.Read) run REPEATABLE READ, READ ONLY:
 //     one snapshot, as a SQLite read transaction is.
+//   - Time is the database server's: every replica's clock (Tx.Now, DB.Now)
+//     is its own clock corrected by its measured offset from the server's
+//     (serverClock), so leases, token expiry and timestamps are judged the
+//     same on every replica however their clocks drift.
 //   - A commit that changed something NOTIFYs notifyChannel inside its
 //     transaction, so the notification is delivered exactly when the
 //     commit is visible. Every replica LISTENs on a connection of its own
@@ -91,6 +95,7 @@ type postgresEngine struct {
 	binds     sync.Map
 	bindCount atomic.Int64
 	listen    *listener
+	clock     *serverClock
 }
 
 // maxCachedBinds bounds the rebind cache: statements built from filters
@@ -111,7 +116,7 @@ func openPostgres(ctx context.Context, dsn string, committed func()) (*postgresE
 	}
 	var idBytes [8]byte
 	_, _ = rand.Read(idBytes[:])
-	e := &postgresEngine{id: hex.EncodeToString(idBytes[:])}
+	e := &postgresEngine{id: hex.EncodeToString(idBytes[:]), clock: &serverClock{}}
 
 	wcfg := cfg.Copy()
 	// A writer that stalls inside its transaction (a paused or partitioned
@@ -137,7 +142,7 @@ func openPostgres(ctx context.Context, dsn string, committed func()) (*postgresE
 		reader.Close()
 		return nil, nil, nil, fmt.Errorf("open %s for reading: %w", name, Classify(err))
 	}
-	e.listen, err = startListener(ctx, cfg.Copy(), e.id, committed)
+	e.listen, err = startListener(ctx, cfg.Copy(), e.id, committed, e.clock)
 	if err != nil {
 		writer.Close()
 		reader.Close()
@@ -322,6 +327,7 @@ type listener struct {
 	cfg    *pgx.ConnConfig
 	self   string
 	fire   func()
+	clock  *serverClock
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -333,13 +339,19 @@ const listenPing = 30 * time.Second
 
 // startListener connects and listens before it returns, so that no commit
 // after Open can go unnoticed.
-func startListener(ctx context.Context, cfg *pgx.ConnConfig, self string, fire func()) (*listener, error) {
+func startListener(ctx context.Context, cfg *pgx.ConnConfig, self string, fire func(), clock *serverClock) (*listener, error) {
 	conn, err := listenConn(ctx, cfg)
+	if err == nil {
+		err = clock.sync(ctx, conn)
+	}
 	if err != nil {
+		if conn != nil {
+			conn.Close(context.Background())
+		}
 		return nil, err
 	}
 	lctx, cancel := context.WithCancel(context.Background())
-	l := &listener{cfg: cfg, self: self, fire: fire, cancel: cancel, done: make(chan struct{})}
+	l := &listener{cfg: cfg, self: self, fire: fire, clock: clock, cancel: cancel, done: make(chan struct{})}
 	go l.run(lctx, conn)
 	return l, nil
 }
@@ -389,9 +401,16 @@ func (l *listener) run(ctx context.Context, conn *pgx.Conn) {
 	}
 }
 
-// wait delivers notifications until the connection fails or ctx ends.
+// wait delivers notifications until the connection fails or ctx ends, and
+// keeps the clock's offset fresh.
 func (l *listener) wait(ctx context.Context, conn *pgx.Conn) {
+	if l.clock.sync(ctx, conn) != nil {
+		return
+	}
 	for ctx.Err() == nil {
+		if l.clock.stale() && l.clock.sync(ctx, conn) != nil {
+			return
+		}
 		wctx, cancel := context.WithTimeout(ctx, listenPing)
 		n, err := conn.WaitForNotification(wctx)
 		cancel()
@@ -458,4 +477,41 @@ func classifyPostgres(err error) (code apierr.Code, detail string, ok bool) {
 // has already closed after a failure (it has no exported type).
 func isClosedConn(err error) bool {
 	return strings.Contains(err.Error(), "conn closed")
+}
+
+// localClock is this process's clock; tests skew it.
+var localClock = time.Now
+
+// clockSync is how often a replica measures its clock's offset from the
+// server's again: clocks drift by milliseconds an hour, and NTP steps.
+const clockSync = 30 * time.Second
+
+// serverClock is the database server's clock as this process sees it: the
+// local clock plus the offset measured on the listener's connection (the
+// server's clock_timestamp() against the middle of the round trip, so the
+// error is at most half a round trip). Every replica thus judges leases
+// and expiry and stamps its writes by one clock, the server's.
+type serverClock struct {
+	offset atomic.Int64 // nanoseconds to add to the local clock
+	synced atomic.Int64 // local Unix nanoseconds of the last sync
+}
+
+func (c *serverClock) now() time.Time {
+	return localClock().Add(time.Duration(c.offset.Load()))
+}
+
+func (c *serverClock) stale() bool {
+	return localClock().UnixNano()-c.synced.Load() > int64(clockSync)
+}
+
+func (c *serverClock) sync(ctx context.Context, conn *pgx.Conn) error {
+	t0 := localClock()
+	var server time.Time
+	if err := conn.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&server); err != nil {
+		return err
+	}
+	t1 := localClock()
+	c.offset.Store(int64(server.Sub(t0.Add(t1.Sub(t0) / 2))))
+	c.synced.Store(t1.UnixNano())
+	return nil
 }

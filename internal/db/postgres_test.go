@@ -454,3 +454,27 @@ func TestPostgresReplicasMigrateAtOnce(t *testing.T) {
 		t.Errorf("status after concurrent migrations: %+v, %v", st, err)
 	}
 }
+
+// TestPostgresTimeIsTheServers: a replica whose clock is an hour ahead
+// still reads, stamps and judges time by the database server's clock, so
+// every replica agrees on when a lease or a token runs out.
+func TestPostgresTimeIsTheServers(t *testing.T) {
+	dbtest.RequirePostgres(t)
+	dsn := dbtest.Fresh(t)
+	t.Cleanup(func() { localClock = time.Now }) // after the handle below closes
+	localClock = func() time.Time { return time.Now().Add(time.Hour) }
+	d := migrated(t, dsn)
+	if skew := d.Now().Sub(time.Now()); skew > 2*time.Second || skew < -2*time.Second {
+		t.Fatalf("a replica an hour ahead reads a time %s off the server's", skew)
+	}
+	var stamped string
+	if err := d.Write(context.Background(), func(tx *Tx) error {
+		stamped = tx.NowText()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if at, err := time.Parse(TimeFormat, stamped); err != nil || time.Since(at).Abs() > 2*time.Second {
+		t.Errorf("a write was stamped %s (%v)", stamped, err)
+	}
+}
