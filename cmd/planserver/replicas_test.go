@@ -489,3 +489,54 @@ func TestPostgresServeRefusesANewerSchema(t *testing.T) {
 		t.Errorf("refusal does not explain itself: %s", msg)
 	}
 }
+
+// TestReplicasRevocationIsImmediate: a token revoked through one replica
+// is refused by every other at once, and a stream it holds on a third
+// replica ends with an error event instead of delivering what comes after.
+func TestReplicasRevocationIsImmediate(t *testing.T) {
+	dsn, reps := startReplicas(t, 3, "--auth", "token", "--sse-heartbeat", "1s")
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"token", "create", "--role", "admin", "--name", "boss", "--db", dsn}, noEnv, &out, &errOut); err != nil {
+		t.Fatalf("token create: %v\n%s", err, errOut.String())
+	}
+	admin := []string{"Authorization", "Bearer " + strings.TrimSpace(out.String())}
+	st, b := reps[0].call(t, "POST", "/v1/tokens", `{"role":"viewer","name":"watcher"}`, admin...)
+	var created struct {
+		Token string `json:"token"`
+	}
+	if err := json.Unmarshal(b, &created); st != 201 || err != nil || created.Token == "" {
+		t.Fatalf("create viewer: %d %s", st, b)
+	}
+	viewer := []string{"Authorization", "Bearer " + created.Token}
+	if st, b := reps[1].call(t, "GET", "/v1/sessions", "", viewer...); st != 200 {
+		t.Fatalf("viewer before the revocation: %d %s", st, b)
+	}
+	s, err := openSSE("http://"+reps[2].addr, "?after=0", viewer...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	if st, b := reps[0].call(t, "DELETE", "/v1/tokens/watcher", "", admin...); st != 204 {
+		t.Fatalf("revoke: %d %s", st, b)
+	}
+	for _, p := range reps[1:] {
+		if st, b := p.call(t, "GET", "/v1/sessions", "", viewer...); st != 401 {
+			t.Errorf("revoked token on another replica: %d %s", st, b)
+		}
+	}
+	if st, b := reps[1].call(t, "POST", "/v1/sessions", `{"id":"after-revocation"}`, admin...); st != 201 {
+		t.Fatalf("create: %d %s", st, b)
+	}
+	for {
+		e, err := s.next(10 * time.Second)
+		if err != nil {
+			if !strings.Contains(err.Error(), "error event") || !strings.Contains(err.Error(), "unauthenticated") {
+				t.Errorf("the revoked stream ended with %v, want an unauthenticated error event", err)
+			}
+			break
+		}
+		if e.SessionID == "after-revocation" {
+			t.Fatalf("a stream delivered an event committed after its token was revoked: %+v", e)
+		}
+	}
+}
