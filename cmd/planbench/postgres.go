@@ -139,34 +139,42 @@ func benchPostgres(ctx context.Context, o options, client *http.Client, adminURL
 		}
 	}
 
-	note("experiment: planserver's write transaction under the advisory lock, and under SERIALIZABLE with retries")
-	for _, mode := range []string{"lock", "serializable"} {
-		dsn, err := b.database(ctx, "iso_"+mode)
-		if err != nil {
-			return out, err
-		}
-		d, err := db.Open(ctx, dsn, db.Options{})
-		if err != nil {
-			return out, err
-		}
-		_, _, err = d.MigrateUp(ctx, nil)
-		d.Close()
-		if err != nil {
-			return out, err
-		}
-		res, retries, err := isolationExperiment(ctx, o, dsn, mode == "serializable")
-		if err != nil {
-			return out, err
-		}
-		if mode == "lock" {
-			out.rows = append(out.rows, row{name: "raw write txn, advisory lock", res: res})
-		} else {
-			last := &out.rows[len(out.rows)-1]
-			out.rows = append(out.rows, row{name: "raw write txn, SERIALIZABLE + retry", res: res,
-				baseline: "raw write txn, advisory lock", base: last.res})
+	// Writers: one per replica, as planserver runs (each replica's
+	// committer holds one connection), and one per client connection.
+	for _, writers := range []int{3, o.concurrency} {
+		note("experiment: planserver's write transaction from %d writers under the advisory lock, and under SERIALIZABLE with retries", writers)
+		var lockRes result
+		for _, serializable := range []bool{false, true} {
+			name := fmt.Sprintf("iso_%d_%v", writers, serializable)
+			dsn, err := b.database(ctx, name)
+			if err != nil {
+				return out, err
+			}
+			d, err := db.Open(ctx, dsn, db.Options{})
+			if err != nil {
+				return out, err
+			}
+			_, _, err = d.MigrateUp(ctx, nil)
+			d.Close()
+			if err != nil {
+				return out, err
+			}
+			wo := o
+			wo.concurrency = writers
+			res, retries, err := isolationExperiment(ctx, wo, dsn, serializable)
+			if err != nil {
+				return out, err
+			}
+			if !serializable {
+				lockRes = res
+				out.rows = append(out.rows, row{name: fmt.Sprintf("raw write txn, advisory lock, %d writers", writers), res: res})
+				continue
+			}
+			out.rows = append(out.rows, row{name: fmt.Sprintf("raw write txn, SERIALIZABLE + retry, %d writers", writers), res: res,
+				baseline: "the same under the advisory lock", base: lockRes})
 			committed := max(1, res.requests-res.errors)
-			out.notes = append(out.notes, fmt.Sprintf("SERIALIZABLE: %d serialization failures retried for %d commits (%.2f per commit)",
-				retries, committed, float64(retries)/float64(committed)))
+			out.notes = append(out.notes, fmt.Sprintf("SERIALIZABLE, %d writers: %d serialization failures retried for %d commits (%.2f per commit)",
+				writers, retries, committed, float64(retries)/float64(committed)))
 		}
 	}
 	return out, nil
