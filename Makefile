@@ -1,21 +1,25 @@
-# planserver: `make run` serves on planserver.db, `make test` runs every test.
+# planserver: `make run` serves on planserver.db, `make test` runs every Go
+# test, `make test-ui` the browser tests (CI runs both).
 GO          ?= go
 BIN         ?= bin/planserver
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS     := -s -w -X main.version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: run build test test-postgres lint bench stress fuzz fmt clean
+.PHONY: run build test test-postgres test-ui lint bench stress fuzz fmt clean
 
-## run: serve on 127.0.0.1:8080 with the embedded SQLite default (planserver.db)
-run:
-	$(GO) run ./cmd/planserver serve
+## run: build, then serve on 127.0.0.1:8080 with the embedded SQLite default (planserver.db)
+# exec replaces the recipe's shell with the server, so the signal that stops
+# make (Ctrl-C, or SIGTERM, which make passes on) reaches the server itself:
+# `go run` would leave it running, orphaned, after a SIGTERM.
+run: build
+	exec $(BIN) serve
 
 ## build: a static binary in bin/
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/planserver
 
-## test: every test, with the race detector
+## test: every Go test, with the race detector (no browser needed)
 test:
 	$(GO) test -race -count=1 ./...
 
@@ -27,6 +31,16 @@ test-postgres:
 	@test -n "$$PLANSERVER_TEST_POSTGRES" || { echo "PLANSERVER_TEST_POSTGRES is not set; run: .ci/postgres make test-postgres" >&2; exit 2; }
 	$(GO) test -race -count=1 ./internal/...
 	$(GO) test -race -count=1 -run 'Replica|Postgres|Copy' ./cmd/planserver
+
+## test-ui: the browser tests in e2e/: Debian's Chromium, driven by
+## playwright-core, against the real binary (README: Review console)
+CHROMIUM ?= /usr/bin/chromium
+E2E_BIN  ?= $(CURDIR)/bin/planserver-e2e
+test-ui:
+	@test -x "$(CHROMIUM)" || { echo "make test-ui needs Chromium at $(CHROMIUM): run .ci/install-browser"; exit 1; }
+	@test -d e2e/node_modules/playwright-core || (cd e2e && npm ci --no-audit --no-fund)
+	$(GO) build -o $(E2E_BIN) ./cmd/planserver
+	cd e2e && PLANSERVER_BIN=$(E2E_BIN) CHROMIUM=$(CHROMIUM) npm test
 
 ## bench: the load benchmark, each scenario against its baseline (docs/benchmarks.md);
 ## with PLANSERVER_BENCH_POSTGRES set, the PostgreSQL scenarios too:

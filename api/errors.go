@@ -17,6 +17,8 @@ const (
 	CodeVersionConflict      Code = "version_conflict"
 	CodePreconditionRequired Code = "precondition_required"
 	CodePayloadTooLarge      Code = "payload_too_large"
+	CodeHeadersTooLarge      Code = "headers_too_large"
+	CodeRequestTimeout       Code = "request_timeout"
 	CodeUnsupportedMediaType Code = "unsupported_media_type"
 	CodeUnsupportedMode      Code = "unsupported_mode"
 	CodePlanMissing          Code = "plan_missing"

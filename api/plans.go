@@ -218,3 +218,28 @@ type ReportList struct {
 	Plan    string   `json:"plan"`
 	Reports []Report `json:"reports"`
 }
+
+// DiffLine is one line of a diff hunk: Op is " " (in both), "-" (only in
+// the older text) or "+" (only in the newer one).
+type DiffLine struct {
+	Op   string `json:"op"`
+	Text string `json:"text"`
+}
+
+// DiffHunk is one changed region with its context, numbered as in a
+// unified diff (1-based; 0 for an empty side).
+type DiffHunk struct {
+	OldStart int        `json:"old_start"`
+	OldLines int        `json:"old_lines"`
+	NewStart int        `json:"new_start"`
+	NewLines int        `json:"new_lines"`
+	Lines    []DiffLine `json:"lines"`
+}
+
+// Diff is the JSON form of GET …/diff?from=&to=: how revision To differs
+// from revision From. No hunks: the contents are equal.
+type Diff struct {
+	From  int64      `json:"from"`
+	To    int64      `json:"to"`
+	Hunks []DiffHunk `json:"hunks"`
+}

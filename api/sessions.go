@@ -26,6 +26,44 @@ type Review struct {
 	RequestedAt  *string `json:"requested_at"`
 	DecidedAt    *string `json:"decided_at"`
 	DecidedBy    *string `json:"decided_by"`
+	// Comments are the decision's comments on lines of the reviewed plan
+	// revision.
+	Comments []ReviewComment `json:"comments"`
+}
+
+// ReviewComment is a reviewer's comment on one line of the plan revision
+// under review (1 is the first line).
+type ReviewComment struct {
+	Line int    `json:"line" validate:"min=1"`
+	Body string `json:"body" validate:"required,max=4096"`
+}
+
+// Review record states: how a review ended.
+const (
+	ReviewWithdrawn = "withdrawn"
+	ReviewCancelled = "cancelled"
+)
+
+// ReviewRecord is one review that ended: decided (approved, rejected) or
+// closed without a decision (withdrawn by a plan rewrite, cancelled by
+// leaving plan mode).
+type ReviewRecord struct {
+	PlanRevision *int64          `json:"plan_revision"`
+	State        string          `json:"state"`
+	Rationale    *string         `json:"rationale"`
+	RequestedAt  *string         `json:"requested_at"`
+	EndedAt      string          `json:"ended_at"`
+	EndedBy      string          `json:"ended_by"`
+	Feedback     *string         `json:"feedback"`
+	Comments     []ReviewComment `json:"comments"`
+}
+
+// ReviewHistory is GET /v1/sessions/{id}/reviews: the current review and
+// every review that ended, newest first.
+type ReviewHistory struct {
+	SessionID string         `json:"session_id"`
+	Current   Review         `json:"current"`
+	Reviews   []ReviewRecord `json:"reviews"`
 }
 
 // Session is one agent conversation as its host sees it.
@@ -90,6 +128,24 @@ type SessionPlan struct {
 	Revision  int64  `json:"revision"`
 	CreatedAt string `json:"created_at"`
 	UpdatedAt string `json:"updated_at"`
+	// Review is the session's review, with the human's feedback and
+	// comments, so the agent reading its plan reads them too. Absent from
+	// earlier revisions.
+	Review *Review `json:"review,omitempty"`
+}
+
+// SessionPlanRevision is one entry of a session plan's history.
+type SessionPlanRevision struct {
+	Revision  int64  `json:"revision"`
+	Author    string `json:"author"`
+	UpdatedAt string `json:"updated_at"`
+}
+
+// SessionPlanRevisions is GET /v1/sessions/{id}/plan/revisions, newest
+// first, the current revision included.
+type SessionPlanRevisions struct {
+	SessionID string                `json:"session_id"`
+	Revisions []SessionPlanRevision `json:"revisions"`
 }
 
 // SessionPlanWrite is the JSON body of PUT /v1/sessions/{id}/plan.
@@ -107,7 +163,14 @@ type ReviewRequest struct {
 
 // ReviewRejection is the body of POST …/plan/reject.
 type ReviewRejection struct {
-	Feedback *string `json:"feedback" validate:"omitnil,max=65536"`
+	Feedback *string         `json:"feedback,omitempty" validate:"omitnil,max=65536"`
+	Comments []ReviewComment `json:"comments,omitempty" validate:"max=200,dive"`
+}
+
+// ReviewApproval is the optional body of POST …/plan/approve.
+type ReviewApproval struct {
+	Feedback *string         `json:"feedback,omitempty" validate:"omitnil,max=65536"`
+	Comments []ReviewComment `json:"comments,omitempty" validate:"max=200,dive"`
 }
 
 // ToolAnnotations is MCP's tool annotations; gating reads readOnlyHint.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,7 +84,7 @@ func TestServeAccessFlags(t *testing.T) {
 	}
 	var cfg config
 	env := map[string]string{"PLANSERVER_AUTH": "token", "PLANSERVER_RATE_LIMIT": "5", "PLANSERVER_CORS_ORIGINS": "https://x.example"}
-	if err := parseFlags(flagSet("serve", &cfg, true, &bytes.Buffer{}), nil, func(k string) string { return env[k] }); err != nil {
+	if err := parseFlags(flagSet("serve", &cfg), nil, func(k string) string { return env[k] }, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Auth != "token" || cfg.RateLimit != 5 || cfg.RateBurst != 100 || cfg.CORSOrigins != "https://x.example" {

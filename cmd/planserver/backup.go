@@ -4,30 +4,29 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-
-	"github.com/planserver/planserver/internal/db"
 )
 
 // backup writes an online, consistent copy of the database to a new file,
 // while a server may be serving it.
 func backup(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	var cfg config
+	fs := flagSet("backup", &cfg)
+	if len(args) > 0 && isHelp(args[0]) {
+		printHelp(stdout, fs)
+		return errHelp
+	}
 	if len(args) == 0 || args[0] == "" || args[0][0] == '-' {
-		fmt.Fprintln(stderr, "usage: planserver backup FILE [--db DB]")
-		return errUsage
+		return usageError(stderr, fs.Name(), "name the FILE to write the copy to, before any flag")
 	}
 	dest := args[0]
-	var cfg config
-	if err := parseFlags(flagSet("backup", &cfg, false, stderr), args[1:], getenv); err != nil {
+	if err := parseFlags(fs, args[1:], getenv, stdout, stderr); err != nil {
 		return err
 	}
 	if err := cfg.validate(); err != nil {
 		return err
 	}
-	if !db.IsPostgres(cfg.DB) {
-		if _, err := os.Stat(cfg.DB); err != nil {
-			return fmt.Errorf("database %s: %w", cfg.DB, err)
-		}
+	if err := mustExist(cfg.DB); err != nil {
+		return err
 	}
 	d, err := openDB(ctx, cfg)
 	if err != nil {

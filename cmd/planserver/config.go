@@ -32,46 +32,78 @@ type config struct {
 	RateLimit            float64
 	RateBurst            int
 	CORSOrigins          string
+	AllowedHosts         string
 	PlanHistory          int
 	EventRetention       time.Duration
 	EventMaxRows         int64
 	SSEHeartbeat         time.Duration
 	PprofAddr            string
+	MaxConnections       int
+	MaxEventStreams      int
+	SkipIntegrityCheck   bool
 }
 
-// flagSet declares the flags of a subcommand. serveFlags adds those only
-// serve needs.
-func flagSet(name string, cfg *config, serveFlags bool, stderr io.Writer) *flag.FlagSet {
+// defaultAddr is where serve listens and healthcheck asks.
+const defaultAddr = "127.0.0.1:8080"
+
+// flagSet declares the flags of the subcommand name ("serve", "migrate
+// up", "token create", …): only those it reads. Every command that opens
+// the database has --db; serve has the rest; healthcheck has --addr. A
+// `name` in backquotes in a usage string is the value's placeholder in
+// --help. Settings a command does not read keep the defaults validate
+// expects.
+func flagSet(name string, cfg *config) *flag.FlagSet {
 	fs := flag.NewFlagSet("planserver "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&cfg.DB, "db", "planserver.db", "SQLite database file, or a postgres:// URL (PostgreSQL: any number of replicas on one database)")
-	fs.StringVar(&cfg.Durability, "durability", "normal", "normal or full: SQLite synchronous setting (full fsyncs every commit); PostgreSQL's own settings decide there")
-	fs.StringVar(&cfg.LogFormat, "log-format", "text", "text or json")
-	if serveFlags {
-		fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:8080", "address to listen on")
-		fs.BoolVar(&cfg.RequirePreconditions, "require-preconditions", false,
-			"answer 428 to updates and deletes that carry no If-Match or last_known_revision")
-		fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 1<<20, "largest JSON request body accepted (413 above)")
-		fs.Int64Var(&cfg.MaxPlanBytes, "max-plan-bytes", 1<<20, "largest plan content, shared or session plan, in bytes (413 above)")
-		fs.StringVar(&cfg.PlanModeAllow, "plan-mode-allow", strings.Join(sessions.DefaultPlanModeAllow, ","),
-			"comma-separated tools offered in plan mode whatever their annotations (empty: read-only tools only)")
-		fs.StringVar(&cfg.Auth, "auth", "none",
-			"none (every caller is an admin; loopback --addr only) or token (Authorization: Bearer on every /v1 request)")
-		fs.Float64Var(&cfg.RateLimit, "rate-limit", 50, "requests a second per token with --auth token; 0 turns rate limiting off")
-		fs.IntVar(&cfg.RateBurst, "rate-burst", 100, "requests a caller may make at once above --rate-limit")
-		fs.StringVar(&cfg.CORSOrigins, "cors-origins", "",
-			"comma-separated browser origins allowed to call the API, e.g. https://console.example.com (empty: CORS off)")
-		fs.StringVar(&cfg.PprofAddr, "pprof-addr", "",
-			"serve net/http/pprof on this separate address (loopback only; empty: off), for profiling")
-		fs.IntVar(&cfg.PlanHistory, "plan-history", 100,
-			"revisions of each shared plan kept readable, the current one included; older ones are pruned")
-		fs.DurationVar(&cfg.EventRetention, "event-retention", events.DefaultMaxAge,
-			"prune events older than this (0 keeps events of any age); older cursors get 410 cursor_expired")
-		fs.Int64Var(&cfg.EventMaxRows, "event-max-rows", events.DefaultMaxRows,
-			"keep at most this many of the newest events (0: no cap)")
-		fs.DurationVar(&cfg.SSEHeartbeat, "sse-heartbeat", planhttp.DefaultSSEHeartbeat,
-			"interval of the comment lines that keep idle event streams alive")
+	// parseFlags reports errors and help itself, in --double-dash form.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	cfg.Durability, cfg.LogFormat = string(db.DurabilityNormal), "text"
+	switch name {
+	case "healthcheck":
+		fs.StringVar(&cfg.Addr, "addr", defaultAddr, "the `host:port` serve listens on (0.0.0.0 and [::] are asked on loopback)")
+		return fs
+	case "version", "help":
+		return fs
 	}
+	fs.StringVar(&cfg.DB, "db", "planserver.db", "SQLite database `file`, or a postgres:// URL (PostgreSQL: any number of replicas on one database)")
+	if name != "serve" {
+		return fs
+	}
+	fs.StringVar(&cfg.Addr, "addr", defaultAddr, "`host:port` to listen on")
+	fs.StringVar(&cfg.Durability, "durability", "normal", "SQLite synchronous `level`: normal or full (full fsyncs every commit); on PostgreSQL the server's settings decide")
+	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log `format`: text or json")
+	fs.BoolVar(&cfg.RequirePreconditions, "require-preconditions", false,
+		"answer 428 to updates and deletes that carry no If-Match or last_known_revision")
+	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 1<<20, "largest JSON request body accepted, in `bytes` (413 above)")
+	fs.Int64Var(&cfg.MaxPlanBytes, "max-plan-bytes", 1<<20, "largest plan content, shared or session plan, in `bytes` (413 above)")
+	fs.StringVar(&cfg.PlanModeAllow, "plan-mode-allow", strings.Join(sessions.DefaultPlanModeAllow, ","),
+		"comma-separated `tools` offered in plan mode whatever their annotations (empty: read-only tools only)")
+	fs.StringVar(&cfg.Auth, "auth", "none",
+		"access `mode`: none (every caller is an admin; loopback --addr only) or token (Authorization: Bearer on every /v1 request)")
+	fs.Float64Var(&cfg.RateLimit, "rate-limit", 50, "`requests` a second per token with --auth token; 0 turns rate limiting off")
+	fs.IntVar(&cfg.RateBurst, "rate-burst", 100, "`requests` a caller may make at once above --rate-limit")
+	fs.StringVar(&cfg.CORSOrigins, "cors-origins", "",
+		"comma-separated browser `origins` allowed to call the API, e.g. https://console.example.com (empty: CORS off)")
+	fs.StringVar(&cfg.AllowedHosts, "allowed-hosts", "",
+		"comma-separated Host `names` (name or name:port) served besides loopback ones, for a proxy in front; "+
+			"with --auth token, setting it turns the Host check on (empty: loopback only with --auth none, no check with --auth token)")
+	fs.BoolVar(&cfg.SkipIntegrityCheck, "skip-integrity-check", false,
+		"serve without SQLite's quick_check at start (for very large databases; a damaged one is then found by requests)")
+	fs.StringVar(&cfg.PprofAddr, "pprof-addr", "",
+		"serve net/http/pprof on this separate `host:port` (loopback only; empty: off), for profiling")
+	fs.IntVar(&cfg.PlanHistory, "plan-history", 100,
+		"`revisions` of each shared plan kept readable, the current one included; older ones are pruned")
+	fs.DurationVar(&cfg.EventRetention, "event-retention", events.DefaultMaxAge,
+		"prune events older than this `duration` (0 keeps events of any age); older cursors get 410 cursor_expired")
+	fs.Int64Var(&cfg.EventMaxRows, "event-max-rows", events.DefaultMaxRows,
+		"keep at most this many of the newest `events` (0: no cap)")
+	fs.DurationVar(&cfg.SSEHeartbeat, "sse-heartbeat", planhttp.DefaultSSEHeartbeat,
+		"`interval` of the comment lines that keep idle event streams alive")
+	fs.IntVar(&cfg.MaxConnections, "max-connections", 0,
+		"client `connections` open at once; above it a new one is answered 503 and closed "+
+			"(0: the file-descriptor limit less 64 and 3 per database connection)")
+	fs.IntVar(&cfg.MaxEventStreams, "max-event-streams", 0,
+		"event `streams` open at once; above it GET /v1/events as SSE is 503 (0: 3/4 of --max-connections)")
 	return fs
 }
 
@@ -81,23 +113,31 @@ func envName(flagName string) string {
 	return "PLANSERVER_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
+// perCallFlags describe one invocation (the token being made), not the
+// installation, so no environment variable sets them: a stray
+// PLANSERVER_NAME must not name every token.
+var perCallFlags = map[string]bool{"role": true, "session": true, "name": true, "ttl": true}
+
 // parseFlags parses args, then fills every flag not given on the command
-// line from its environment variable.
-func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) error {
+// line from its environment variable. -h and --help print the command's
+// help to stdout (errHelp: exit 0); a wrong flag or argument is one line
+// on stderr and a pointer to --help (errUsage: exit 2).
+func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return errUsage
+			printHelp(stdout, fs)
+			return errHelp
 		}
-		return errUsage
+		return usageError(stderr, fs.Name(), flagErrorText(err))
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return usageError(stderr, fs.Name(), fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
-		if given[f.Name] || err != nil {
+		if given[f.Name] || perCallFlags[f.Name] || err != nil {
 			return
 		}
 		if v := getenv(envName(f.Name)); v != "" {
@@ -107,6 +147,123 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) err
 		}
 	})
 	return err
+}
+
+// usageError prints one line saying what is wrong and where help is, and
+// returns errUsage.
+func usageError(stderr io.Writer, command, problem string) error {
+	fmt.Fprintf(stderr, "%s: %s (see '%s --help')\n", command, problem, command)
+	return errUsage
+}
+
+// flagErrorText rewrites the flag package's errors, which name flags in
+// -single-dash form, in the --double-dash form the help uses.
+func flagErrorText(err error) string {
+	msg := err.Error()
+	for _, prefix := range []string{"flag provided but not defined: -", "bad flag syntax: "} {
+		if name, ok := strings.CutPrefix(msg, prefix); ok {
+			return "unknown flag --" + strings.TrimLeft(name, "-")
+		}
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		return "flag --" + name + " needs a value"
+	}
+	return strings.Replace(msg, " for flag -", " for flag --", 1)
+}
+
+// printHelp writes a command's help: its synopsis, then each of its flags
+// with its environment variable.
+func printHelp(w io.Writer, fs *flag.FlagSet) {
+	name := strings.TrimPrefix(fs.Name(), "planserver ")
+	fmt.Fprint(w, commandHelp[name])
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nFlags (a flag given on the command line wins over its environment variable):")
+	fs.VisitAll(func(f *flag.Flag) {
+		placeholder, usage := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if placeholder != "" {
+			line += " " + placeholder
+		}
+		if !perCallFlags[f.Name] {
+			line = fmt.Sprintf("%-36s %s", line, envName(f.Name))
+		}
+		fmt.Fprintln(w, line)
+		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" {
+			usage += fmt.Sprintf(" (default %s)", f.DefValue)
+		}
+		fmt.Fprintf(w, "        %s\n", usage)
+	})
+}
+
+// commandHelp is the synopsis of each command, printed by --help above
+// its flags.
+var commandHelp = map[string]string{
+	"serve": `Usage: planserver serve [flags]
+
+Apply pending migrations to the database, then serve the API until SIGINT
+or SIGTERM (a second signal exits at once). Refuses to start while another
+planserver serve or migrate holds the database.
+`,
+	"migrate": `Usage: planserver migrate up|down|status [flags]
+
+  up      apply every pending migration (creates the database if missing)
+  down    roll back the newest migration; refused when that would lose
+          data or a guarantee
+  status  list the migrations and whether each is applied
+
+up and down refuse to run while a planserver serve holds the database.
+`,
+	"migrate up": `Usage: planserver migrate up [flags]
+
+Apply every pending migration, creating the database if it is missing.
+Refused while a planserver serve holds the database.
+`,
+	"migrate down": `Usage: planserver migrate down [flags]
+
+Roll back the newest applied migration. Refused while a planserver serve
+holds the database, and when the rollback would lose data or a guarantee
+(the message says which).
+`,
+	"migrate status": `Usage: planserver migrate status [flags]
+
+List every migration this binary knows and whether the database has it.
+The database must exist.
+`,
+	"token": `Usage:
+  planserver token create --role admin|agent|viewer [--session ID] [--name N] [--ttl D] [flags]
+  planserver token list [flags]
+  planserver token revoke NAME [flags]
+
+Manage bearer tokens directly on the database, with or without a running
+server. Run 'planserver token ACTION --help' for an action's flags.
+`,
+	"token create": `Usage: planserver token create --role admin|agent|viewer [--session ID] [--name N] [--ttl D] [flags]
+
+Create a token and print its secret on stdout, the only time it is shown.
+Creates and migrates the database if it is missing.
+`,
+	"token list": `Usage: planserver token list [flags]
+
+List every token (never a secret), revoked ones included.
+`,
+	"token revoke": `Usage: planserver token revoke NAME [flags]
+
+Revoke the token called NAME; it stays listed.
+`,
+	"backup": `Usage: planserver backup FILE [flags]
+
+Write an online, consistent copy of the database to FILE, which must not
+exist, while a server may keep serving it.
+`,
+	"healthcheck": `Usage: planserver healthcheck [flags]
+
+Ask a running server's GET /healthz: exit 0 when it answers 200, 1
+otherwise. For a container HEALTHCHECK, where there is no curl.
+`,
 }
 
 // validate checks values the flag package cannot.
@@ -134,6 +291,9 @@ func (c *config) validateServe() error {
 	if err := c.validate(); err != nil {
 		return err
 	}
+	if c.MaxConnections < 0 || c.MaxEventStreams < 0 {
+		return fmt.Errorf("--max-connections and --max-event-streams must not be negative (0 derives them from the file-descriptor limit)")
+	}
 	if c.PlanHistory < 1 {
 		return fmt.Errorf("--plan-history %d: keep at least 1 revision (the current one)", c.PlanHistory)
 	}
@@ -160,11 +320,49 @@ func (c *config) validateAccess() error {
 	if c.RateLimit > 0 && c.RateBurst < 1 {
 		return fmt.Errorf("--rate-burst must be at least 1 when --rate-limit is on (set --rate-limit 0 to turn it off)")
 	}
-	_, err := origins(c.CORSOrigins)
+	if _, err := origins(c.CORSOrigins); err != nil {
+		return err
+	}
+	_, err := hostList(c.AllowedHosts)
 	return err
 }
 
-// isLoopback reports whether addr (host:port) listens on loopback only.
+// hostList splits an --allowed-hosts value into Host names, each a name or
+// address with an optional port, as a browser sends it in the Host header.
+func hostList(v string) ([]string, error) {
+	var out []string
+	for _, h := range strings.Split(v, ",") {
+		if h = strings.TrimSpace(h); h == "" {
+			continue
+		}
+		u, err := url.Parse("http://" + h)
+		if err != nil || u.Host != h || u.User != nil || strings.ContainsAny(h, "*/?#@") {
+			return nil, fmt.Errorf("--allowed-hosts: %q is not a host name such as planserver.example.com or "+
+				"planserver.example.com:8443 (no scheme, no path, no wildcards)", h)
+		}
+		out = append(out, h)
+	}
+	return out, nil
+}
+
+// checkBound refuses --auth none on a listener that is not bound to a
+// loopback address: the name in --addr was checked before, but a name such
+// as localhost may resolve elsewhere, and what counts is where the server
+// actually listens.
+func (c *config) checkBound(addr net.Addr) error {
+	if c.Auth != planhttp.AuthNone {
+		return nil
+	}
+	if tcp, ok := addr.(*net.TCPAddr); ok && tcp.IP.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("refusing to serve without authentication: --addr %s is bound to %s, which is not a loopback address; "+
+		"--auth none treats every caller as an admin. Serve with --auth token (PLANSERVER_AUTH=token), or listen on 127.0.0.1",
+		c.Addr, addr)
+}
+
+// isLoopback reports whether addr (host:port) names a loopback address,
+// a first check before listening (checkBound checks where it is bound).
 // An empty host means every interface.
 func isLoopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)

@@ -89,6 +89,7 @@ func headSeq(t *testing.T, env *apitest.Env) int64 {
 var copyPaths = []string{
 	"/v1/sessions", "/v1/sessions/root", "/v1/sessions/child", "/v1/sessions/grandchild",
 	"/v1/sessions/child/plan", "/v1/sessions/grandchild/todos",
+	"/v1/sessions/child/plan/revisions", "/v1/sessions/child/plan/revisions/1", "/v1/sessions/child/reviews",
 	"/v1/plans", "/v1/plans/release", "/v1/plans/release/revisions", "/v1/plans/release/revisions/1",
 	"/v1/plans/release/steps", "/v1/plans/release/reports", "/v1/plans/release/status",
 	"/v1/events?after=2&limit=1000", "/v1/events?after=2&session_id=root", "/v1/events?after=2&plan=release",
@@ -124,6 +125,11 @@ func TestCopyBothWays(t *testing.T) {
 	f := buildCopyFixture(t, env)
 	before := answers(t, env.As(f.admin))
 	env.Close()
+	// The fixture reaches every table: the review history and the session
+	// plan's earlier revisions too.
+	if !strings.Contains(before["/v1/sessions/child/reviews"], `"approved"`) || !strings.Contains(before["/v1/sessions/child/plan/revisions/1"], "# plan v1") {
+		t.Fatalf("fixture without review history:\n%s\n%s", before["/v1/sessions/child/reviews"], before["/v1/sessions/child/plan/revisions/1"])
+	}
 
 	mid := dbtest.Fresh(t)
 	out, err := copyCmd(t, src, mid)

@@ -20,16 +20,39 @@ var version = "dev"
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, errUsage) {
-			fmt.Fprintln(os.Stderr, "planserver:", err)
-		}
+	// The first signal starts a graceful shutdown; restoring the default
+	// handling then lets a second one end the process at once.
+	context.AfterFunc(ctx, stop)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	var exit exitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		fmt.Fprintln(os.Stderr, "planserver:", exit.err)
+		os.Exit(exit.code)
+	case errors.Is(err, errUsage):
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "planserver:", err)
 		os.Exit(2)
 	}
 }
 
-// errUsage marks errors whose message the flag package already printed.
+// errUsage marks errors whose message was printed already (a wrong flag or
+// argument): exit 2 without another line.
 var errUsage = errors.New("usage")
+
+// errHelp marks a --help that was answered: exit 0.
+var errHelp = errors.New("help")
+
+// exitError is an error that exits with a code of its own (healthcheck's
+// 1 for unhealthy, which HEALTHCHECK tells apart from 2 for misuse).
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
 
 const usage = `planserver: sessions with build/plan mode, shared plans and their events over HTTP.
 
@@ -38,16 +61,24 @@ Usage:
   planserver migrate up|down|status     manage the database schema
   planserver token create --role R [--session ID] [--name N] [--ttl D]
   planserver token list | revoke NAME   manage bearer tokens (stored hashed)
-  planserver backup FILE [--db DB]      write an online, consistent copy of the database
+  planserver backup FILE                write an online, consistent copy of the database
   planserver copy --from DB --to DB     copy a whole database into a new one (SQLite, PostgreSQL)
+  planserver healthcheck [--addr A]     exit 0 when a server at A answers /healthz
   planserver version                    print the version
 
-Run 'planserver serve -h' for the flags; each has a PLANSERVER_* environment
-equivalent (--max-plan-bytes is PLANSERVER_MAX_PLAN_BYTES).
+Run 'planserver COMMAND --help' for a command's flags; each has a PLANSERVER_*
+environment equivalent (--max-plan-bytes is PLANSERVER_MAX_PLAN_BYTES).
 `
 
 // run is planserver's main, with its inputs and outputs passed in.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if err := dispatch(ctx, args, getenv, stdout, stderr); !errors.Is(err, errHelp) {
+		return err
+	}
+	return nil
+}
+
+func dispatch(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return errUsage
@@ -63,13 +94,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return copyDB(ctx, args[1:], stdout, stderr)
 	case "token":
 		return token(ctx, args[1:], getenv, stdout, stderr)
+	case "healthcheck":
+		return healthcheck(ctx, args[1:], getenv, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "planserver", version)
 		return nil
-	case "help", "-h", "--help":
+	case "help", "-h", "--help", "-help":
 		fmt.Fprint(stdout, usage)
 		return nil
 	}
-	fmt.Fprintf(stderr, "planserver: unknown command %q\n\n%s", args[0], usage)
+	fmt.Fprintf(stderr, "planserver: unknown command %q (see 'planserver --help')\n", args[0])
 	return errUsage
+}
+
+// isHelp reports whether arg asks for help rather than naming an action.
+func isHelp(arg string) bool {
+	return arg == "-h" || arg == "--help" || arg == "-help" || arg == "help"
 }

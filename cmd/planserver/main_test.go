@@ -27,12 +27,18 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	if limit := os.Getenv(noFileEnv); limit != "" {
+		execUnderFDLimit(limit) // does not return
+	}
 	dir, err := os.MkdirTemp("", "planserver-bin")
 	if err != nil {
 		panic(err)
 	}
 	binary = filepath.Join(dir, "planserver")
-	build := exec.Command("go", "build", "-o", binary, ".")
+	// Built as make build builds it, so make run (TestMakeRunStopsTheServer)
+	// finds every package compiled already.
+	build := exec.Command("go", "build", "-trimpath", "-o", binary, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		panic("build planserver: " + err.Error())
@@ -58,7 +64,7 @@ func freeAddr(t *testing.T) string {
 type proc struct {
 	cmd    *exec.Cmd
 	addr   string
-	stderr *bytes.Buffer
+	stderr *syncBuffer
 	done   chan error
 }
 
@@ -66,19 +72,25 @@ func start(t *testing.T, db string, extra ...string) *proc {
 	t.Helper()
 	addr := freeAddr(t)
 	args := append([]string{"serve", "--addr", addr, "--db", db}, extra...)
-	cmd := exec.Command(binary, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	return startCmd(t, addr, exec.Command(binary, args...), 10*time.Second)
+}
+
+// startCmd starts cmd, a planserver serve on addr, and waits up to ready
+// for it to be ready.
+func startCmd(t *testing.T, addr string, cmd *exec.Cmd, ready time.Duration) *proc {
+	t.Helper()
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{cmd: cmd, addr: addr, stderr: &stderr, done: make(chan error, 1)}
+	p := &proc{cmd: cmd, addr: addr, stderr: stderr, done: make(chan error, 1)}
 	go func() { p.done <- cmd.Wait() }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-p.done
 	})
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(ready)
 	for time.Now().Before(deadline) {
 		if resp, err := http.Get("http://" + addr + "/readyz"); err == nil {
 			resp.Body.Close()
@@ -88,6 +100,7 @@ func start(t *testing.T, db string, extra ...string) *proc {
 		}
 		select {
 		case err := <-p.done:
+			p.done <- err // for the cleanup, which waits for it
 			t.Fatalf("planserver exited early: %v\n%s", err, stderr.String())
 		case <-time.After(20 * time.Millisecond):
 		}
@@ -309,8 +322,13 @@ func TestMigrateCommands(t *testing.T) {
 		}
 		return out.String()
 	}
-	if out := runOK("migrate", "status", "--db", db); !strings.Contains(out, "pending") {
-		t.Errorf("status before up:\n%s", out)
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"migrate", "status", "--db", db}, noEnv, &out, &errOut); err == nil ||
+		!strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("status on a missing database: %v", err)
+	}
+	if _, err := os.Stat(db); !os.IsNotExist(err) {
+		t.Errorf("status created the database it was asked about: %v", err)
 	}
 	if out := runOK("migrate", "up", "--db", db); !strings.Contains(out, "migrated from version 0") {
 		t.Errorf("up:\n%s", out)
@@ -327,7 +345,6 @@ func TestMigrateCommands(t *testing.T) {
 	if out := runOK("version"); !strings.HasPrefix(out, "planserver ") {
 		t.Errorf("version: %q", out)
 	}
-	var out, errOut bytes.Buffer
 	if err := run(context.Background(), []string{"migrate", "sideways", "--db", db}, noEnv, &out, &errOut); err == nil {
 		t.Error("unknown migrate action accepted")
 	}
@@ -346,8 +363,8 @@ func TestFlagsFallBackToEnvironment(t *testing.T) {
 		"PLANSERVER_EVENT_MAX_ROWS":        "500",
 	}
 	var cfg config
-	fs := flagSet("serve", &cfg, true, &bytes.Buffer{})
-	if err := parseFlags(fs, []string{"--db", "from-flag.db"}, func(k string) string { return env[k] }); err != nil {
+	fs := flagSet("serve", &cfg)
+	if err := parseFlags(fs, []string{"--db", "from-flag.db"}, func(k string) string { return env[k] }, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Addr != "127.0.0.1:9999" || cfg.DB != "from-flag.db" || cfg.Durability != "full" || !cfg.RequirePreconditions {
@@ -370,13 +387,13 @@ func TestFlagsFallBackToEnvironment(t *testing.T) {
 	if err := bad.validate(); err == nil {
 		t.Error("log format xml accepted")
 	}
-	fs = flagSet("serve", &cfg, true, &bytes.Buffer{})
+	fs = flagSet("serve", &cfg)
 	if err := parseFlags(fs, nil, func(k string) string {
 		if k == "PLANSERVER_REQUIRE_PRECONDITIONS" {
 			return "maybe"
 		}
 		return ""
-	}); err == nil || !strings.Contains(err.Error(), "PLANSERVER_REQUIRE_PRECONDITIONS") {
+	}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "PLANSERVER_REQUIRE_PRECONDITIONS") {
 		t.Errorf("bad env value: %v", err)
 	}
 }
@@ -385,7 +402,7 @@ func TestPlanModeAllowFlag(t *testing.T) {
 	parse := func(args []string, env map[string]string) []string {
 		t.Helper()
 		var cfg config
-		if err := parseFlags(flagSet("serve", &cfg, true, &bytes.Buffer{}), args, func(k string) string { return env[k] }); err != nil {
+		if err := parseFlags(flagSet("serve", &cfg), args, func(k string) string { return env[k] }, io.Discard, io.Discard); err != nil {
 			t.Fatal(err)
 		}
 		return allowlist(cfg.PlanModeAllow)
@@ -403,14 +420,14 @@ func TestPlanModeAllowFlag(t *testing.T) {
 
 func TestPlanHistoryFlag(t *testing.T) {
 	var cfg config
-	fs := flagSet("serve", &cfg, true, &bytes.Buffer{})
-	if err := parseFlags(fs, nil, noEnv); err != nil || cfg.PlanHistory != 100 {
+	fs := flagSet("serve", &cfg)
+	if err := parseFlags(fs, nil, noEnv, io.Discard, io.Discard); err != nil || cfg.PlanHistory != 100 {
 		t.Fatalf("default --plan-history = %d, %v", cfg.PlanHistory, err)
 	}
-	fs = flagSet("serve", &cfg, true, &bytes.Buffer{})
+	fs = flagSet("serve", &cfg)
 	if err := parseFlags(fs, nil, func(k string) string {
 		return map[string]string{"PLANSERVER_PLAN_HISTORY": "7"}[k]
-	}); err != nil || cfg.PlanHistory != 7 {
+	}, io.Discard, io.Discard); err != nil || cfg.PlanHistory != 7 {
 		t.Fatalf("PLANSERVER_PLAN_HISTORY=7 gave %d, %v", cfg.PlanHistory, err)
 	}
 	for _, n := range []int{0, -1} {

@@ -2,24 +2,53 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/planserver/planserver/internal/db"
 )
 
 func migrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: planserver migrate up|down|status [--db FILE]")
-		return errUsage
+	var cfg config
+	if len(args) == 0 || isHelp(args[0]) {
+		if len(args) > 0 {
+			printHelp(stdout, flagSet("migrate", &cfg))
+			return errHelp
+		}
+		return usageError(stderr, "planserver migrate", "name an action: up, down or status")
 	}
 	action := args[0]
-	var cfg config
-	if err := parseFlags(flagSet("migrate "+action, &cfg, false, stderr), args[1:], getenv); err != nil {
+	switch action {
+	case "up", "down", "status":
+	default:
+		return usageError(stderr, "planserver migrate", fmt.Sprintf("unknown action %q: want up, down or status", action))
+	}
+	if err := parseFlags(flagSet("migrate "+action, &cfg), args[1:], getenv, stdout, stderr); err != nil {
 		return err
 	}
 	if err := cfg.validate(); err != nil {
 		return err
+	}
+	if action != "up" {
+		// Reading or rolling back a database that is not there must not
+		// leave an empty one behind.
+		if err := mustExist(cfg.DB); err != nil {
+			return err
+		}
+	}
+	if action != "status" {
+		// A schema change under a running server would pull the tables
+		// from under it: refuse while one holds the database.
+		lock, err := db.Lock(cfg.DB, "migrate "+action)
+		if err != nil {
+			return err
+		}
+		defer lock.Release()
 	}
 	d, err := openDB(ctx, cfg)
 	if err != nil {
@@ -40,7 +69,7 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 	case "down":
 		v, err := d.MigrateDown(ctx, nil)
 		if err != nil {
-			return err
+			return downRefusal(err)
 		}
 		fmt.Fprintf(stdout, "%s: rolled back migration %d\n", d.Path, v)
 	case "status":
@@ -58,9 +87,21 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", m.Version, m.Name, state, at)
 		}
 		return tw.Flush()
-	default:
-		fmt.Fprintf(stderr, "planserver migrate: unknown action %q: want up, down or status\n", action)
-		return errUsage
 	}
 	return nil
 }
+
+// downRefusal brings forward the reason a down migration's guard gave for
+// refusing (see migrations/*.sql), which goose and SQLite wrap in their
+// own words and a result code.
+func downRefusal(err error) error {
+	msg := err.Error()
+	i := strings.Index(msg, "refusing to roll back")
+	if i < 0 {
+		return err
+	}
+	return errors.New(sqliteCode.ReplaceAllString(msg[i:], ""))
+}
+
+// sqliteCode is the " (1811)" SQLite appends to an error.
+var sqliteCode = regexp.MustCompile(` \(\d+\)$`)

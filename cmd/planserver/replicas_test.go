@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/planserver/planserver/internal/apitest"
+	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/dbtest"
 )
 
@@ -446,19 +448,27 @@ func TestPostgresMigrateCommands(t *testing.T) {
 	if out, err := runCmd("migrate", "status", "--db", dsn); err != nil || !strings.Contains(out, "pending") {
 		t.Errorf("status before up: %v\n%s", err, out)
 	}
-	if out, err := runCmd("migrate", "up", "--db", dsn); err != nil || !strings.Contains(out, "migrated from version 0 to 8") {
+	head := db.KnownVersion()
+	if out, err := runCmd("migrate", "up", "--db", dsn); err != nil || !strings.Contains(out, fmt.Sprintf("migrated from version 0 to %d", head)) {
 		t.Errorf("up: %v\n%s", err, out)
 	}
 	if out, err := runCmd("migrate", "status", "--db", dsn); err != nil || strings.Contains(out, "pending") || !strings.Contains(out, "applied") {
 		t.Errorf("status after up: %v\n%s", err, out)
 	}
-	if out, err := runCmd("migrate", "up", "--db", dsn); err != nil || !strings.Contains(out, "already at version 8") {
+	if out, err := runCmd("migrate", "up", "--db", dsn); err != nil || !strings.Contains(out, fmt.Sprintf("already at version %d", head)) {
 		t.Errorf("second up: %v\n%s", err, out)
 	}
-	if out, err := runCmd("migrate", "down", "--db", dsn); err == nil || !strings.Contains(err.Error(), "refusing to roll back") {
-		t.Errorf("down: %v\n%s", err, out)
+	// Down works above the baseline (nothing is lost on an empty
+	// database) and refuses at it.
+	for v := head; v > 8; v-- {
+		if out, err := runCmd("migrate", "down", "--db", dsn); err != nil || !strings.Contains(out, fmt.Sprintf("rolled back migration %d", v)) {
+			t.Errorf("down from %d: %v\n%s", v, err, out)
+		}
 	}
-	if out, err := runCmd("migrate", "status", "--db", dsn); err != nil || strings.Contains(out, "pending") {
+	if out, err := runCmd("migrate", "down", "--db", dsn); err == nil || !strings.Contains(err.Error(), "refusing to roll back") {
+		t.Errorf("down at the baseline: %v\n%s", err, out)
+	}
+	if out, err := runCmd("migrate", "status", "--db", dsn); err != nil || !regexp.MustCompile(`00008_baseline.sql +applied`).MatchString(out) {
 		t.Errorf("status after the refused down: %v\n%s", err, out)
 	}
 }

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"time"
 
 	"github.com/planserver/planserver/internal/db"
@@ -20,21 +22,52 @@ import (
 // SIGINT or SIGTERM.
 const shutdownGrace = 30 * time.Second
 
+// stallGrace is how long, after SIGINT or SIGTERM, a request still
+// arriving (headers or body) has to arrive whole. After it, the request is
+// answered 408 (or its connection closed, when not even its headers came)
+// and the shutdown goes on: a client that never sends its body cannot hold
+// the process.
+const stallGrace = 5 * time.Second
+
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var cfg config
-	if err := parseFlags(flagSet("serve", &cfg, true, stderr), args, getenv); err != nil {
+	if err := parseFlags(flagSet("serve", &cfg), args, getenv, stdout, stderr); err != nil {
 		return err
 	}
 	if err := cfg.validateServe(); err != nil {
 		return err
 	}
 	corsOrigins, _ := origins(cfg.CORSOrigins) // validated
+	allowedHosts, _ := hostList(cfg.AllowedHosts)
 	log := newLogger(cfg.LogFormat, stderr)
-	store, err := openAndMigrate(ctx, cfg, stderr)
+	lock, err := db.Lock(cfg.DB, "serve")
+	if err != nil {
+		return exitError{code: exitDatabaseUnusable, err: err}
+	}
+	defer lock.Release()
+	fd := raiseFDLimit()
+	store, err := openDB(ctx, cfg)
+	switch {
+	case db.IsCorrupt(err):
+		return damaged(err)
+	case err != nil:
+		return exitError{code: exitDatabaseUnusable, err: err}
+	}
+	defer store.Close()
+	if err := checkIntegrity(ctx, store, cfg); err != nil {
+		return err
+	}
+	if _, _, err := store.MigrateUp(ctx, nil); err != nil {
+		return err
+	}
+	if err := store.Probe(ctx); err != nil {
+		return exitError{code: exitDatabaseUnusable, err: fmt.Errorf("refusing to serve %s: a test write failed: %w", cfg.DB, err)}
+	}
+	maxConns, maxStreams, err := cfg.connectionLimits(fd.soft, dbConns(store))
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	logLimits(log, fd, maxConns, maxStreams)
 
 	api := planhttp.New(planhttp.Config{
 		DB:                   store,
@@ -49,8 +82,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		RateLimit:            cfg.RateLimit,
 		RateBurst:            cfg.RateBurst,
 		CORSOrigins:          corsOrigins,
+		AllowedHosts:         allowedHosts,
 		EventRetention:       events.Retention{MaxAge: cfg.EventRetention, MaxRows: cfg.EventMaxRows},
 		SSEHeartbeat:         cfg.SSEHeartbeat,
+		MaxEventStreams:      maxStreams,
 	})
 	// Retention runs beside the server; it stops (and is waited for)
 	// before the database closes.
@@ -68,12 +103,19 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	// Shutdown waits for handlers to return, and an event stream only
 	// returns when told to.
 	srv.RegisterOnShutdown(api.Shutdown)
-	ln, err := net.Listen("tcp", cfg.Addr)
+	tcp, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
+	if err := cfg.checkBound(tcp.Addr()); err != nil {
+		tcp.Close()
+		return err
+	}
+	ln := api.Listener(tcp, maxConns)
+	srv.ConnContext = ln.ConnContext
 	log.Info("planserver listening", slog.String("addr", "http://"+ln.Addr().String()),
 		slog.String("db", db.Redact(cfg.DB)), slog.String("version", version), slog.String("auth", cfg.Auth))
+	log.Info("console", slog.String("url", consoleURL(ln.Addr())))
 
 	if cfg.PprofAddr != "" {
 		stopPprof, err := servePprof(cfg.PprofAddr, log)
@@ -91,10 +133,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: draining in-flight requests", slog.Duration("grace", shutdownGrace))
+	log.Info("shutting down: draining in-flight requests (a second signal exits at once)",
+		slog.Duration("grace", shutdownGrace), slog.Duration("stall_grace", stallGrace))
+	ln.Drain(stallGrace)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
+	err = srv.Shutdown(shutdownCtx)
+	if n := ln.Dropped(); n > 0 {
+		log.Warn("shutdown dropped requests whose clients stalled", slog.Int64("count", n))
+	}
+	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -157,22 +205,92 @@ func servePprof(addr string, log *slog.Logger) (func(), error) {
 	return func() { _ = srv.Close() }, nil
 }
 
-// openDB opens the database cfg names.
+// openDB opens the database, saying why when SQLite cannot.
 func openDB(ctx context.Context, cfg config) (*db.DB, error) {
 	durability, _ := db.ParseDurability(cfg.Durability) // validated
-	return db.Open(ctx, cfg.DB, db.Options{Durability: durability})
+	store, err := db.Open(ctx, cfg.DB, db.Options{Durability: durability})
+	if err != nil {
+		return nil, db.ExplainOpenError(cfg.DB, err)
+	}
+	return store, nil
 }
 
-// openAndMigrate opens the database and applies pending migrations,
-// refusing a schema newer than this binary.
-func openAndMigrate(ctx context.Context, cfg config, stderr io.Writer) (*db.DB, error) {
-	d, err := openDB(ctx, cfg)
+// exitDatabaseUnusable is serve's exit status for a database it cannot
+// serve (it cannot open it, or it is damaged or unwritable): an operator's
+// problem, which a supervisor should not restart in a loop as it would a
+// crash.
+const exitDatabaseUnusable = 3
+
+// checkIntegrity refuses, before serving, a damaged database (SQLite's
+// quick_check; --skip-integrity-check skips it on very large files), with
+// what to do. (serve also refuses one that cannot take writes, with a
+// probe commit once it is migrated.)
+func checkIntegrity(ctx context.Context, store *db.DB, cfg config) error {
+	if cfg.SkipIntegrityCheck {
+		return nil
+	}
+	if err := store.CheckIntegrity(ctx); err != nil {
+		return damaged(err)
+	}
+	return nil
+}
+
+// damaged is serve's refusal of a damaged database.
+func damaged(err error) error {
+	return exitError{code: exitDatabaseUnusable, err: fmt.Errorf("%w\nrefusing to serve a damaged database: "+
+		"restore it from a backup (planserver backup makes one), or pass --skip-integrity-check to serve it anyway", err)}
+}
+
+// openAndMigrate opens the database for a command that works beside a
+// running server (token) and applies pending migrations first, refusing a
+// schema newer than this binary. Only a migration takes the database's
+// lock, so at the same schema version it never waits on a server.
+func openAndMigrate(ctx context.Context, cfg config, holder string) (*db.DB, error) {
+	store, err := openDB(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	if _, _, err := d.MigrateUp(ctx, nil); err != nil {
-		d.Close()
+	current, known, err := store.SchemaVersions(ctx)
+	if err == nil && current < known {
+		var lock *db.FileLock
+		if lock, err = db.Lock(cfg.DB, holder); err == nil {
+			_, _, err = store.MigrateUp(ctx, nil)
+			lock.Release()
+		}
+	} else if err == nil && current > known {
+		_, _, err = store.MigrateUp(ctx, nil) // refuses, saying why
+	}
+	if err != nil {
+		store.Close()
 		return nil, err
 	}
-	return d, nil
+	return store, nil
+}
+
+// mustExist refuses a database path that does not exist, for commands
+// that read one and must not leave an empty file behind.
+func mustExist(path string) error {
+	if db.IsPostgres(path) {
+		return nil // a server, not a file: opening it says what is wrong
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("database %s does not exist (planserver serve or migrate up creates it)", path)
+	} else if err != nil {
+		return db.ExplainOpenError(path, err)
+	}
+	return nil
+}
+
+// consoleURL is the address of the review console on the listener addr,
+// for the log line a user clicks. An unspecified address (0.0.0.0, ::)
+// listens on loopback too, so the link names localhost.
+func consoleURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String() + "/ui/"
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/ui/"
 }

@@ -13,28 +13,41 @@ import (
 // token manages bearer tokens on the database directly, so the first admin
 // token can be made before any server runs.
 func token(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: planserver token create|list|revoke [flags]")
-		return errUsage
+	var cfg config
+	if len(args) == 0 || isHelp(args[0]) {
+		if len(args) > 0 {
+			printHelp(stdout, flagSet("token", &cfg))
+			return errHelp
+		}
+		return usageError(stderr, "planserver token", "name an action: create, list or revoke")
 	}
 	action, args := args[0], args[1:]
-	var cfg config
-	fs := flagSet("token "+action, &cfg, false, stderr)
+	switch action {
+	case "create", "list", "revoke":
+	default:
+		return usageError(stderr, "planserver token", fmt.Sprintf("unknown action %q: want create, list or revoke", action))
+	}
+	fs := flagSet("token "+action, &cfg)
 	var in auth.CreateInput
 	if action == "create" {
-		fs.StringVar(&in.Role, "role", "", "admin, agent or viewer (required)")
-		fs.StringVar(&in.SessionID, "session", "", "the session an agent token is bound to (with its descendants)")
-		fs.StringVar(&in.Name, "name", "", "the token's name, recorded as the actor of its changes (default: generated)")
-		fs.StringVar(&in.TTL, "ttl", "", "lifetime, e.g. 24h (default: no expiry)")
+		fs.StringVar(&in.Role, "role", "", "the token's `role`: admin, agent or viewer (required)")
+		fs.StringVar(&in.SessionID, "session", "", "the `session` an agent token is bound to (with its descendants)")
+		fs.StringVar(&in.Name, "name", "", "the token's `name`, recorded as the actor of its changes (default: generated)")
+		fs.StringVar(&in.TTL, "ttl", "", "`lifetime`, e.g. 24h (default: no expiry)")
 	}
 	var revokeName string
-	if err := parseTokenFlags(fs, action, args, getenv, &revokeName); err != nil {
+	if err := parseTokenFlags(fs, action, args, getenv, stdout, stderr, &revokeName); err != nil {
 		return err
 	}
 	if err := cfg.validate(); err != nil {
 		return err
 	}
-	d, err := openAndMigrate(ctx, cfg, stderr)
+	if action != "create" {
+		if err := mustExist(cfg.DB); err != nil {
+			return err
+		}
+	}
+	d, err := openAndMigrate(ctx, cfg, "token "+action)
 	if err != nil {
 		return err
 	}
@@ -74,22 +87,20 @@ func token(ctx context.Context, args []string, getenv func(string) string, stdou
 	return nil
 }
 
-// parseTokenFlags parses a token subcommand's flags; revoke takes the
-// token's name as its one argument.
-func parseTokenFlags(fs *flag.FlagSet, action string, args []string, getenv func(string) string, name *string) error {
-	switch action {
-	case "create", "list":
-		return parseFlags(fs, args, getenv)
-	case "revoke":
-		if len(args) == 0 || args[0] == "" || args[0][0] == '-' {
-			fmt.Fprintln(fs.Output(), "usage: planserver token revoke NAME [--db FILE]")
-			return errUsage
+// parseTokenFlags parses a token action's flags; revoke takes the token's
+// name as its one argument, before any flag.
+func parseTokenFlags(fs *flag.FlagSet, action string, args []string, getenv func(string) string, stdout, stderr io.Writer, name *string) error {
+	if action == "revoke" {
+		if len(args) > 0 && isHelp(args[0]) {
+			printHelp(stdout, fs)
+			return errHelp
 		}
-		*name = args[0]
-		return parseFlags(fs, args[1:], getenv)
+		if len(args) == 0 || args[0] == "" || args[0][0] == '-' {
+			return usageError(stderr, fs.Name(), "name the token to revoke, before any flag")
+		}
+		*name, args = args[0], args[1:]
 	}
-	fmt.Fprintf(fs.Output(), "planserver token: unknown action %q: want create, list or revoke\n", action)
-	return errUsage
+	return parseFlags(fs, args, getenv, stdout, stderr)
 }
 
 func orDash(s *string) string {

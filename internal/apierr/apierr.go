@@ -26,6 +26,8 @@ const (
 	VersionConflict      = api.CodeVersionConflict
 	PreconditionRequired = api.CodePreconditionRequired
 	PayloadTooLarge      = api.CodePayloadTooLarge
+	HeadersTooLarge      = api.CodeHeadersTooLarge
+	RequestTimeout       = api.CodeRequestTimeout
 	UnsupportedMediaType = api.CodeUnsupportedMediaType
 	UnsupportedMode      = api.CodeUnsupportedMode
 	PlanMissing          = api.CodePlanMissing

@@ -33,6 +33,7 @@ import (
 
 var (
 	specOnce   sync.Once
+	specDoc    *openapi3.T
 	specRouter routers.Router
 	specErr    error
 )
@@ -40,6 +41,7 @@ var (
 func init() {
 	openapi3filter.RegisterBodyDecoder("text/markdown", openapi3filter.PlainBodyDecoder)
 	openapi3filter.RegisterBodyDecoder("text/event-stream", openapi3filter.PlainBodyDecoder)
+	openapi3filter.RegisterBodyDecoder("text/x-diff", openapi3filter.PlainBodyDecoder)
 }
 
 // Router returns the kin-openapi router of api/openapi.yaml, loaded and
@@ -59,6 +61,7 @@ func Router(tb testing.TB) routers.Router {
 		}
 		// Match any host: tests run on random loopback ports.
 		doc.Servers = nil
+		specDoc = doc
 		specRouter, specErr = legacy.NewRouter(doc)
 	})
 	if specErr != nil {
@@ -160,7 +163,8 @@ type Request struct {
 	// as they are.
 	Body any
 	// Header entries; Content-Type defaults to application/json when Body
-	// is not nil.
+	// is not nil. "Host" sets the request's Host (the name a browser
+	// sends), not a header field.
 	Header map[string]string
 	// Invalid marks a request that deliberately breaks the contract (bad
 	// input tests): it is not validated, but its response still is.
@@ -262,6 +266,10 @@ func (e *Env) do(req Request) (*Response, error) {
 		hreq.Header.Set(k, v)
 	}
 	for k, v := range req.Header {
+		if k == "Host" {
+			hreq.Host = v
+			continue
+		}
 		if v == "" {
 			hreq.Header.Del(k)
 			continue
@@ -334,6 +342,29 @@ func Validate(tb testing.TB, hreq *http.Request, reqBody []byte, resp *Response,
 	out.SetBodyBytes(resp.Body)
 	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
 		return fmt.Errorf("response %d breaks the contract: %v\nbody: %s", resp.Status, err, resp.Body)
+	}
+	return nil
+}
+
+// ValidateProblem checks an answer given before any route is reached (the
+// connection layer's, to requests net/http cannot parse or above the
+// connection cap): a problem document whose status matches the HTTP status,
+// valid against the contract's Problem schema.
+func ValidateProblem(tb testing.TB, status int, header http.Header, body []byte) error {
+	tb.Helper()
+	Router(tb)
+	if ct := header.Get("Content-Type"); ct != "application/problem+json" {
+		return fmt.Errorf("answer %d has Content-Type %q, want application/problem+json: %s", status, ct, body)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return fmt.Errorf("answer %d is not JSON: %v: %s", status, err, body)
+	}
+	if s, _ := doc["status"].(float64); int(s) != status {
+		return fmt.Errorf("problem status %v in a %d answer: %s", doc["status"], status, body)
+	}
+	if err := specDoc.Components.Schemas["Problem"].Value.VisitJSON(doc); err != nil {
+		return fmt.Errorf("answer %d breaks the Problem schema: %v\nbody: %s", status, err, body)
 	}
 	return nil
 }

@@ -32,8 +32,10 @@ type copyTable struct {
 var copyTables = []copyTable{
 	{"sessions", "pk, id, title, agent, parent_id, mode, harness, metadata, review_state, review_plan_revision, " +
 		"review_rationale, review_feedback, review_requested_at, review_decided_at, review_decided_by, revision, " +
-		"created_at, updated_at, ancestry", "pk"},
+		"created_at, updated_at, ancestry, review_comments", "pk"},
 	{"session_plans", "session_id, content, author, revision, created_at, updated_at", "session_id"},
+	{"session_plan_revisions", "session_id, revision, content, author, updated_at", "session_id, revision"},
+	{"session_reviews", "id, session_id, plan_revision, state, rationale, requested_at, ended_at, ended_by, feedback, comments", "id"},
 	{"session_todos", "session_id, todos, revision, updated_at", "session_id"},
 	{"plans", "name, title, author, status, revision, created_at, updated_at, steps, content_rev, renewed", "name"},
 	{"plan_contents", "name, content_rev, content", "name, content_rev"},
@@ -47,7 +49,7 @@ var copyTables = []copyTable{
 // counterKeys are the tables whose keys come from a counter that never
 // goes back, and those keys: their high-water marks are copied
 // (engine.highWater, engine.setHighWater).
-var counterKeys = map[string]string{"sessions": "pk", "step_reports": "id", "events": "seq"}
+var counterKeys = map[string]string{"sessions": "pk", "step_reports": "id", "session_reviews": "id", "events": "seq"}
 
 // CopyStats reports what Copy copied: rows per table, in copy order.
 type CopyStats struct {

@@ -67,6 +67,16 @@ func Classify(err error) error {
 	return &apierr.Error{Code: code, Detail: detail, RetryAfter: retryAfterFault, Cause: err}
 }
 
+// IsCorrupt reports whether err says the database file is damaged.
+func IsCorrupt(err error) bool {
+	var se *msqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	code := se.Code() & 0xff
+	return code == sqlite3.SQLITE_CORRUPT || code == sqlite3.SQLITE_NOTADB
+}
+
 // IsFault reports whether err is a storage fault (see Classify).
 func IsFault(err error) bool {
 	e, ok := apierr.As(Classify(err))

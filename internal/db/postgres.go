@@ -261,7 +261,7 @@ func (migrationLocker) SessionUnlock(ctx context.Context, conn *sql.Conn) error 
 }
 
 func (e *postgresEngine) migrationLock() lock.SessionLocker { return migrationLocker{} }
-func (e *postgresEngine) migrations() fs.FS      { return migrations.Postgres }
+func (e *postgresEngine) migrations() fs.FS                 { return migrations.Postgres }
 
 // checkIntegrity has nothing to do: PostgreSQL checks its own pages (and
 // its data checksums, where the cluster has them) as it reads them.

@@ -218,30 +218,25 @@ func Read(ctx context.Context, d *db.DB, q Query) (Page, error) {
 // filter is a range of the events_plan index; the rest walk the log from
 // the cursor.
 func readSQL(q Query, after int64, path string, limit int) (string, []any) {
-	where := []string{"seq > ?"}
-	args := []any{after}
+	var where db.Where
+	where.Add("seq > ?", after)
 	if path != "" {
 		lo, hi := SubtreeRange(path)
-		where = append(where, "session_path >= ? AND session_path < ?")
-		args = append(args, lo, hi)
+		where.Add("session_path >= ? AND session_path < ?", lo, hi)
 	}
 	if q.Scope != "" {
 		lo, hi := SubtreeRange(q.Scope)
-		where = append(where, "(session_id IS NULL OR (session_path >= ? AND session_path < ?))")
-		args = append(args, lo, hi)
+		where.Add("(session_id IS NULL OR (session_path >= ? AND session_path < ?))", lo, hi)
 	}
-	if q.Plan != "" {
-		where = append(where, "plan = ?")
-		args = append(args, q.Plan)
-	}
+	where.Equal("plan", q.Plan)
 	if len(q.Types) > 0 {
-		where = append(where, "type IN (?"+strings.Repeat(", ?", len(q.Types)-1)+")")
-		for _, t := range q.Types {
-			args = append(args, t)
+		types := make([]any, len(q.Types))
+		for i, t := range q.Types {
+			types[i] = t
 		}
+		where.Add("type IN (?"+strings.Repeat(", ?", len(q.Types)-1)+")", types...)
 	}
-	args = append(args, limit)
-	return `SELECT ` + eventColumns + ` FROM events WHERE ` + strings.Join(where, " AND ") + ` ORDER BY seq LIMIT ?`, args
+	return `SELECT ` + eventColumns + ` FROM events WHERE ` + where.SQL() + ` ORDER BY seq LIMIT ?`, where.Args(limit)
 }
 
 func scanEvent(rows *sql.Rows) (Event, error) {

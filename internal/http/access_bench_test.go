@@ -39,7 +39,7 @@ func BenchmarkAccess(b *testing.B) {
 			}
 			b.ResetTimer()
 			for b.Loop() {
-				req := httptest.NewRequest("GET", "/v1/sessions/a.b.c", nil)
+				req := httptest.NewRequest("GET", "http://127.0.0.1/v1/sessions/a.b.c", nil)
 				if header != "" {
 					req.Header.Set("Authorization", header)
 				}

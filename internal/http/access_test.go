@@ -185,6 +185,10 @@ var accessTable = map[string][]accessCase{
 	"GET /readyz":       {{path: "/readyz", want: open()}},
 	"GET /metrics":      {{path: "/metrics", want: open()}},
 	"GET /openapi.yaml": {{path: "/openapi.yaml", want: open()}},
+	// The console's page is public: its data comes from /v1 with the
+	// user's token.
+	"GET /ui":   {{path: "/ui", want: open()}},
+	"GET /ui/*": {{path: "/ui/sessions/tgt/review?revision=1", want: open()}},
 
 	"POST /v1/sessions": {
 		{name: "child", path: "/v1/sessions", body: map[string]any{"parent_id": "tgt"},
@@ -219,6 +223,14 @@ var accessTable = map[string][]accessCase{
 		want: map[caller]int{viewer: 403, agentIn: ok, agentOut: 404}}},
 	"GET /v1/sessions/{id}/plan": {{path: "/v1/sessions/tgt/plan",
 		want: map[caller]int{viewer: ok, agentIn: ok, agentOut: 404}}},
+	"GET /v1/sessions/{id}/plan/revisions": {{path: "/v1/sessions/tgt/plan/revisions",
+		want: map[caller]int{viewer: ok, agentIn: ok, agentOut: 404}}},
+	"GET /v1/sessions/{id}/plan/revisions/{revision}": {{path: "/v1/sessions/tgt/plan/revisions/1",
+		want: map[caller]int{viewer: ok, agentIn: ok, agentOut: 404}}},
+	"GET /v1/sessions/{id}/plan/diff": {{path: "/v1/sessions/tgt/plan/diff",
+		want: map[caller]int{viewer: ok, agentIn: ok, agentOut: 404}}},
+	"GET /v1/sessions/{id}/reviews": {{path: "/v1/sessions/tgt/reviews",
+		want: map[caller]int{viewer: ok, agentIn: ok, agentOut: 404}}},
 	"POST /v1/sessions/{id}/plan/review": {{path: "/v1/sessions/tgt/plan/review",
 		want: map[caller]int{viewer: 403, agentIn: ok, agentOut: 404}}},
 	"POST /v1/sessions/{id}/plan/approve": {{path: "/v1/sessions/tgt/plan/approve", header: []string{"If-Match", `"1"`},
@@ -249,6 +261,8 @@ var accessTable = map[string][]accessCase{
 	"GET /v1/plans/{name}/revisions": {{path: "/v1/plans/shared/revisions",
 		want: map[caller]int{viewer: ok, agentIn: ok, agentOut: ok}}},
 	"GET /v1/plans/{name}/revisions/{revision}": {{path: "/v1/plans/shared/revisions/1",
+		want: map[caller]int{viewer: ok, agentIn: ok, agentOut: ok}}},
+	"GET /v1/plans/{name}/diff": {{path: "/v1/plans/shared/diff",
 		want: map[caller]int{viewer: ok, agentIn: ok, agentOut: ok}}},
 
 	"GET /v1/plans/{name}/steps":           {{path: "/v1/plans/mine-{who}/steps", want: readers}},

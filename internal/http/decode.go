@@ -68,13 +68,24 @@ func requireMediaType(r *http.Request, accepted ...string) (string, error) {
 		mt, strings.Join(accepted, " or "))
 }
 
-// readBody reads the whole body, at most limit bytes (413 above).
+// readBody reads the whole body, at most limit bytes (413 above). A body
+// that stops arriving is the client's doing, never an internal error: 408
+// when the read deadline passes (the server's ReadTimeout, or a shutdown's
+// drain), 400 when the connection ends before the body does.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
+		var (
+			tooBig  *http.MaxBytesError
+			timeout interface{ Timeout() bool }
+		)
+		switch {
+		case errors.As(err, &tooBig):
 			return nil, apierr.New(apierr.PayloadTooLarge, "request body is larger than %d bytes", limit)
+		case errors.As(err, &timeout) && timeout.Timeout():
+			return nil, bodyTimedOut(w)
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return nil, apierr.New(apierr.InvalidArgument, "the request body ended before its declared length")
 		}
 		return nil, fmt.Errorf("read request body: %w", err)
 	}

@@ -91,7 +91,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 	q, err := eventQuery(r)
 	if media == "text/event-stream" {
-		return s.streamEvents(w, r, q, err)
+		return s.gatedStream(w, r, q, err)
 	}
 	if err != nil {
 		return err

@@ -374,18 +374,11 @@ func TestEventsJSONPages(t *testing.T) {
 func TestEventsPlanFilter(t *testing.T) {
 	env := apitest.New(t)
 	createSession(t, env, map[string]any{"id": "s"})
-	// Plan events come from the shared-plan routes; the log itself is what
-	// is under test here, so append them the way those stores do.
-	err := env.DB.Write(context.Background(), func(tx *db.Tx) error {
-		for _, p := range []string{"release", "other", "release"} {
-			if _, err := events.Append(tx, events.New{Type: events.PlanUpdated, Plan: p, Revision: 2, Data: map[string]string{"name": p}}); err != nil {
-				return err
-			}
+	// Real plan events, whose data the contract checks by type.
+	for _, p := range []string{"release", "other", "release"} {
+		if r := env.Call("PUT", "/v1/plans/"+p, map[string]any{"content": "# " + p}); r.Status >= 300 {
+			t.Fatalf("PUT %s: %d %s", p, r.Status, r.Body)
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	p := getEvents(t, env, "?plan=release")
 	if len(p.Events) != 2 || p.Events[0].Seq != 2 || p.Events[1].Seq != 4 || p.Events[0].Plan != "release" || p.NextAfter != 4 {
@@ -880,7 +873,7 @@ func TestStuckSubscriberIsDropped(t *testing.T) {
 	}
 	defer conn.Close()
 	_ = conn.(*net.TCPConn).SetReadBuffer(4096)
-	if _, err := fmt.Fprintf(conn, "GET /v1/events HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n"); err != nil {
+	if _, err := fmt.Fprintf(conn, "GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
 	healthy := openStream(t, env, "")

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -20,7 +21,6 @@ type ctxKey int
 
 const (
 	requestIDKey ctxKey = iota
-	loggerKey
 	failureKey
 )
 
@@ -58,13 +58,6 @@ func withRequestID(next http.Handler) http.Handler {
 func requestID(r *http.Request) string {
 	id, _ := r.Context().Value(requestIDKey).(string)
 	return id
-}
-
-func logger(r *http.Request) *slog.Logger {
-	if l, ok := r.Context().Value(loggerKey).(*slog.Logger); ok {
-		return l
-	}
-	return slog.Default()
 }
 
 // statusRecorder remembers the status and size of a response. It forwards
@@ -124,7 +117,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		start := time.Now()
 		log := s.log.With(slog.String("request_id", requestID(r)))
 		fail := &failure{}
-		r = r.WithContext(context.WithValue(context.WithValue(r.Context(), loggerKey, log), failureKey, fail))
+		r = r.WithContext(context.WithValue(r.Context(), failureKey, fail))
 		rec := &statusRecorder{ResponseWriter: w}
 		defer func() {
 			if p := recover(); p != nil {
@@ -138,10 +131,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 					noteFailure(r, err)
 				}
 			}
-			route := "unmatched"
-			if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
-				route = rc.RoutePattern()
-			}
+			route := s.routePattern(r)
 			status := rec.status
 			if status == 0 {
 				status = http.StatusOK
@@ -156,7 +146,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 				slog.String("path", r.URL.Path),
 				slog.Int("status", status),
 				slog.Int64("bytes", rec.bytes),
-				slog.Duration("duration", elapsed),
+				slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
 			}
 			if status >= 500 || fail.err != nil {
 				level = slog.LevelError
@@ -168,6 +158,23 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(rec, r)
 	})
+}
+
+// routePattern is the pattern of the route r reached, for logs and
+// metrics. A request answered before the /v1 router routed it (guard's
+// 401, 429 and 403) has only the mount's pattern, "/v1/*", so the route
+// it was headed for is looked up; "unmatched" when there is none.
+func (s *Server) routePattern(r *http.Request) string {
+	if rc := chi.RouteContext(r.Context()); rc != nil {
+		if p := rc.RoutePattern(); p != "" && !strings.HasSuffix(p, "/*") {
+			return p
+		}
+	}
+	if route, _ := s.resolve(r); route != "" {
+		_, pattern, _ := strings.Cut(route, " ")
+		return pattern
+	}
+	return "unmatched"
 }
 
 // securityHeaders sets headers every API response should carry.

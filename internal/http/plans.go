@@ -303,10 +303,9 @@ func (s *Server) getPlanRevision(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	raw := chi.URLParam(r, "revision")
-	n, err := strconv.ParseInt(raw, 10, 64)
-	if err != nil || n < 1 || strings.HasPrefix(raw, "+") {
-		return apierr.Invalid("revision", "must be a revision number (1, 2, …), got %q", raw)
+	n, err := revisionParam(r)
+	if err != nil {
+		return err
 	}
 	mt, err := negotiate(r, mediaJSON, mediaMarkdown, mediaYAML)
 	if err != nil {
@@ -339,4 +338,32 @@ func plansNotFound(w http.ResponseWriter, r *http.Request) bool {
 	writeProblem(w, r, apierr.Invalid("name", "no route for %s %s, and %q is not a plan name: names must match %s",
 		r.Method, r.URL.Path, name, validation.PlanName.String()))
 	return true
+}
+
+// diffPlan answers how one revision of a shared plan's content differs
+// from another (defaults as for session plans: see diffRange).
+func (s *Server) diffPlan(w http.ResponseWriter, r *http.Request) error {
+	name, err := planNameParam(r)
+	if err != nil {
+		return err
+	}
+	from, to, err := diffRange(r, func() ([]int64, error) {
+		revs, err := s.plans.Revisions(r.Context(), name)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]int64, len(revs))
+		for i, rv := range revs {
+			out[i] = rv.Revision
+		}
+		return out, nil
+	})
+	if err != nil {
+		return err
+	}
+	a, b, err := s.plans.Pair(r.Context(), name, from, to)
+	if err != nil {
+		return err
+	}
+	return writeDiff(w, r, "plan "+name, from, to, a.Content, b.Content)
 }

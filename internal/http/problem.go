@@ -1,10 +1,12 @@
 package http
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/planserver/planserver/internal/apierr"
@@ -25,6 +27,8 @@ var problemStatus = map[apierr.Code]int{
 	apierr.VersionConflict:      http.StatusConflict,
 	apierr.PreconditionRequired: http.StatusPreconditionRequired,
 	apierr.PayloadTooLarge:      http.StatusRequestEntityTooLarge,
+	apierr.HeadersTooLarge:      http.StatusRequestHeaderFieldsTooLarge,
+	apierr.RequestTimeout:       http.StatusRequestTimeout,
 	apierr.UnsupportedMediaType: http.StatusUnsupportedMediaType,
 	apierr.UnsupportedMode:      http.StatusConflict,
 	apierr.PlanMissing:          http.StatusConflict,
@@ -49,6 +53,8 @@ var problemTitle = map[apierr.Code]string{
 	apierr.VersionConflict:      "Version conflict",
 	apierr.PreconditionRequired: "Precondition required",
 	apierr.PayloadTooLarge:      "Payload too large",
+	apierr.HeadersTooLarge:      "Request headers too large",
+	apierr.RequestTimeout:       "Request timeout",
 	apierr.UnsupportedMediaType: "Unsupported media type",
 	apierr.UnsupportedMode:      "Unsupported mode",
 	apierr.PlanMissing:          "Plan missing",
@@ -135,27 +141,7 @@ func problem(r *http.Request, err error) (*apierr.Error, int, map[string]any) {
 		noteFailure(r, e.Cause)
 	}
 	status := statusOf(e)
-	body := map[string]any{}
-	for k, v := range e.Extra {
-		body[k] = v
-	}
-	body["type"] = problemTypeBase + string(e.Code)
-	body["title"] = problemTitle[e.Code]
-	body["status"] = status
-	body["code"] = e.Code
-	if e.Detail != "" {
-		body["detail"] = truncate(e.Detail, maxProblemDetail)
-	}
-	if len(e.Fields) > 0 {
-		fields := make([]apierr.FieldError, 0, min(len(e.Fields), maxProblemFields))
-		for _, f := range e.Fields[:min(len(e.Fields), maxProblemFields)] {
-			fields = append(fields, apierr.FieldError{Field: truncate(f.Field, maxProblemMessage), Message: truncate(f.Message, maxProblemMessage)})
-		}
-		body["errors"] = fields
-	}
-	if e.CurrentRevision != nil {
-		body["current_revision"] = *e.CurrentRevision
-	}
+	body := problemBody(e)
 	if id := requestID(r); id != "" {
 		body["request_id"] = id
 	}
@@ -177,9 +163,63 @@ func truncate(s string, n int) string {
 	return s[:cut] + "…"
 }
 
-// writeJSON answers v as application/json with status.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+// problemBody is the problem document of e: the one shape of every error
+// answer, whether a handler or the connection layer (conn.go) gives it.
+func problemBody(e *apierr.Error) map[string]any {
+	body := map[string]any{}
+	for k, v := range e.Extra {
+		body[k] = v
+	}
+	body["type"] = problemTypeBase + string(e.Code)
+	body["title"] = problemTitle[e.Code]
+	body["status"] = statusOf(e)
+	body["code"] = e.Code
+	if e.Detail != "" {
+		body["detail"] = truncate(e.Detail, maxProblemDetail)
+	}
+	if len(e.Fields) > 0 {
+		fields := make([]apierr.FieldError, 0, min(len(e.Fields), maxProblemFields))
+		for _, f := range e.Fields[:min(len(e.Fields), maxProblemFields)] {
+			fields = append(fields, apierr.FieldError{Field: truncate(f.Field, maxProblemMessage), Message: truncate(f.Message, maxProblemMessage)})
+		}
+		body["errors"] = fields
+	}
+	if e.CurrentRevision != nil {
+		body["current_revision"] = *e.CurrentRevision
+	}
+	return body
 }
+
+// writeJSON answers v as application/json with status.
+//
+// The body is encoded into a pooled buffer first and written in one piece
+// with its Content-Length: no chunked encoding, one write, and an encoding
+// error (a bug) becomes a 500 instead of half a body.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	buf := jsonBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooledBuffer {
+			buf.Reset()
+			jsonBuffers.Put(buf)
+		}
+	}()
+	if err := json.NewEncoder(buf).Encode(v); err != nil {
+		buf.Reset()
+		status = http.StatusInternalServerError
+		_ = json.NewEncoder(buf).Encode(map[string]any{"type": problemTypeBase + string(apierr.Internal),
+			"title": problemTitle[apierr.Internal], "status": status, "code": apierr.Internal, "detail": "internal error"})
+		w.Header().Set("Content-Type", "application/problem+json")
+	} else {
+		w.Header().Set("Content-Type", "application/json")
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// jsonBuffers are the buffers writeJSON encodes into; a buffer grown past
+// maxPooledBuffer (a large plan) is left to the garbage collector rather
+// than kept for every later small answer.
+var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledBuffer = 64 << 10

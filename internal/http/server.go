@@ -67,6 +67,9 @@ type Config struct {
 	// CORSOrigins are the browser origins allowed to call the API; none
 	// turns CORS off.
 	CORSOrigins []string
+	// AllowedHosts are Host names (optionally with a port) the server
+	// answers to besides loopback ones; see hostGuard in origin.go.
+	AllowedHosts []string
 	// EventRetention bounds the event log (PruneEvents, RunPruner); the
 	// zero value keeps every event.
 	EventRetention events.Retention
@@ -77,6 +80,9 @@ type Config struct {
 	// does not take the bytes in time is dropped. DefaultSSEWriteTimeout
 	// when 0.
 	SSEWriteTimeout time.Duration
+	// MaxEventStreams bounds the event streams open at once (503 above,
+	// see limits.go); 0 sets no bound.
+	MaxEventStreams int
 }
 
 // Server is the planserver HTTP API.
@@ -100,6 +106,7 @@ type Server struct {
 	// head is the event log's head for X-Event-Seq.
 	head         *events.HeadCache
 	eventMetrics *eventMetrics
+	streams      *streamGate
 	// shutdown is closed by Shutdown to end every event stream.
 	shutdown     chan struct{}
 	shutdownOnce sync.Once
@@ -141,7 +148,7 @@ func New(cfg Config) *Server {
 		log:      cfg.Logger,
 		metrics:  newHTTPMetrics(reg),
 		registry: reg,
-		sessions: sessions.NewStore(cfg.DB),
+		sessions: sessions.NewStore(cfg.DB, sessions.Config{History: cfg.PlanHistory}),
 		gate:     sessions.NewGate(cfg.PlanModeAllow),
 		tokens:   auth.NewStore(cfg.DB),
 		limiter:  newLimiter(cfg.RateLimit, cfg.RateBurst),
@@ -150,6 +157,8 @@ func New(cfg Config) *Server {
 		shutdown: make(chan struct{}),
 	}
 	s.eventMetrics = newEventMetrics(reg, s.broker.Subscribers)
+	s.streams = newStreamGate(cfg.MaxEventStreams, reg)
+	registerProcessMetrics(reg, cfg.DB, cfg.Version)
 	cfg.DB.OnCommit(s.broker.Notify)
 	s.head = events.NewHeadCache(cfg.DB)
 	s.schemaVersion = db.KnownVersion()
@@ -163,7 +172,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.Se
 // routes lists the whole API in one place.
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Use(withRequestID, s.observe, securityHeaders)
+	r.Use(withRequestID, s.observe, securityHeaders, conflictingFraming)
+	r.Use(s.hostGuard, s.originGuard) // origin.go: no driving the server from another site's page
 	if len(s.cfg.CORSOrigins) > 0 {
 		// Before routing and authentication: a preflight carries no token.
 		r.Use(corsHandler(s.cfg.CORSOrigins))
@@ -176,6 +186,7 @@ func (s *Server) routes() chi.Router {
 	r.Get("/readyz", s.h(s.readyz))
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
 	r.Get("/openapi.yaml", serveOpenAPI)
+	s.uiRoutes(r) // ui.go: the review console at /ui/
 
 	// Every /v1 route needs a rule in auth.Routes; guard enforces it.
 	r.Route("/v1", func(r chi.Router) {
@@ -190,6 +201,10 @@ func (s *Server) routes() chi.Router {
 		r.Patch("/sessions/{id}/mode", s.h(s.setSessionMode))
 		r.Put("/sessions/{id}/plan", s.h(s.putSessionPlan))
 		r.Get("/sessions/{id}/plan", s.h(s.getSessionPlan))
+		r.Get("/sessions/{id}/plan/revisions", s.h(s.listSessionPlanRevisions))
+		r.Get("/sessions/{id}/plan/revisions/{revision}", s.h(s.getSessionPlanRevision))
+		r.Get("/sessions/{id}/plan/diff", s.h(s.diffSessionPlan))
+		r.Get("/sessions/{id}/reviews", s.h(s.reviewHistory))
 		r.Post("/sessions/{id}/plan/review", s.h(reviewAction(s, s.sessions.RequestReview)))
 		r.Post("/sessions/{id}/plan/approve", s.h(s.approvePlan))
 		r.Post("/sessions/{id}/plan/reject", s.h(reviewAction(s, s.sessions.Reject)))
@@ -208,6 +223,7 @@ func (s *Server) routes() chi.Router {
 		r.Put("/plans/{name}/status", s.h(s.setPlanStatus))
 		r.Get("/plans/{name}/revisions", s.h(s.listPlanRevisions))
 		r.Get("/plans/{name}/revisions/{revision}", s.h(s.getPlanRevision))
+		r.Get("/plans/{name}/diff", s.h(s.diffPlan))
 		r.Get("/plans/{name}/steps", s.h(s.listSteps))
 		r.Post("/plans/{name}/steps/claim", s.h(s.claimNextStep))
 		r.Get("/plans/{name}/steps/{step_id}", s.h(s.getStep))

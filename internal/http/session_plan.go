@@ -3,6 +3,10 @@ package http
 import (
 	"context"
 	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
@@ -116,8 +120,102 @@ func (s *Server) approvePlan(w http.ResponseWriter, r *http.Request) error {
 	return reviewAction(s, s.approve)(w, r)
 }
 
-// approve is the human's approval of the plan revision they read; it
-// takes no body.
-func (s *Server) approve(ctx context.Context, id string, _ struct{}, pre revision.Precondition) (*api.Approval, error) {
-	return s.sessions.Approve(ctx, id, pre)
+// approve is the human's approval of the plan revision they read, with
+// optional feedback and line comments.
+func (s *Server) approve(ctx context.Context, id string, in api.ReviewApproval, pre revision.Precondition) (*api.Approval, error) {
+	return s.sessions.Approve(ctx, id, in, pre)
+}
+
+// revisionParam parses the {revision} URL parameter.
+func revisionParam(r *http.Request) (int64, error) {
+	raw := chi.URLParam(r, "revision")
+	n, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || n < 1 || strings.HasPrefix(raw, "+") {
+		return 0, apierr.Invalid("revision", "must be a revision number (1, 2, …), got %q", raw)
+	}
+	return n, nil
+}
+
+func (s *Server) listSessionPlanRevisions(w http.ResponseWriter, r *http.Request) error {
+	id, err := sessionIDParam(r)
+	if err != nil {
+		return err
+	}
+	revs, err := s.sessions.SessionPlanRevisions(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, revs)
+	return nil
+}
+
+// getSessionPlanRevision answers a session plan as it was at one
+// revision, as JSON or Markdown.
+func (s *Server) getSessionPlanRevision(w http.ResponseWriter, r *http.Request) error {
+	id, err := sessionIDParam(r)
+	if err != nil {
+		return err
+	}
+	n, err := revisionParam(r)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Vary", "Accept")
+	mt, err := negotiate(r, mediaJSON, mediaMarkdown)
+	if err != nil {
+		return err
+	}
+	plan, err := s.sessions.GetSessionPlanRevision(r.Context(), id, n)
+	if err != nil {
+		return err
+	}
+	setETag(w, plan.Revision)
+	if mt == mediaMarkdown {
+		writeMarkdown(w, plan.Content)
+		return nil
+	}
+	writeJSON(w, http.StatusOK, plan)
+	return nil
+}
+
+// diffSessionPlan answers how one revision of a session plan differs from
+// another: ?to= defaults to the current revision, ?from= to the newest
+// kept revision before it (0, the empty plan, when there is none).
+func (s *Server) diffSessionPlan(w http.ResponseWriter, r *http.Request) error {
+	id, err := sessionIDParam(r)
+	if err != nil {
+		return err
+	}
+	from, to, err := diffRange(r, func() ([]int64, error) {
+		revs, err := s.sessions.SessionPlanRevisions(r.Context(), id)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]int64, len(revs.Revisions))
+		for i, rv := range revs.Revisions {
+			out[i] = rv.Revision
+		}
+		return out, nil
+	})
+	if err != nil {
+		return err
+	}
+	a, b, err := s.sessions.SessionPlanPair(r.Context(), id, from, to)
+	if err != nil {
+		return err
+	}
+	return writeDiff(w, r, "plan of session "+id, from, to, a.Content, b.Content)
+}
+
+func (s *Server) reviewHistory(w http.ResponseWriter, r *http.Request) error {
+	id, err := sessionIDParam(r)
+	if err != nil {
+		return err
+	}
+	h, err := s.sessions.ReviewHistory(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, h)
+	return nil
 }

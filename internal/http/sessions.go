@@ -87,11 +87,12 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 	page, next, err := s.sessions.List(r.Context(), sessions.ListQuery{
 		// An agent sees its session and its descendants, whatever the
 		// filters; a parent_id outside them gives an empty page.
-		Subtree:   auth.PrincipalFrom(r.Context()).SessionPath,
-		ParentID:  q.Get("parent_id"),
-		Mode:      q.Get("mode"),
-		Limit:     limit,
-		PageToken: q.Get("page_token"),
+		Subtree:     auth.PrincipalFrom(r.Context()).SessionPath,
+		ParentID:    q.Get("parent_id"),
+		Mode:        q.Get("mode"),
+		ReviewState: q.Get("review_state"),
+		Limit:       limit,
+		PageToken:   q.Get("page_token"),
 	})
 	if err != nil {
 		return err

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/planserver/planserver/api"
@@ -416,34 +415,62 @@ func (st *Store) GetRevision(ctx context.Context, name string, n int64) (*Plan, 
 	}
 	var p *Plan
 	err := st.db.Read(ctx, func(tx *db.Tx) error {
-		h, err := loadHead(tx, name)
-		if err != nil {
-			return err
-		}
-		if h == nil {
-			return notFound(name)
-		}
-		if n == h.revision {
-			p, err = get(tx, name, tx.Now())
-			return err
-		}
-		if n > h.revision || n <= h.revision-int64(st.cfg.History) {
-			return revisionNotFound(name, n, h.revision, st.cfg.History)
-		}
-		p, err = scanPlan(tx.QueryRow(`
-			SELECT r.name, r.title, r.author, r.status, r.revision, p.created_at, r.updated_at, r.steps, c.content
-			FROM plan_revisions r JOIN plans p ON p.name = r.name
-			JOIN plan_contents c ON c.name = r.name AND c.content_rev = r.content_rev
-			WHERE r.name = ? AND r.revision = ?`, name, n), tx.Now())
-		if errors.Is(err, sql.ErrNoRows) {
-			return revisionNotFound(name, n, h.revision, st.cfg.History)
-		}
-		if err != nil {
-			return fmt.Errorf("get revision %d of plan %q: %w", n, name, err)
-		}
-		return nil
+		var err error
+		p, err = st.revisionAt(tx, name, n)
+		return err
 	})
 	return p, err
+}
+
+// Pair reads revisions from and to of a plan from one snapshot, for a
+// diff; revision 0 is the empty plan before the first. Errors:
+// invalid_argument, not_found.
+func (st *Store) Pair(ctx context.Context, name string, from, to int64) (a, b *Plan, err error) {
+	if err := ValidateName(name); err != nil {
+		return nil, nil, err
+	}
+	err = st.db.Read(ctx, func(tx *db.Tx) error {
+		if b, err = st.revisionAt(tx, name, to); err != nil {
+			return err
+		}
+		if from == 0 {
+			a = &Plan{Name: name}
+			return nil
+		}
+		a, err = st.revisionAt(tx, name, from)
+		return err
+	})
+	return a, b, err
+}
+
+// revisionAt reads revision n of a plan in q.
+func (st *Store) revisionAt(q db.Querier, name string, n int64) (*Plan, error) {
+	h, err := loadHead(q, name)
+	if err != nil {
+		return nil, err
+	}
+	if h == nil {
+		return nil, notFound(name)
+	}
+	now := st.db.Now()
+	if n == h.revision {
+		return get(q, name, now)
+	}
+	if n > h.revision || n <= h.revision-int64(st.cfg.History) {
+		return nil, revisionNotFound(name, n, h.revision, st.cfg.History)
+	}
+	p, err := scanPlan(q.QueryRow(`
+		SELECT r.name, r.title, r.author, r.status, r.revision, p.created_at, r.updated_at, r.steps, c.content
+		FROM plan_revisions r JOIN plans p ON p.name = r.name
+		JOIN plan_contents c ON c.name = r.name AND c.content_rev = r.content_rev
+		WHERE r.name = ? AND r.revision = ?`, name, n), now)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, revisionNotFound(name, n, h.revision, st.cfg.History)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get revision %d of plan %q: %w", n, name, err)
+	}
+	return p, nil
 }
 
 func revisionNotFound(name string, n, current int64, history int) error {
@@ -470,19 +497,12 @@ type Page = api.PlanPage
 // steps, for the progress of each plan, but never the content, which is
 // stored apart.
 func listSQL(q ListQuery, after string, limit int) (string, []any) {
-	where := []string{"name > ?"}
-	args := []any{after}
-	if q.Status != "" {
-		where = append(where, "status = ?")
-		args = append(args, q.Status)
-	}
-	if q.Author != "" {
-		where = append(where, "author = ?")
-		args = append(args, q.Author)
-	}
-	args = append(args, limit+1)
+	var where db.Where
+	where.Add("name > ?", after)
+	where.Equal("status", q.Status)
+	where.Equal("author", q.Author)
 	return `SELECT name, title, author, status, revision, created_at, updated_at, steps
-		FROM plans WHERE ` + strings.Join(where, " AND ") + ` ORDER BY name LIMIT ?`, args
+		FROM plans WHERE ` + where.SQL() + ` ORDER BY name LIMIT ?`, where.Args(limit + 1)
 }
 
 // List returns one page of plan summaries in name order (list_plans). Rows

@@ -2,10 +2,18 @@ package sessions
 
 import (
 	"fmt"
+	"strings"
 
+	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/revision"
 )
+
+// ReviewComment is a reviewer's comment on one line of the reviewed plan.
+type ReviewComment = api.ReviewComment
+
+// ReviewRecord is a review that ended, as the history keeps it.
+type ReviewRecord = api.ReviewRecord
 
 // The review workflow: the agent asks for review of the plan revision it
 // wrote (exit_plan_mode); a human who read that revision approves it, which
@@ -48,13 +56,23 @@ func requestReview(s *Session, p *SessionPlan, rationale *string, pre revision.P
 		return s.Review, false, nil
 	}
 	rev := p.Revision
-	return Review{State: ReviewPending, PlanRevision: &rev, Rationale: rationale, RequestedAt: &now}, true, nil
+	return Review{State: ReviewPending, PlanRevision: &rev, Rationale: rationale, RequestedAt: &now,
+		Comments: []ReviewComment{}}, true, nil
+}
+
+// decision is what a human sends with an approval or a rejection.
+type decision struct {
+	state    string
+	feedback *string
+	comments []ReviewComment
 }
 
 // decide is a human's decision (approved or rejected) on the pending
-// review of the plan revision pre names. Errors: review_not_pending, and
-// pre's (a plan edited since is 412).
-func decide(s *Session, p *SessionPlan, state string, feedback *string, pre revision.Precondition, now, actor string) (Review, error) {
+// review of the plan revision pre names, with feedback and comments on
+// lines of that revision. Errors: review_not_pending, invalid_argument (a
+// comment on a line the plan does not have), and pre's (a plan edited
+// since is 412).
+func decide(s *Session, p *SessionPlan, d decision, pre revision.Precondition, now, actor string) (Review, error) {
 	if p == nil {
 		return Review{}, notPending(s)
 	}
@@ -64,19 +82,64 @@ func decide(s *Session, p *SessionPlan, state string, feedback *string, pre revi
 	if !pendingFor(s.Review, p.Revision) {
 		return Review{}, notPending(s)
 	}
+	if err := checkComments(p, d.comments); err != nil {
+		return Review{}, err
+	}
 	r := s.Review
-	r.State, r.Feedback, r.DecidedAt, r.DecidedBy = state, feedback, &now, &actor
+	r.State, r.Feedback, r.DecidedAt, r.DecidedBy = d.state, d.feedback, &now, &actor
+	r.Comments = append([]ReviewComment{}, d.comments...)
 	return r, nil
 }
 
 // approve is the human's approval. Approval must name what the human read:
 // no If-Match is 428, and "*" or a list of revisions is 400, since neither
 // says which revision was read.
-func approve(s *Session, p *SessionPlan, pre revision.Precondition, now, actor string) (Review, error) {
+func approve(s *Session, p *SessionPlan, d decision, pre revision.Precondition, now, actor string) (Review, error) {
 	if err := checkApprovalPrecondition(s.ID, pre); err != nil {
 		return Review{}, err
 	}
-	return decide(s, p, ReviewApproved, nil, pre, now, actor)
+	d.state = ReviewApproved
+	return decide(s, p, d, pre, now, actor)
+}
+
+// checkComments checks that each comment is anchored to a line of the
+// reviewed plan revision and says something.
+func checkComments(p *SessionPlan, comments []ReviewComment) error {
+	lines := planLines(p.Content)
+	var fields []apierr.FieldError
+	for i, c := range comments {
+		switch {
+		case c.Line > lines:
+			fields = append(fields, apierr.FieldError{Field: fmt.Sprintf("comments[%d].line", i),
+				Message: fmt.Sprintf("plan revision %d has %d lines; comment on one of them", p.Revision, lines)})
+		case strings.TrimSpace(c.Body) == "":
+			fields = append(fields, apierr.FieldError{Field: fmt.Sprintf("comments[%d].body", i), Message: "must not be blank"})
+		}
+	}
+	if len(fields) > 0 {
+		return apierr.InvalidFields(fields)
+	}
+	return nil
+}
+
+// planLines counts the lines of a plan as a reader numbers them: a final
+// newline ends the last line rather than starting another.
+func planLines(content string) int {
+	if content == "" {
+		return 0
+	}
+	return strings.Count(strings.TrimSuffix(content, "\n"), "\n") + 1
+}
+
+// ended is the history's record of review r, which ended in state at at,
+// by by.
+func ended(r Review, state, at, by string) ReviewRecord {
+	comments := r.Comments
+	if comments == nil {
+		comments = []ReviewComment{}
+	}
+	return ReviewRecord{PlanRevision: r.PlanRevision, State: state, Rationale: r.Rationale, RequestedAt: r.RequestedAt,
+		EndedAt: at, EndedBy: by, Feedback: r.Feedback, Comments: comments}
 }
 
 // closedReview records a pending review that ended without a decision, in
@@ -97,7 +160,7 @@ func closeReview(r Review, sessionRevision int64, reason string) (Review, *close
 	if r.State != ReviewPending {
 		return r, nil
 	}
-	return Review{State: ReviewNone}, &closedReview{PlanRevision: r.PlanRevision, Rationale: r.Rationale,
+	return Review{State: ReviewNone, Comments: []ReviewComment{}}, &closedReview{PlanRevision: r.PlanRevision, Rationale: r.Rationale,
 		RequestedAt: r.RequestedAt, SessionRevision: sessionRevision, Reason: reason}
 }
 

@@ -71,7 +71,7 @@ func TestApprovalNote(t *testing.T) {
 }
 
 func TestReviewTransitions(t *testing.T) {
-	plan := &SessionPlan{SessionID: "s", Content: "# plan", Revision: 3}
+	plan := &SessionPlan{SessionID: "s", Content: "# plan\n1. do it\n", Revision: 3}
 	why := "because"
 	match := func(h string) revision.Precondition {
 		m, err := revision.ParseMatch("If-Match", h)
@@ -100,24 +100,32 @@ func TestReviewTransitions(t *testing.T) {
 	}
 
 	// Approval is bound to the revision the human read.
-	if _, err := approve(s, plan, revision.Precondition{}, "t3", "h"); apierr.CodeOf(err) != apierr.PreconditionRequired {
+	if _, err := approve(s, plan, decision{}, revision.Precondition{}, "t3", "h"); apierr.CodeOf(err) != apierr.PreconditionRequired {
 		t.Errorf("approve without If-Match: %v", err)
 	}
-	if _, err := approve(s, plan, match(`"2"`), "t3", "h"); apierr.CodeOf(err) != apierr.VersionConflict {
+	if _, err := approve(s, plan, decision{}, match(`"2"`), "t3", "h"); apierr.CodeOf(err) != apierr.VersionConflict {
 		t.Errorf("approve of a stale revision: %v", err)
 	}
-	a, err := approve(s, plan, match(`"3"`), "t3", "human")
+	a, err := approve(s, plan, decision{}, match(`"3"`), "t3", "human")
 	if err != nil || a.State != ReviewApproved || *a.DecidedBy != "human" || *a.DecidedAt != "t3" || *a.PlanRevision != 3 {
 		t.Fatalf("approve: %+v %v", a, err)
 	}
 	done := &Session{ID: "s", Review: a}
-	if _, err := approve(done, plan, match(`"3"`), "t4", "h"); apierr.CodeOf(err) != apierr.ReviewNotPending {
+	if _, err := approve(done, plan, decision{}, match(`"3"`), "t4", "h"); apierr.CodeOf(err) != apierr.ReviewNotPending {
 		t.Errorf("approve twice: %v", err)
 	}
 	fb := "add tests"
-	rj, err := decide(s, plan, ReviewRejected, &fb, revision.Precondition{}, "t3", "human")
-	if err != nil || rj.State != ReviewRejected || *rj.Feedback != fb {
+	rj, err := decide(s, plan, decision{state: ReviewRejected, feedback: &fb,
+		comments: []ReviewComment{{Line: 2, Body: "which tests?"}}}, revision.Precondition{}, "t3", "human")
+	if err != nil || rj.State != ReviewRejected || *rj.Feedback != fb || len(rj.Comments) != 1 {
 		t.Errorf("reject: %+v %v", rj, err)
+	}
+	// Comments are anchored to lines the reviewed revision has.
+	for _, c := range []ReviewComment{{Line: 3, Body: "past the end"}, {Line: 1, Body: " "}} {
+		if _, err := decide(s, plan, decision{state: ReviewRejected, comments: []ReviewComment{c}},
+			revision.Precondition{}, "t3", "human"); apierr.CodeOf(err) != apierr.InvalidArgument {
+			t.Errorf("comment %+v: %v", c, err)
+		}
 	}
 
 	// A rewrite withdraws a pending review; nothing else is withdrawn.

@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -57,19 +58,155 @@ func sessionPlanResource(id string, p *SessionPlan) versioned.Resource {
 func (st *Store) GetSessionPlan(ctx context.Context, id string) (*SessionPlan, error) {
 	var p *SessionPlan
 	err := st.db.Read(ctx, func(tx *db.Tx) error {
-		if err := mustExist(tx, id); err != nil {
+		s, err := load(tx, id)
+		if err != nil {
 			return err
 		}
-		var err error
 		if p, err = loadSessionPlan(tx, id); err != nil {
 			return err
 		}
 		if p == nil {
-			return apierr.New(apierr.NotFound, "session %q has no plan yet", id)
+			return noPlanYet(id)
 		}
+		p.Review = &s.Review
 		return nil
 	})
 	return p, err
+}
+
+func noPlanYet(id string) error { return apierr.New(apierr.NotFound, "session %q has no plan yet", id) }
+
+// SessionPlanRevisions lists the readable revisions of the plan of session
+// id, newest first, the current one included. Errors: not_found.
+func (st *Store) SessionPlanRevisions(ctx context.Context, id string) (*api.SessionPlanRevisions, error) {
+	out := &api.SessionPlanRevisions{SessionID: id, Revisions: []api.SessionPlanRevision{}}
+	err := st.db.Read(ctx, func(tx *db.Tx) error {
+		if err := mustExist(tx, id); err != nil {
+			return err
+		}
+		rows, err := tx.Query(`
+			SELECT revision, author, updated_at FROM session_plans WHERE session_id = ?
+			UNION ALL
+			SELECT revision, author, updated_at FROM session_plan_revisions WHERE session_id = ?
+			ORDER BY revision DESC`, id, id)
+		if err != nil {
+			return fmt.Errorf("history of the plan of session %q: %w", id, err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var r api.SessionPlanRevision
+			if err := rows.Scan(&r.Revision, &r.Author, &r.UpdatedAt); err != nil {
+				return fmt.Errorf("history of the plan of session %q: %w", id, err)
+			}
+			out.Revisions = append(out.Revisions, r)
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("history of the plan of session %q: %w", id, err)
+		}
+		if len(out.Revisions) == 0 {
+			return noPlanYet(id)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// GetSessionPlanRevision returns the plan of session id as it was at
+// revision n (the current revision included, with its review). A revision
+// pruned from the history, or never written, is not_found.
+func (st *Store) GetSessionPlanRevision(ctx context.Context, id string, n int64) (*SessionPlan, error) {
+	var p *SessionPlan
+	err := st.db.Read(ctx, func(tx *db.Tx) error {
+		var err error
+		p, err = sessionPlanAt(tx, id, n)
+		return err
+	})
+	return p, err
+}
+
+// sessionPlanAt reads revision n of the plan of session id in q.
+func sessionPlanAt(q db.Querier, id string, n int64) (*SessionPlan, error) {
+	s, err := load(q, id)
+	if err != nil {
+		return nil, err
+	}
+	cur, err := loadSessionPlan(q, id)
+	if err != nil {
+		return nil, err
+	}
+	if cur == nil {
+		return nil, noPlanYet(id)
+	}
+	if n == cur.Revision {
+		cur.Review = &s.Review
+		return cur, nil
+	}
+	p := SessionPlan{SessionID: id, Revision: n, CreatedAt: cur.CreatedAt}
+	err = q.QueryRow(`SELECT content, author, updated_at FROM session_plan_revisions WHERE session_id = ? AND revision = ?`, id, n).
+		Scan(&p.Content, &p.Author, &p.UpdatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		if n > cur.Revision {
+			return nil, apierr.New(apierr.NotFound, "the plan of session %q has no revision %d; it is at revision %d", id, n, cur.Revision)
+		}
+		return nil, apierr.New(apierr.NotFound, "revision %d of the plan of session %q is not kept; GET …/plan/revisions lists those that are", n, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get revision %d of the plan of session %q: %w", n, id, err)
+	}
+	return &p, nil
+}
+
+// SessionPlanPair reads two revisions of the plan of session id from one
+// snapshot, for a diff; revision 0 is the empty plan before the first.
+// Errors: not_found.
+func (st *Store) SessionPlanPair(ctx context.Context, id string, from, to int64) (a, b *SessionPlan, err error) {
+	err = st.db.Read(ctx, func(tx *db.Tx) error {
+		if b, err = sessionPlanAt(tx, id, to); err != nil {
+			return err
+		}
+		if from == 0 {
+			a = &SessionPlan{SessionID: id}
+			return nil
+		}
+		a, err = sessionPlanAt(tx, id, from)
+		return err
+	})
+	return a, b, err
+}
+
+// ReviewHistory returns the current review of session id and every review
+// that ended, newest first. Errors: not_found.
+func (st *Store) ReviewHistory(ctx context.Context, id string) (*api.ReviewHistory, error) {
+	var out *api.ReviewHistory
+	err := st.db.Read(ctx, func(tx *db.Tx) error {
+		s, err := load(tx, id)
+		if err != nil {
+			return err
+		}
+		out = &api.ReviewHistory{SessionID: id, Current: s.Review, Reviews: []ReviewRecord{}}
+		rows, err := tx.Query(`SELECT plan_revision, state, rationale, requested_at, ended_at, ended_by, feedback, comments
+			FROM session_reviews WHERE session_id = ? ORDER BY id DESC`, id)
+		if err != nil {
+			return fmt.Errorf("reviews of session %q: %w", id, err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				r        ReviewRecord
+				comments string
+			)
+			if err := rows.Scan(&r.PlanRevision, &r.State, &r.Rationale, &r.RequestedAt, &r.EndedAt, &r.EndedBy,
+				&r.Feedback, &comments); err != nil {
+				return fmt.Errorf("reviews of session %q: %w", id, err)
+			}
+			if err := json.Unmarshal([]byte(comments), &r.Comments); err != nil {
+				return fmt.Errorf("reviews of session %q: %w", id, err)
+			}
+			out.Reviews = append(out.Reviews, r)
+		}
+		return rows.Err()
+	})
+	return out, err
 }
 
 // PutSessionPlan creates or replaces the plan of session id and reports
@@ -110,6 +247,7 @@ func (st *Store) PutSessionPlan(ctx context.Context, id string, in api.SessionPl
 			author = *in.Author
 		}
 		if cur != nil && cur.Content == in.Content && cur.Author == author {
+			cur.Review = &s.Review
 			out = cur
 			return nil
 		}
@@ -122,7 +260,7 @@ func (st *Store) PutSessionPlan(ctx context.Context, id string, in api.SessionPl
 		if created {
 			_, err = tx.Exec(`INSERT INTO session_plans (`+sessionPlanColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
 				id, in.Content, author, rev, now, now)
-		} else {
+		} else if err = st.keepRevision(tx, cur); err == nil {
 			_, err = tx.Exec(`UPDATE session_plans SET content = ?, author = ?, revision = ?, updated_at = ?
 				WHERE session_id = ?`, in.Content, author, rev, now, id)
 		}
@@ -133,6 +271,7 @@ func (st *Store) PutSessionPlan(ctx context.Context, id string, in api.SessionPl
 			return err
 		}
 		data := sessionPlanUpdate{SessionPlan: *out, Created: created}
+		defer func() { out.Review = &s.Review }()
 		if s.Review.State == ReviewPending {
 			srev, err := resource(id, s.Revision).Next(tx)
 			if err != nil {
@@ -143,7 +282,11 @@ func (st *Store) PutSessionPlan(ctx context.Context, id string, in api.SessionPl
 			if err := saveReview(tx, s.pk, review, srev, now, ""); err != nil {
 				return err
 			}
+			if err := recordReview(tx, id, ended(s.Review, api.ReviewWithdrawn, now, events.ActorFrom(tx.Context()))); err != nil {
+				return err
+			}
 			data.ReviewWithdrawn = closed
+			s.Review = review
 		}
 		_, err = events.Append(tx, events.New{Type: events.SessionPlanUpdated, Session: s.link().Ref(), Revision: out.Revision, Data: data})
 		return err
@@ -152,6 +295,21 @@ func (st *Store) PutSessionPlan(ctx context.Context, id string, in api.SessionPl
 		return nil, false, err
 	}
 	return out, created, nil
+}
+
+// keepRevision copies the replaced revision of a session plan into its
+// history and prunes the history to the configured length.
+func (st *Store) keepRevision(tx *db.Tx, cur *SessionPlan) error {
+	if _, err := tx.Exec(`INSERT INTO session_plan_revisions (session_id, revision, content, author, updated_at)
+		VALUES (?, ?, ?, ?, ?)`, cur.SessionID, cur.Revision, cur.Content, cur.Author, cur.UpdatedAt); err != nil {
+		return fmt.Errorf("keep revision %d of the plan of session %q: %w", cur.Revision, cur.SessionID, err)
+	}
+	// The new revision is cur.Revision+1; History counts it too.
+	if _, err := tx.Exec(`DELETE FROM session_plan_revisions WHERE session_id = ? AND revision <= ?`,
+		cur.SessionID, cur.Revision+1-int64(st.cfg.History)); err != nil {
+		return fmt.Errorf("prune the plan history of session %q: %w", cur.SessionID, err)
+	}
+	return nil
 }
 
 // RequestReview is the agent's exit_plan_mode: it marks the current plan
@@ -173,19 +331,22 @@ func (st *Store) RequestReview(ctx context.Context, id string, in api.ReviewRequ
 // propagated to its descendants. Errors: not_found, precondition_required
 // (no If-Match), invalid_argument (If-Match * or a list), version_conflict
 // (412: the plan changed since), review_not_pending.
-func (st *Store) Approve(ctx context.Context, id string, pre revision.Precondition) (*api.Approval, error) {
+func (st *Store) Approve(ctx context.Context, id string, in api.ReviewApproval, pre revision.Precondition) (*api.Approval, error) {
+	if err := validation.Struct(in); err != nil {
+		return nil, err
+	}
 	var out *api.Approval
 	err := st.db.Write(ctx, func(tx *db.Tx) error {
-		r, err := get(tx, id)
+		r, p, err := loadReviewed(tx, id)
 		if err != nil {
 			return err
 		}
-		p, err := loadSessionPlan(tx, id)
+		actor := events.ActorFrom(tx.Context())
+		review, err := approve(&r.Session, p, decision{feedback: in.Feedback, comments: in.Comments}, pre, tx.NowText(), actor)
 		if err != nil {
 			return err
 		}
-		review, err := approve(&r.Session, p, pre, tx.NowText(), events.ActorFrom(tx.Context()))
-		if err != nil {
+		if err := recordReview(tx, id, ended(review, ReviewApproved, tx.NowText(), actor)); err != nil {
 			return err
 		}
 		var sess *Session
@@ -222,9 +383,27 @@ func (st *Store) Reject(ctx context.Context, id string, in api.ReviewRejection, 
 		return nil, err
 	}
 	return st.reviewStep(ctx, id, events.SessionReviewRejected, func(tx *db.Tx, s *Session, p *SessionPlan) (Review, bool, error) {
-		r, err := decide(s, p, ReviewRejected, in.Feedback, pre, tx.NowText(), events.ActorFrom(tx.Context()))
-		return r, true, err
+		actor := events.ActorFrom(tx.Context())
+		r, err := decide(s, p, decision{state: ReviewRejected, feedback: in.Feedback, comments: in.Comments}, pre, tx.NowText(), actor)
+		if err != nil {
+			return Review{}, false, err
+		}
+		return r, true, recordReview(tx, id, ended(r, ReviewRejected, tx.NowText(), actor))
 	})
+}
+
+// loadReviewed loads what a review transition decides on: the session,
+// with its effective mode, and its plan (nil when it has none).
+func loadReviewed(tx *db.Tx, id string) (*record, *SessionPlan, error) {
+	r, err := get(tx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := loadSessionPlan(tx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, p, nil
 }
 
 // reviewStep runs a review transition that changes only the review: load
@@ -235,11 +414,7 @@ func (st *Store) reviewStep(ctx context.Context, id, typ string,
 	step func(tx *db.Tx, s *Session, p *SessionPlan) (Review, bool, error)) (*Session, error) {
 	var out *Session
 	err := st.db.Write(ctx, func(tx *db.Tx) error {
-		r, err := get(tx, id)
-		if err != nil {
-			return err
-		}
-		p, err := loadSessionPlan(tx, id)
+		r, p, err := loadReviewed(tx, id)
 		if err != nil {
 			return err
 		}

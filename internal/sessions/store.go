@@ -27,15 +27,31 @@ const MaxMetadataBytes = 64 << 10
 // Store persists sessions and everything they own. Every change runs in
 // one write transaction that also appends its events.
 type Store struct {
-	db *db.DB
+	db  *db.DB
+	cfg Config
 }
 
+// Config tunes a Store.
+type Config struct {
+	// History is how many revisions of a session plan stay readable, the
+	// current one included (--plan-history); DefaultHistory when 0.
+	History int
+}
+
+// DefaultHistory is the session plan revisions kept by default.
+const DefaultHistory = 100
+
 // NewStore returns a Store on d.
-func NewStore(d *db.DB) *Store { return &Store{db: d} }
+func NewStore(d *db.DB, cfg Config) *Store {
+	if cfg.History <= 0 {
+		cfg.History = DefaultHistory
+	}
+	return &Store{db: d, cfg: cfg}
+}
 
 const sessionColumns = `pk, ancestry, id, title, agent, parent_id, mode, harness, metadata,
 	review_state, review_plan_revision, review_rationale, review_feedback,
-	review_requested_at, review_decided_at, review_decided_by,
+	review_requested_at, review_decided_at, review_decided_by, review_comments,
 	revision, created_at, updated_at`
 
 // record is a session as stored, with its identity, before its effective
@@ -58,10 +74,11 @@ func scanRecord(row scanner) (*record, error) {
 		parent   sql.NullString
 		harness  int
 		metadata string
+		comments string
 	)
 	err := row.Scan(&r.pk, &r.ancestry, &r.ID, &r.Title, &r.Agent, &parent, &r.Mode, &harness, &metadata,
 		&r.Review.State, &r.Review.PlanRevision, &r.Review.Rationale, &r.Review.Feedback,
-		&r.Review.RequestedAt, &r.Review.DecidedAt, &r.Review.DecidedBy,
+		&r.Review.RequestedAt, &r.Review.DecidedAt, &r.Review.DecidedBy, &comments,
 		&r.Revision, &r.CreatedAt, &r.UpdatedAt)
 	if err != nil {
 		return nil, err
@@ -75,6 +92,12 @@ func scanRecord(row scanner) (*record, error) {
 	}
 	if r.Metadata == nil {
 		r.Metadata = map[string]any{}
+	}
+	if err := json.Unmarshal([]byte(comments), &r.Review.Comments); err != nil {
+		return nil, fmt.Errorf("decode review comments of session %q: %w", r.ID, err)
+	}
+	if r.Review.Comments == nil {
+		r.Review.Comments = []ReviewComment{}
 	}
 	return &r, nil
 }
@@ -178,8 +201,19 @@ func get(q db.Querier, id string) (*record, error) {
 
 // Get returns the session id. Errors: not_found.
 func (st *Store) Get(ctx context.Context, id string) (*Session, error) {
+	// A root session's chain is itself: one statement answers, with no
+	// transaction around it. A sub-session's row and chain are read in one
+	// snapshot, so its revision and its effective mode always agree.
+	r, err := load(st.db.Reader(ctx), id)
+	if err != nil {
+		return nil, err
+	}
+	if r.ancestry == "/" {
+		r.EffectiveMode, r.ModeSource = Chain{r.link()}.Effective()
+		return &r.Session, nil
+	}
 	var s *Session
-	err := st.db.Read(ctx, func(tx *db.Tx) error {
+	err = st.db.Read(ctx, func(tx *db.Tx) error {
 		r, err := get(tx, id)
 		if err == nil {
 			s = &r.Session
@@ -315,11 +349,14 @@ type ListQuery struct {
 	// Subtree, when set, limits the list to the session with that path
 	// and its descendants: an agent token's view. It is set by access
 	// control, not by the client.
-	Subtree   string `json:"-"`
-	ParentID  string `json:"parent_id" validate:"omitempty,session_id"`
-	Mode      string `json:"mode" validate:"omitempty,oneof=build plan"`
-	Limit     int    `json:"limit" validate:"gte=0,lte=1000"`
-	PageToken string `json:"page_token"`
+	Subtree  string `json:"-"`
+	ParentID string `json:"parent_id" validate:"omitempty,session_id"`
+	Mode     string `json:"mode" validate:"omitempty,oneof=build plan"`
+	// ReviewState keeps the sessions whose review is in that state:
+	// pending ones are a reviewer's inbox.
+	ReviewState string `json:"review_state" validate:"omitempty,oneof=none pending approved rejected"`
+	Limit       int    `json:"limit" validate:"gte=0,lte=1000"`
+	PageToken   string `json:"page_token"`
 }
 
 // DefaultPageSize is the page size when a list request names none.
@@ -335,7 +372,7 @@ func (st *Store) List(ctx context.Context, q ListQuery) ([]*Session, string, err
 	if limit == 0 {
 		limit = DefaultPageSize
 	}
-	fp := pagetoken.Fingerprint(q.ParentID, q.Mode, q.Subtree)
+	fp := pagetoken.Fingerprint(q.ParentID, q.Mode, q.Subtree, q.ReviewState)
 	afterStr, err := pagetoken.Decode("sessions", fp, q.PageToken)
 	if err != nil {
 		return nil, "", err
@@ -346,26 +383,19 @@ func (st *Store) List(ctx context.Context, q ListQuery) ([]*Session, string, err
 			return nil, "", apierr.Invalid("page_token", "not a page token of this list")
 		}
 	}
-	where := []string{"pk > ?"}
-	args := []any{after}
-	if q.ParentID != "" {
-		where = append(where, "parent_id = ?")
-		args = append(args, q.ParentID)
-	}
-	if q.Mode != "" {
-		where = append(where, "mode = ?")
-		args = append(args, q.Mode)
-	}
+	var where db.Where
+	where.Add("pk > ?", after)
+	where.Equal("parent_id", q.ParentID)
+	where.Equal("mode", q.Mode)
+	where.Equal("review_state", q.ReviewState)
 	if q.Subtree != "" {
 		lo, hi := events.SubtreeRange(q.Subtree)
-		where = append(where, "(ancestry || pk || '/') >= ? AND (ancestry || pk || '/') < ?")
-		args = append(args, lo, hi)
+		where.Add("(ancestry || pk || '/') >= ? AND (ancestry || pk || '/') < ?", lo, hi)
 	}
-	args = append(args, limit+1)
 	var page []*record
 	err = st.db.Read(ctx, func(tx *db.Tx) error {
-		rows, err := tx.Query(`SELECT `+sessionColumns+` FROM sessions WHERE `+
-			strings.Join(where, " AND ")+` ORDER BY pk LIMIT ?`, args...)
+		rows, err := tx.Query(`SELECT `+sessionColumns+` FROM sessions WHERE `+where.SQL()+` ORDER BY pk LIMIT ?`,
+			where.Args(limit+1)...)
 		if err != nil {
 			return fmt.Errorf("list sessions: %w", err)
 		}
@@ -548,6 +578,11 @@ func (st *Store) SetMode(ctx context.Context, id string, mode Mode, pre revision
 			// Leaving plan mode directly cancels a pending review: there
 			// is nothing left for a human to let the session do.
 			review, cancelled = closeReview(r.Review, r.Revision+1, "the session's mode was set to build directly")
+			if cancelled != nil {
+				if err := recordReview(tx, id, ended(r.Review, api.ReviewCancelled, tx.NowText(), events.ActorFrom(tx.Context()))); err != nil {
+					return err
+				}
+			}
 		}
 		s, err := setMode(tx, r, mode, review, cancelled)
 		if err == nil {
@@ -615,15 +650,41 @@ func setMode(tx *db.Tx, r *record, mode Mode, review Review, cancelled *closedRe
 // saveReview stores the review of session pk as revision rev, with extra
 // assignments (", mode = ?") and their arguments, in one update.
 func saveReview(tx *db.Tx, pk int64, r Review, rev int64, now string, extra string, extraArgs ...any) error {
-	args := []any{r.State, r.PlanRevision, r.Rationale, r.Feedback, r.RequestedAt, r.DecidedAt, r.DecidedBy, rev, now}
+	comments, err := json.Marshal(nonNil(r.Comments))
+	if err != nil {
+		return fmt.Errorf("encode review comments of session %d: %w", pk, err)
+	}
+	args := []any{r.State, r.PlanRevision, r.Rationale, r.Feedback, r.RequestedAt, r.DecidedAt, r.DecidedBy, string(comments), rev, now}
 	args = append(append(args, extraArgs...), pk)
-	_, err := tx.Exec(`UPDATE sessions SET review_state = ?, review_plan_revision = ?, review_rationale = ?, review_feedback = ?,
-		review_requested_at = ?, review_decided_at = ?, review_decided_by = ?, revision = ?, updated_at = ?`+extra+`
+	_, err = tx.Exec(`UPDATE sessions SET review_state = ?, review_plan_revision = ?, review_rationale = ?, review_feedback = ?,
+		review_requested_at = ?, review_decided_at = ?, review_decided_by = ?, review_comments = ?, revision = ?, updated_at = ?`+extra+`
 		WHERE pk = ?`, args...)
 	if err != nil {
 		return fmt.Errorf("save review of session %d: %w", pk, err)
 	}
 	return nil
+}
+
+// recordReview keeps a review that ended in the session's review history.
+func recordReview(tx *db.Tx, sessionID string, rec ReviewRecord) error {
+	comments, err := json.Marshal(nonNil(rec.Comments))
+	if err != nil {
+		return fmt.Errorf("encode review comments of session %q: %w", sessionID, err)
+	}
+	if _, err := tx.Exec(`INSERT INTO session_reviews
+		(session_id, plan_revision, state, rationale, requested_at, ended_at, ended_by, feedback, comments)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, sessionID, rec.PlanRevision, rec.State, rec.Rationale, rec.RequestedAt,
+		rec.EndedAt, rec.EndedBy, rec.Feedback, string(comments)); err != nil {
+		return fmt.Errorf("record the review of session %q: %w", sessionID, err)
+	}
+	return nil
+}
+
+func nonNil(c []ReviewComment) []ReviewComment {
+	if c == nil {
+		return []ReviewComment{}
+	}
+	return c
 }
 
 // Delete removes a session and all its descendants with everything they

@@ -44,5 +44,16 @@ CREATE TABLE events (
 CREATE INDEX events_time ON events (time);
 
 -- +goose Down
+-- A rollback refuses, saying why, rather than lose data or a guarantee
+-- (raise() works only in a trigger, hence the temporary one).
+CREATE TEMP TABLE down_guard (x INTEGER);
+-- +goose StatementBegin
+CREATE TEMP TRIGGER down_guard BEFORE INSERT ON down_guard
+BEGIN
+    SELECT raise(ABORT, 'refusing to roll back 00001_sessions_events: sessions or events hold rows, which it would delete (and event seqs would start again at 1 under the cursors clients hold); back up and delete them first if that is what you want');
+END;
+-- +goose StatementEnd
+INSERT INTO down_guard SELECT 1 WHERE EXISTS (SELECT 1 FROM sessions) OR EXISTS (SELECT 1 FROM events);
+DROP TABLE down_guard;
 DROP TABLE events;
 DROP TABLE sessions;

@@ -38,5 +38,16 @@ CREATE TABLE plan_revisions (
 );
 
 -- +goose Down
+-- A rollback refuses, saying why, rather than lose data or a guarantee
+-- (raise() works only in a trigger, hence the temporary one).
+CREATE TEMP TABLE down_guard (x INTEGER);
+-- +goose StatementBegin
+CREATE TEMP TRIGGER down_guard BEFORE INSERT ON down_guard
+BEGIN
+    SELECT raise(ABORT, 'refusing to roll back 00002_plans: plans hold rows, which it would delete with their history; back up and delete them first if that is what you want');
+END;
+-- +goose StatementEnd
+INSERT INTO down_guard SELECT 1 WHERE EXISTS (SELECT 1 FROM plans);
+DROP TABLE down_guard;
 DROP TABLE plan_revisions;
 DROP TABLE plans;

@@ -21,5 +21,16 @@ CREATE TABLE session_todos (
 );
 
 -- +goose Down
+-- A rollback refuses, saying why, rather than lose data or a guarantee
+-- (raise() works only in a trigger, hence the temporary one).
+CREATE TEMP TABLE down_guard (x INTEGER);
+-- +goose StatementBegin
+CREATE TEMP TRIGGER down_guard BEFORE INSERT ON down_guard
+BEGIN
+    SELECT raise(ABORT, 'refusing to roll back 00003_session_plans: session plans or todo lists hold rows, which it would delete; back up and delete them first if that is what you want');
+END;
+-- +goose StatementEnd
+INSERT INTO down_guard SELECT 1 WHERE EXISTS (SELECT 1 FROM session_plans) OR EXISTS (SELECT 1 FROM session_todos);
+DROP TABLE down_guard;
 DROP TABLE session_todos;
 DROP TABLE session_plans;

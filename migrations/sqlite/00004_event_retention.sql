@@ -12,4 +12,15 @@ CREATE TABLE event_retention (
 INSERT INTO event_retention (id, pruned_through) VALUES (1, 0);
 
 -- +goose Down
+-- A rollback refuses, saying why, rather than lose data or a guarantee
+-- (raise() works only in a trigger, hence the temporary one).
+CREATE TEMP TABLE down_guard (x INTEGER);
+-- +goose StatementBegin
+CREATE TEMP TRIGGER down_guard BEFORE INSERT ON down_guard
+BEGIN
+    SELECT raise(ABORT, 'refusing to roll back 00004_event_retention: events have been pruned, and without the record of how far, a cursor from before the pruning would silently skip events instead of getting 410 cursor_expired');
+END;
+-- +goose StatementEnd
+INSERT INTO down_guard SELECT 1 WHERE (SELECT pruned_through FROM event_retention WHERE id = 1) > 0;
+DROP TABLE down_guard;
 DROP TABLE event_retention;

@@ -23,4 +23,15 @@ CREATE INDEX step_reports_plan ON step_reports (plan);
 CREATE INDEX step_reports_step ON step_reports (plan, step_id);
 
 -- +goose Down
+-- A rollback refuses, saying why, rather than lose data or a guarantee
+-- (raise() works only in a trigger, hence the temporary one).
+CREATE TEMP TABLE down_guard (x INTEGER);
+-- +goose StatementBegin
+CREATE TEMP TRIGGER down_guard BEFORE INSERT ON down_guard
+BEGIN
+    SELECT raise(ABORT, 'refusing to roll back 00005_step_reports: step reports hold rows, which it would delete; back up and delete them first if that is what you want');
+END;
+-- +goose StatementEnd
+INSERT INTO down_guard SELECT 1 WHERE EXISTS (SELECT 1 FROM step_reports);
+DROP TABLE down_guard;
 DROP TABLE step_reports;

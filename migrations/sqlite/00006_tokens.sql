@@ -27,5 +27,16 @@ END;
 -- +goose StatementEnd
 
 -- +goose Down
+-- A rollback refuses, saying why, rather than lose data or a guarantee
+-- (raise() works only in a trigger, hence the temporary one).
+CREATE TEMP TABLE down_guard (x INTEGER);
+-- +goose StatementBegin
+CREATE TEMP TRIGGER down_guard BEFORE INSERT ON down_guard
+BEGIN
+    SELECT raise(ABORT, 'refusing to roll back 00006_tokens: tokens exist, and dropping them would also forget which were revoked; revoke and delete them first if that is what you want');
+END;
+-- +goose StatementEnd
+INSERT INTO down_guard SELECT 1 WHERE EXISTS (SELECT 1 FROM tokens);
+DROP TABLE down_guard;
 DROP TRIGGER tokens_revoke_with_session;
 DROP TABLE tokens;

@@ -1,0 +1,26 @@
+//go:build unix
+
+package main
+
+import "syscall"
+
+// raiseFDLimit raises the soft RLIMIT_NOFILE to the hard limit: every
+// connection and event stream is a descriptor, and the soft default (often
+// 1024) is far below what the hard limit allows. The Go runtime does the
+// same at start (since Go 1.19); doing it here too keeps it explicit and
+// reports what serve ends up with, which the connection caps derive from.
+func raiseFDLimit() fdLimit {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return fdLimit{soft: 1024, hard: 1024, err: err}
+	}
+	if rl.Cur < rl.Max {
+		raised := rl
+		raised.Cur = rl.Max
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &raised); err != nil {
+			return fdLimit{soft: uint64(rl.Cur), hard: uint64(rl.Max), err: err}
+		}
+		rl = raised
+	}
+	return fdLimit{soft: uint64(rl.Cur), hard: uint64(rl.Max)}
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+)
+
+// healthcheckTimeout bounds the whole check: a server that cannot answer
+// /healthz in this long is not healthy.
+const healthcheckTimeout = 3 * time.Second
+
+// healthcheck asks the server at --addr for GET /healthz and exits 0 when
+// it answers 200, 1 otherwise: a container HEALTHCHECK for an image that
+// has no shell or curl (distroless).
+func healthcheck(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	var cfg config
+	if err := parseFlags(flagSet("healthcheck", &cfg), args, getenv, stdout, stderr); err != nil {
+		return err
+	}
+	url := "http://" + dialAddr(cfg.Addr) + "/healthz"
+	ctx, cancel := context.WithTimeout(ctx, healthcheckTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("--addr %q: %w", cfg.Addr, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return exitError{1, fmt.Errorf("unhealthy: %w", err)}
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	if resp.StatusCode != http.StatusOK {
+		return exitError{1, fmt.Errorf("unhealthy: GET %s answered %s: %s", url, resp.Status, body)}
+	}
+	fmt.Fprintf(stdout, "healthy: %s\n", bytes.TrimSpace(body))
+	return nil
+}
+
+// dialAddr is where to reach a server listening on addr: an unspecified
+// host (0.0.0.0, [::] or none) listens on loopback too.
+func dialAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		if ip != nil && ip.To4() == nil {
+			host = "::1"
+		} else {
+			host = "127.0.0.1"
+		}
+	}
+	return net.JoinHostPort(host, port)
+}

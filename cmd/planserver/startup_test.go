@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// serveOnce runs `planserver serve` on db and returns its exit status and
+// what it printed, for servers that must refuse to start.
+func serveOnce(t *testing.T, db string, extra ...string) (int, string) {
+	t.Helper()
+	args := append([]string{"serve", "--addr", freeAddr(t), "--db", db}, extra...)
+	cmd := exec.Command(binary, args...)
+	out, err := runWithin(cmd, 20*time.Second)
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return exit.ExitCode(), out
+	}
+	if err != nil {
+		t.Fatalf("serve: %v\n%s", err, out)
+	}
+	return 0, out
+}
+
+func runWithin(cmd *exec.Cmd, d time.Duration) (string, error) {
+	done := make(chan struct{})
+	timer := time.AfterFunc(d, func() { _ = cmd.Process.Kill() })
+	defer timer.Stop()
+	out, err := cmd.CombinedOutput()
+	close(done)
+	return string(out), err
+}
+
+// TestServeRefusesADamagedDatabase garbles the pages of a database behind
+// its intact header: serve refuses it at start with exit 3 and says what
+// to do, instead of serving 500s while /readyz says ready.
+func TestServeRefusesADamagedDatabase(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "p.db")
+	if err := run(context.Background(), []string{"migrate", "up", "--db", db}, noEnv, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 4096 + 100; i < len(raw); i += 7 {
+		raw[i] ^= 0x5a
+	}
+	if err := os.WriteFile(db, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out := serveOnce(t, db)
+	if code != exitDatabaseUnusable || !strings.Contains(out, "refusing to serve a damaged database") {
+		t.Fatalf("serve on a damaged database: exit %d\n%s", code, out)
+	}
+}
+
+// TestServeRefusesAnUnwritableDatabase serves a database file the server
+// may not write (0444, another owner): it refuses at start with exit 3,
+// naming the cause, instead of answering every write 500.
+func TestServeRefusesAnUnwritableDatabase(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "p.db")
+	if err := run(context.Background(), []string{"migrate", "up", "--db", db}, noEnv, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(db, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	// migrate left its lock file, root's own; the server makes a new one.
+	if err := os.Remove(db + ".lock"); err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	args := []string{"serve", "--addr", freeAddr(t), "--db", db}
+	cmd := exec.Command(binary, args...)
+	if os.Getuid() == 0 {
+		// Root writes any file: serve as nobody, who may create the -wal,
+		// -shm and lock files beside it but not write the database, from
+		// a copy of the binary nobody may run.
+		for _, d := range []string{filepath.Dir(dir), dir} {
+			if err := os.Chmod(d, 0o777); err != nil {
+				t.Fatal(err)
+			}
+		}
+		bin, err := os.ReadFile(binary)
+		if err != nil {
+			t.Fatal(err)
+		}
+		self := filepath.Join(dir, "planserver")
+		if err := os.WriteFile(self, bin, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd = exec.Command(self, args...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	}
+	out, err := runWithin(cmd, 20*time.Second)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != exitDatabaseUnusable ||
+		!(strings.Contains(out, "read-only") || strings.Contains(out, "may not read and write")) {
+		t.Fatalf("serve on an unwritable database: %v\n%s", err, out)
+	}
+}
+
+// TestAuthNoneChecksTheBoundAddress: --auth none is refused on a listener
+// that is not bound to loopback, whatever --addr's name said.
+func TestAuthNoneChecksTheBoundAddress(t *testing.T) {
+	cfg := config{Auth: "none", Addr: "localhost:0"}
+	loop, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer loop.Close()
+	if err := cfg.checkBound(loop.Addr()); err != nil {
+		t.Errorf("loopback listener refused: %v", err)
+	}
+	all, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer all.Close()
+	if err := cfg.checkBound(all.Addr()); err == nil || !strings.Contains(err.Error(), "not a loopback address") {
+		t.Errorf("a listener on every interface: %v", err)
+	}
+	cfg.Auth = "token"
+	if err := cfg.checkBound(all.Addr()); err != nil {
+		t.Errorf("--auth token on every interface: %v", err)
+	}
+}

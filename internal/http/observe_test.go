@@ -1,0 +1,113 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/planserver/planserver/internal/db"
+)
+
+// newLogged returns a server on a fresh database whose log lines (JSON)
+// land in the returned buffer.
+func newLogged(t *testing.T, cfg Config) (*Server, *bytes.Buffer) {
+	t.Helper()
+	d, err := db.Open(context.Background(), filepath.Join(t.TempDir(), "p.db"), db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	if _, _, err := d.MigrateUp(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	cfg.DB, cfg.Logger = d, slog.New(slog.NewJSONHandler(&logs, nil))
+	return New(cfg), &logs
+}
+
+// logLines decodes every log line, failing on a key that appears twice
+// in one line (a JSON object keeps only one of them).
+func logLines(t *testing.T, logs *bytes.Buffer) []map[string]any {
+	t.Helper()
+	key := regexp.MustCompile(`"([a-z_]+)":`)
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		seen := map[string]bool{}
+		for _, m := range key.FindAllStringSubmatch(line, -1) {
+			if seen[m[1]] {
+				t.Errorf("key %q twice in one log line: %s", m[1], line)
+			}
+			seen[m[1]] = true
+		}
+		var v map[string]any
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// TestRequestLogLines: one line per request with the route pattern, even
+// for a request guard answers 401 before the router routes it, and the
+// duration in milliseconds; an internal error's line names its request
+// once.
+func TestRequestLogLines(t *testing.T) {
+	s, logs := newLogged(t, Config{Auth: AuthToken})
+	s.router.Get("/fail", func(w http.ResponseWriter, r *http.Request) { writeProblem(w, r, errors.New("disk on fire")) })
+	for path, want := range map[string]int{"/v1/sessions/s1/plan": 401, "/fail": 500, "/v1/nowhere": 401, "/healthz": 200} {
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		if rec.Code != want {
+			t.Fatalf("GET %s: %d, want %d", path, rec.Code, want)
+		}
+	}
+	routes := map[string]string{}
+	for _, l := range logLines(t, logs) {
+		switch l["msg"] {
+		case "request":
+			routes[l["path"].(string)] = l["route"].(string)
+			if _, ok := l["duration_ms"].(float64); !ok || l["duration"] != nil {
+				t.Errorf("duration not in milliseconds: %v", l)
+			}
+		case "internal error":
+			if l["request_id"] == nil || !strings.Contains(l["error"].(string), "disk on fire") {
+				t.Errorf("internal error line: %v", l)
+			}
+		}
+	}
+	for path, want := range map[string]string{"/v1/sessions/s1/plan": "/v1/sessions/{id}/plan", "/fail": "/fail",
+		"/v1/nowhere": "unmatched", "/healthz": "/healthz"} {
+		if routes[path] != want {
+			t.Errorf("GET %s logged route %q, want %q", path, routes[path], want)
+		}
+	}
+}
+
+// TestProcessMetrics: /metrics names the build and shows the database's
+// WAL and connections.
+func TestProcessMetrics(t *testing.T) {
+	s, _ := newLogged(t, Config{Version: "v1.2.3"})
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest("GET", "http://127.0.0.1/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`planserver_build_info\{goversion="go[^"]+",version="v1\.2\.3"\} 1`),
+		regexp.MustCompile(`planserver_db_wal_bytes [0-9.e+]+`),
+		regexp.MustCompile(`planserver_db_connections_open\{pool="writer"\} 1`),
+		regexp.MustCompile(`planserver_db_connections_open\{pool="reader"\} [0-9]`),
+		regexp.MustCompile(`planserver_db_connections_in_use\{pool="writer"\} 0`),
+	} {
+		if !want.MatchString(body) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
