@@ -257,19 +257,25 @@ func TestReplicasNeverShareAClaim(t *testing.T) {
 // while clients write through all of them. Clients carry on through the
 // others, and afterwards every acknowledged write is there, revisions never
 // went backwards, and the event log is gap-free and agrees with the plans'
-// revisions.
+// revisions. Under make stress it kills a replica (and starts it again)
+// about once a second for PLANSERVER_STRESS.
 func TestReplicaSIGKILLLosesNothing(t *testing.T) {
-	_, reps := startReplicas(t, 3, "--plan-history", "1000000")
+	dsn, reps := startReplicas(t, 3, "--plan-history", "1000000")
 	plans := []string{"kill-a", "kill-b", "kill-c", "kill-d"}
 	var (
-		mu         sync.Mutex
-		acked      []ackedWrite
-		afterKill  atomic.Int64
-		killed     atomic.Bool
-		stop       = make(chan struct{})
-		wg         sync.WaitGroup
-		deadReplic = reps[0]
+		mu        sync.Mutex // acked
+		repsMu    sync.RWMutex
+		acked     []ackedWrite
+		afterKill atomic.Int64
+		killed    atomic.Bool
+		stop      = make(chan struct{})
+		wg        sync.WaitGroup
 	)
+	replica := func(i int) *proc {
+		repsMu.RLock()
+		defer repsMu.RUnlock()
+		return reps[i%len(reps)]
+	}
 	for w := 0; w < 6; w++ {
 		wg.Add(1)
 		go func() {
@@ -280,10 +286,9 @@ func TestReplicaSIGKILLLosesNothing(t *testing.T) {
 					return
 				default:
 				}
-				p := reps[(w+i)%len(reps)]
 				plan := plans[(w+i)%len(plans)]
 				content := fmt.Sprintf("writer %d write %d", w, i)
-				rev, ok := conditionalWrite(p, plan, content)
+				rev, ok := conditionalWrite(replica(w+i), plan, content)
 				if !ok {
 					continue // a 412, or the dead replica: try the next one
 				}
@@ -296,17 +301,30 @@ func TestReplicaSIGKILLLosesNothing(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(time.Duration(300+rand.IntN(300)) * time.Millisecond)
-	kill(t, deadReplic)
-	killed.Store(true)
+	cycles := 1
+	if os.Getenv("PLANSERVER_STRESS") != "" {
+		cycles = crashCycles(t)
+	}
+	for c := 0; c < cycles; c++ {
+		time.Sleep(time.Duration(300+rand.IntN(300)) * time.Millisecond)
+		kill(t, replica(c))
+		killed.Store(true)
+		time.Sleep(time.Duration(300+rand.IntN(300)) * time.Millisecond)
+		if c < cycles-1 {
+			p := start(t, dsn, "--plan-history", "1000000")
+			repsMu.Lock()
+			reps[c%len(reps)] = p
+			repsMu.Unlock()
+		}
+	}
 	time.Sleep(time.Second)
 	close(stop)
 	wg.Wait()
 	if afterKill.Load() == 0 {
 		t.Fatal("no write was acknowledged after the kill: clients did not carry on")
 	}
-	checkLog(t, reps[1], plans, acked)
-	t.Logf("%d acknowledged writes (%d after the kill) all there", len(acked), afterKill.Load())
+	checkLog(t, replica((cycles-1)+1), plans, acked)
+	t.Logf("%d acknowledged writes (%d after the first kill) survived %d kills", len(acked), afterKill.Load(), cycles)
 }
 
 // checkLog checks through p that every acknowledged write is in its plan's
