@@ -334,8 +334,9 @@ type listener struct {
 
 // listenPing is how long the listener waits for a notification before it
 // checks that its connection is still alive: a connection that died
-// without a word (a network partition) would otherwise wait forever.
-const listenPing = 30 * time.Second
+// without a word (a network partition) would otherwise wait forever. A
+// variable only so that a test can make the listener idle often.
+var listenPing = 30 * time.Second
 
 // startListener connects and listens before it returns, so that no commit
 // after Open can go unnoticed.

@@ -489,3 +489,33 @@ func TestPostgresTimeIsTheServers(t *testing.T) {
 		t.Errorf("a write was stamped %s (%v)", stamped, err)
 	}
 }
+
+// TestPostgresListenerOutlivesIdleWaits: a listener that waited past its
+// ping interval many times (checking its connection each time) still
+// delivers the next commit's wake-up.
+func TestPostgresListenerOutlivesIdleWaits(t *testing.T) {
+	dbtest.RequirePostgres(t)
+	t.Cleanup(func() { listenPing = 30 * time.Second }) // after the handles close
+	listenPing = 20 * time.Millisecond
+	dsn := dbtest.Fresh(t)
+	a, b := openTestDSN(t, dsn), openTestDSN(t, dsn)
+	woken := make(chan struct{}, 16)
+	a.OnCommit(func() { woken <- struct{}{} })
+	time.Sleep(300 * time.Millisecond) // many idle waits and pings
+	select {
+	case <-woken:
+		t.Fatal("woken while idle: the listener lost its connection and reconnected")
+	default:
+	}
+	if err := b.Write(context.Background(), func(tx *Tx) error {
+		_, err := tx.Exec(`CREATE TABLE idle (x INTEGER)`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-woken:
+	case <-time.After(10 * time.Second):
+		t.Fatal("after idle waits, a commit on b never woke a")
+	}
+}
