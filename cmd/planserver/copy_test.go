@@ -165,6 +165,18 @@ func TestCopyBothWays(t *testing.T) {
 			t.Errorf("GET %s after copying back:\n%s\nbefore:\n%s", p, got, want)
 		}
 	}
+	// ETags and cursors from before the copy back still work.
+	back2 := env.As(f.admin)
+	etag := back2.Call("GET", "/v1/plans/release", nil).Header.Get("ETag")
+	if r := back2.Call("GET", "/v1/plans/release", nil, "If-None-Match", etag); r.Status != 304 {
+		t.Errorf("If-None-Match after copying back: %d", r.Status)
+	}
+	head := headSeq(t, back2)
+	s, err := openSSE(env.Server.URL, "", "Authorization", "Bearer "+f.admin, "Last-Event-ID", fmt.Sprint(head))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
 	// A session created after both copies still gets a new identity.
 	if r := env.As(f.admin).Call("DELETE", "/v1/sessions/gone", nil); r.Status != 204 {
 		t.Fatalf("delete after copying back: %d %s", r.Status, r.Body)
@@ -174,6 +186,11 @@ func TestCopyBothWays(t *testing.T) {
 	}
 	if p := eventsOf(t, env.As(f.admin), "?after=2&session_id=gone"); len(p) != 1 {
 		t.Errorf("the third session named gone sees %d events, want its own 1: %v", len(p), p)
+	}
+	for want := head + 1; want <= head+2; want++ {
+		if e, err := s.next(10 * time.Second); err != nil || e.Seq != want || e.SessionID != "gone" {
+			t.Errorf("stream resumed after copying back: %+v, %v; want seq %d", e, err, want)
+		}
 	}
 }
 
