@@ -6,7 +6,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -s -w -X main.version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: run build test test-ui lint bench stress fuzz fmt clean
+.PHONY: run build test test-postgres test-ui lint bench stress fuzz fmt clean
 
 ## run: build, then serve on 127.0.0.1:8080 with the embedded SQLite default (planserver.db)
 # exec replaces the recipe's shell with the server, so the signal that stops
@@ -23,6 +23,15 @@ build:
 test:
 	$(GO) test -race -count=1 ./...
 
+## test-postgres: the same suites on PostgreSQL (every test through apitest, the
+## store tests), the multi-replica tests, copy and migrate on PostgreSQL. Needs
+## PLANSERVER_TEST_POSTGRES; .ci/postgres starts a throwaway server:
+##   .ci/postgres make test-postgres
+test-postgres:
+	@test -n "$$PLANSERVER_TEST_POSTGRES" || { echo "PLANSERVER_TEST_POSTGRES is not set; run: .ci/postgres make test-postgres" >&2; exit 2; }
+	$(GO) test -race -count=1 ./internal/...
+	$(GO) test -race -count=1 -run 'Replica|Postgres|Copy' ./cmd/planserver
+
 ## test-ui: the browser tests in e2e/: Debian's Chromium, driven by
 ## playwright-core, against the real binary (README: Review console)
 CHROMIUM ?= /usr/bin/chromium
@@ -33,12 +42,16 @@ test-ui:
 	$(GO) build -o $(E2E_BIN) ./cmd/planserver
 	cd e2e && PLANSERVER_BIN=$(E2E_BIN) CHROMIUM=$(CHROMIUM) npm test
 
-## bench: the load benchmark, each scenario against its baseline (docs/benchmarks.md)
+## bench: the load benchmark, each scenario against its baseline (docs/benchmarks.md);
+## with PLANSERVER_BENCH_POSTGRES set, the PostgreSQL scenarios too:
+##   PLANSERVER_PG_DURABLE=1 .ci/postgres make bench
 BENCHFLAGS ?=
 bench: build
 	$(GO) run ./cmd/planbench -bin $(BIN) $(BENCHFLAGS)
 
-## stress: the linearizability and crash tests at length (STRESS=2m each)
+## stress: the linearizability and crash tests at length (STRESS=2m each); with
+## PLANSERVER_TEST_POSTGRES set, the three-replica ones too (at least 10,000
+## operations): .ci/postgres make stress
 STRESS ?= 2m
 stress:
 	PLANSERVER_STRESS=$(STRESS) $(GO) test -race -count=1 -timeout 60m \

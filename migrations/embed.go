@@ -11,8 +11,15 @@ import (
 //go:embed sqlite/*.sql
 var sqliteFS embed.FS
 
+//go:embed postgres/*.sql
+var postgresFS embed.FS
+
 // SQLite holds the migrations of the embedded SQLite engine.
 var SQLite = mustSub(sqliteFS, "sqlite")
+
+// Postgres holds the migrations of PostgreSQL. They begin at version 8
+// with a baseline of the whole schema: PostgreSQL support began there.
+var Postgres = mustSub(postgresFS, "postgres")
 
 func mustSub(f fs.FS, dir string) fs.FS {
 	sub, err := fs.Sub(f, dir)

@@ -23,28 +23,43 @@ var planBody = func() []byte {
 // If-Match the revision it last saw, so every write is conditional and none
 // loses a race: the scenario measures the write path, not conflicts.
 func benchConditionalPut(ctx context.Context, o options, c *http.Client, srv *server, profile string) (result, error) {
-	base := srv.base
-	revs := make([]int64, o.concurrency)
-	for w := range revs {
-		h, _, err := call(c, "PUT", fmt.Sprintf("%s/v1/plans/bench-%d", base, w), bytes.NewReader(planBody), jsonHeader, 201)
-		if err != nil {
-			return result{}, err
-		}
-		if revs[w], err = etagRevision(h.Get("ETag")); err != nil {
-			return result{}, err
-		}
+	revs, err := createPutPlans(c, []string{srv.base}, o.concurrency)
+	if err != nil {
+		return result{}, err
 	}
 	return srv.profileWhile(o.pprofDir, profile, o.duration, func() result {
-		return drive(ctx, o, func(ctx context.Context, w, i int) error {
-			h, _, err := call(c, "PUT", fmt.Sprintf("%s/v1/plans/bench-%d", base, w), bytes.NewReader(planBody),
-				map[string]string{"Content-Type": "application/json", "If-Match": strconv.Quote(strconv.FormatInt(revs[w], 10))}, 200)
-			if err != nil {
-				return err
-			}
-			revs[w], err = etagRevision(h.Get("ETag"))
-			return err
-		})
+		return conditionalPuts(ctx, o, c, []string{srv.base}, revs)
 	}), nil
+}
+
+// createPutPlans creates the plan of each of n workers, worker w's through
+// bases[w%len(bases)], and returns their revisions.
+func createPutPlans(c *http.Client, bases []string, n int) ([]int64, error) {
+	revs := make([]int64, n)
+	for w := range revs {
+		h, _, err := call(c, "PUT", fmt.Sprintf("%s/v1/plans/bench-%d", bases[w%len(bases)], w), bytes.NewReader(planBody), jsonHeader, 201)
+		if err != nil {
+			return nil, err
+		}
+		if revs[w], err = etagRevision(h.Get("ETag")); err != nil {
+			return nil, err
+		}
+	}
+	return revs, nil
+}
+
+// conditionalPuts drives the conditional writes of benchConditionalPut,
+// worker w through bases[w%len(bases)] (several replicas of one database).
+func conditionalPuts(ctx context.Context, o options, c *http.Client, bases []string, revs []int64) result {
+	return drive(ctx, o, func(ctx context.Context, w, i int) error {
+		h, _, err := call(c, "PUT", fmt.Sprintf("%s/v1/plans/bench-%d", bases[w%len(bases)], w), bytes.NewReader(planBody),
+			map[string]string{"Content-Type": "application/json", "If-Match": strconv.Quote(strconv.FormatInt(revs[w], 10))}, 200)
+		if err != nil {
+			return err
+		}
+		revs[w], err = etagRevision(h.Get("ETag"))
+		return err
+	})
 }
 
 func etagRevision(etag string) (int64, error) {

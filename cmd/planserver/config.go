@@ -65,12 +65,12 @@ func flagSet(name string, cfg *config) *flag.FlagSet {
 	case "version", "help":
 		return fs
 	}
-	fs.StringVar(&cfg.DB, "db", "planserver.db", "SQLite database `file`")
+	fs.StringVar(&cfg.DB, "db", "planserver.db", "SQLite database `file`, or a postgres:// URL (PostgreSQL: any number of replicas on one database)")
 	if name != "serve" {
 		return fs
 	}
 	fs.StringVar(&cfg.Addr, "addr", defaultAddr, "`host:port` to listen on")
-	fs.StringVar(&cfg.Durability, "durability", "normal", "SQLite synchronous `level`: normal or full (full fsyncs every commit)")
+	fs.StringVar(&cfg.Durability, "durability", "normal", "SQLite synchronous `level`: normal or full (full fsyncs every commit); on PostgreSQL the server's settings decide")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log `format`: text or json")
 	fs.BoolVar(&cfg.RequirePreconditions, "require-preconditions", false,
 		"answer 428 to updates and deletes that carry no If-Match or last_known_revision")
@@ -309,7 +309,7 @@ func (c *config) validateAccess() error {
 			return fmt.Errorf("refusing to serve %s without authentication: --auth none treats every caller as an admin, "+
 				"so it is allowed only on a loopback address (127.0.0.1, ::1, localhost). Create an admin token with\n"+
 				"  planserver token create --role admin --name NAME --db %s\n"+
-				"and serve with --auth token (PLANSERVER_AUTH=token), or listen on 127.0.0.1", c.Addr, c.DB)
+				"and serve with --auth token (PLANSERVER_AUTH=token), or listen on 127.0.0.1", c.Addr, db.Redact(c.DB))
 		}
 	default:
 		return fmt.Errorf("--auth %q: want none or token", c.Auth)

@@ -1,6 +1,6 @@
 // Command planserver serves sessions with a user-controlled build/plan mode,
 // their plans and reviews, shared named plans and a durable event feed over
-// HTTP, stored in SQLite. main only wires; run does the work so tests can
+// HTTP, stored in SQLite or PostgreSQL. main only wires; run does the work so tests can
 // drive the binary's behaviour in-process.
 package main
 
@@ -62,6 +62,7 @@ Usage:
   planserver token create --role R [--session ID] [--name N] [--ttl D]
   planserver token list | revoke NAME   manage bearer tokens (stored hashed)
   planserver backup FILE                write an online, consistent copy of the database
+  planserver copy --from DB --to DB     copy a whole database into a new one (SQLite, PostgreSQL)
   planserver healthcheck [--addr A]     exit 0 when a server at A answers /healthz
   planserver version                    print the version
 
@@ -89,6 +90,8 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 		return migrate(ctx, args[1:], getenv, stdout, stderr)
 	case "backup":
 		return backup(ctx, args[1:], getenv, stdout, stderr)
+	case "copy":
+		return copyDB(ctx, args[1:], stdout, stderr)
 	case "token":
 		return token(ctx, args[1:], getenv, stdout, stderr)
 	case "healthcheck":

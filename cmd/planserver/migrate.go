@@ -62,16 +62,16 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 			return err
 		}
 		if from == to {
-			fmt.Fprintf(stdout, "%s: schema already at version %d\n", cfg.DB, to)
+			fmt.Fprintf(stdout, "%s: schema already at version %d\n", d.Path, to)
 		} else {
-			fmt.Fprintf(stdout, "%s: migrated from version %d to %d\n", cfg.DB, from, to)
+			fmt.Fprintf(stdout, "%s: migrated from version %d to %d\n", d.Path, from, to)
 		}
 	case "down":
 		v, err := d.MigrateDown(ctx, nil)
 		if err != nil {
 			return downRefusal(err)
 		}
-		fmt.Fprintf(stdout, "%s: rolled back migration %d\n", cfg.DB, v)
+		fmt.Fprintf(stdout, "%s: rolled back migration %d\n", d.Path, v)
 	case "status":
 		st, err := d.MigrateStatus(ctx)
 		if err != nil {

@@ -114,7 +114,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	ln := api.Listener(tcp, maxConns)
 	srv.ConnContext = ln.ConnContext
 	log.Info("planserver listening", slog.String("addr", "http://"+ln.Addr().String()),
-		slog.String("db", cfg.DB), slog.String("version", version), slog.String("auth", cfg.Auth))
+		slog.String("db", db.Redact(cfg.DB)), slog.String("version", version), slog.String("auth", cfg.Auth))
 	log.Info("console", slog.String("url", consoleURL(ln.Addr())))
 
 	if cfg.PprofAddr != "" {
@@ -270,6 +270,9 @@ func openAndMigrate(ctx context.Context, cfg config, holder string) (*db.DB, err
 // mustExist refuses a database path that does not exist, for commands
 // that read one and must not leave an empty file behind.
 func mustExist(path string) error {
+	if db.IsPostgres(path) {
+		return nil // a server, not a file: opening it says what is wrong
+	}
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("database %s does not exist (planserver serve or migrate up creates it)", path)
 	} else if err != nil {

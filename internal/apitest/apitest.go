@@ -1,7 +1,9 @@
-// Package apitest runs the real planserver router on a real SQLite file in a
-// test's temp dir, behind a real loopback HTTP server, and checks every
-// request and response a test makes against api/openapi.yaml, so the
-// contract and the code cannot drift. It is imported only by tests.
+// Package apitest runs the real planserver router on a real database (a
+// SQLite file in a test's temp dir, or, when PLANSERVER_TEST_POSTGRES is
+// set, a PostgreSQL database of the test's own: internal/dbtest), behind a
+// real loopback HTTP server, and checks every request and response a test
+// makes against api/openapi.yaml, so the contract and the code cannot
+// drift. The same tests judge both engines. It is imported only by tests.
 package apitest
 
 import (
@@ -13,7 +15,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +27,7 @@ import (
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/db"
+	"github.com/planserver/planserver/internal/dbtest"
 	planhttp "github.com/planserver/planserver/internal/http"
 )
 
@@ -75,7 +77,8 @@ type Env struct {
 	API    *planhttp.Server
 	Server *httptest.Server
 	Client *http.Client
-	// DBPath is the SQLite file, for tests that reopen it.
+	// DBPath is the database (a SQLite file or a PostgreSQL URL), for
+	// tests that reopen it.
 	DBPath string
 	// header is sent with every request unless the request overrides it
 	// (see As).
@@ -106,14 +109,15 @@ func (e *Env) Token(role auth.Role, name, session string) string {
 	return secret
 }
 
-// New starts planserver on a fresh database in tb's temp dir. configure may
+// New starts planserver on a fresh database (dbtest.Fresh). configure may
 // adjust the HTTP configuration before the server is built.
 func New(tb testing.TB, configure ...func(*planhttp.Config)) *Env {
 	tb.Helper()
-	return Open(tb, filepath.Join(tb.TempDir(), "planserver.db"), configure...)
+	return Open(tb, dbtest.Fresh(tb), configure...)
 }
 
-// Open starts planserver on the database at path, migrating it first.
+// Open starts planserver on the database at path (a SQLite file or a
+// PostgreSQL URL), migrating it first.
 func Open(tb testing.TB, path string, configure ...func(*planhttp.Config)) *Env {
 	tb.Helper()
 	ctx := context.Background()

@@ -191,6 +191,10 @@ func (c *committer) run(batch []*writeReq) {
 		_ = sqlTx.Rollback()
 		return
 	}
+	if err := db.eng.beforeCommit(ctx, sqlTx); err != nil {
+		c.abort(sqlTx, batch, errs, fmt.Errorf("before commit: %w", Classify(err)))
+		return
+	}
 	if err := sqlTx.Commit(); err != nil {
 		err = db.health.failed(fmt.Errorf("commit: %w", Classify(err)))
 		for i := range errs {

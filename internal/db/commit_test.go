@@ -36,14 +36,22 @@ func count(t *testing.T, db *DB) int {
 // returns once it runs, so the writes queued meanwhile form one batch.
 func blockWriter(t *testing.T, db *DB) (release func(), done <-chan error) {
 	t.Helper()
+	return blockWriterOn(t, db, func(tx *Tx) error {
+		_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (-1, 'blocker')`)
+		return err
+	})
+}
+
+// blockWriterOn is blockWriter whose blocking write runs fn once released.
+func blockWriterOn(t *testing.T, db *DB, fn func(tx *Tx) error) (release func(), done <-chan error) {
+	t.Helper()
 	running, gate := make(chan struct{}), make(chan struct{})
 	out := make(chan error, 1)
 	go func() {
 		out <- db.Write(context.Background(), func(tx *Tx) error {
 			close(running)
 			<-gate
-			_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (-1, 'blocker')`)
-			return err
+			return fn(tx)
 		})
 	}()
 	<-running
@@ -225,5 +233,61 @@ func TestTransactionClock(t *testing.T) {
 		return nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestEventSeqsStayContiguousWhenAWriteRollsBack: a write that appended an
+// event and then failed inside a shared commit leaves no hole in the log:
+// the next event takes the seq the failed one had, on every engine. (A
+// PostgreSQL sequence would not give it back.)
+func TestEventSeqsStayContiguousWhenAWriteRollsBack(t *testing.T) {
+	db := openTest(t)
+	if _, _, err := db.MigrateUp(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	appendEvent := func(tx *Tx) (int64, error) {
+		var seq int64
+		err := tx.QueryRow(`INSERT INTO events (type, time, actor) VALUES ('test', ?, 'test') RETURNING seq`, tx.NowText()).Scan(&seq)
+		return seq, err
+	}
+	release, blocked := blockWriterOn(t, db, func(tx *Tx) error { _, err := appendEvent(tx); return err })
+	refused := errors.New("refused")
+	results := make([]error, 3)
+	var wg sync.WaitGroup
+	for i := 0; i < 3; i++ {
+		waitQueued(t, db, i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = db.Write(context.Background(), func(tx *Tx) error {
+				if _, err := appendEvent(tx); err != nil {
+					return err
+				}
+				if i == 1 {
+					return refused // its event must go, and its seq be reused
+				}
+				return nil
+			})
+		}()
+	}
+	waitQueued(t, db, 3)
+	release()
+	if err := <-blocked; err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if results[0] != nil || results[2] != nil || !errors.Is(results[1], refused) {
+		t.Fatalf("results %v", results)
+	}
+	var next int64
+	if err := db.Write(context.Background(), func(tx *Tx) (err error) { next, err = appendEvent(tx); return err }); err != nil {
+		t.Fatal(err)
+	}
+	var n, lo, hi int64
+	if err := db.Reader(context.Background()).QueryRow(`SELECT count(*), min(seq), max(seq) FROM events`).Scan(&n, &lo, &hi); err != nil {
+		t.Fatal(err)
+	}
+	if n != 4 || lo != 1 || hi != 4 || next != 4 {
+		t.Errorf("%d events from %d to %d (the last got %d), want 4 from 1 to 4", n, lo, hi, next)
 	}
 }

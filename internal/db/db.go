@@ -16,7 +16,8 @@ import (
 	"time"
 )
 
-// Durability selects how hard a commit is pushed to disk.
+// Durability selects how hard a commit is pushed to disk on SQLite. On
+// PostgreSQL the server's own settings (synchronous_commit) decide.
 type Durability string
 
 // Durability levels: normal may lose the last transactions on power loss
@@ -46,8 +47,10 @@ func FormatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
 type Options struct {
 	// Durability is SQLite's synchronous setting; normal when empty.
 	Durability Durability
-	// Clock is the time every transaction reads (Tx.Now); time.Now when
-	// nil. Tests move it forward instead of sleeping.
+	// Clock is the time every transaction reads (Tx.Now); when nil,
+	// time.Now on SQLite and the database server's clock on PostgreSQL
+	// (so every replica judges time alike). Tests move it forward instead
+	// of sleeping.
 	Clock func() time.Time
 	// MaxBatch bounds how many write transactions share one commit;
 	// DefaultMaxBatch when 0, 1 turns group commit off.
@@ -61,7 +64,8 @@ const DefaultMaxBatch = 64
 
 // DB is an open planserver database.
 type DB struct {
-	// Path is the SQLite file.
+	// Path is the SQLite file, or the PostgreSQL URL without its password
+	// (for messages).
 	Path string
 
 	eng    engine
@@ -79,23 +83,37 @@ type DB struct {
 	closeOnce sync.Once
 }
 
-// Open opens (creating if needed) the database at path. It does not
-// migrate.
+// Open opens the database at path: a PostgreSQL server when path is a
+// postgres:// (or postgresql://) URL, else a SQLite file, created if
+// needed. It does not migrate.
 func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	if opt.Durability == "" {
 		opt.Durability = DurabilityNormal
 	}
-	if opt.Clock == nil {
-		opt.Clock = time.Now
-	}
 	if opt.MaxBatch <= 0 {
 		opt.MaxBatch = DefaultMaxBatch
 	}
-	eng, writer, reader, err := openSQLite(ctx, path, opt.Durability)
-	if err != nil {
-		return nil, err
+	db := &DB{Path: path, clock: opt.Clock}
+	if IsPostgres(path) {
+		db.Path = Redact(path)
+		eng, writer, reader, err := openPostgres(ctx, path, db.committed)
+		if err != nil {
+			return nil, err
+		}
+		db.eng, db.writer, db.reader = eng, writer, reader
+		if db.clock == nil {
+			db.clock = eng.clock.now
+		}
+	} else {
+		eng, writer, reader, err := openSQLite(ctx, path, opt.Durability)
+		if err != nil {
+			return nil, err
+		}
+		db.eng, db.writer, db.reader = eng, writer, reader
+		if db.clock == nil {
+			db.clock = time.Now
+		}
 	}
-	db := &DB{Path: path, eng: eng, writer: writer, reader: reader, clock: opt.Clock}
 	db.commits = newCommitter(db, opt.MaxBatch)
 	return db, nil
 }
@@ -106,7 +124,7 @@ func (db *DB) Close() error {
 	var err error
 	db.closeOnce.Do(func() {
 		db.commits.stop()
-		err = errors.Join(db.reader.Close(), db.writer.Close())
+		err = errors.Join(db.eng.close(), db.reader.Close(), db.writer.Close())
 	})
 	return err
 }
@@ -128,7 +146,11 @@ func (db *DB) Now() time.Time {
 }
 
 // OnCommit registers fn to run after every commit that changed something,
-// e.g. to wake event subscribers. fn must not block.
+// e.g. to wake event subscribers. fn must not block. On PostgreSQL it also
+// runs after commits of other planserver processes on the same database
+// (LISTEN/NOTIFY), and whenever notifications may have been missed (after
+// the listening connection was lost): a hook must treat a call as "look
+// again", never as "exactly one commit happened".
 func (db *DB) OnCommit(fn func()) {
 	db.hooksMu.Lock()
 	defer db.hooksMu.Unlock()
@@ -162,7 +184,7 @@ func (db *DB) Write(ctx context.Context, fn func(tx *Tx) error) error {
 // same committed snapshot. A read that one statement answers needs no
 // transaction: use db's Query and QueryRow directly.
 func (db *DB) Read(ctx context.Context, fn func(tx *Tx) error) error {
-	tx, err := db.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := db.reader.BeginTx(ctx, db.eng.readOptions())
 	if err != nil {
 		return fmt.Errorf("begin read: %w", Classify(err))
 	}
@@ -207,3 +229,15 @@ var (
 	_ Querier = pool{}
 	_ Querier = (*Tx)(nil)
 )
+
+// CheckIntegrity checks the stored pages where the engine leaves that to
+// planserver (SQLite's quick_check): a damaged file is refused at start
+// rather than found by the first unlucky request. PostgreSQL checks its
+// own pages; there it does nothing.
+func (db *DB) CheckIntegrity(ctx context.Context) error { return db.eng.checkIntegrity(ctx, db.writer) }
+
+// Backup writes a consistent copy of the database to dest, which must not
+// exist, while writers carry on. On SQLite it is a compacted SQLite file
+// with the database's private permissions; PostgreSQL refuses, naming the
+// tools that do it (pg_dump, planserver copy).
+func (db *DB) Backup(ctx context.Context, dest string) error { return db.eng.backup(ctx, dest) }

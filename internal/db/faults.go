@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -57,7 +56,10 @@ func Classify(err error) error {
 	case errors.Is(err, syscall.ENOSPC):
 		code, detail = apierr.InsufficientStorage, "the database's disk is full"
 	default:
-		return err
+		var ok bool
+		if code, detail, ok = classifyPostgres(err); !ok {
+			return err
+		}
 	}
 	if code == apierr.InsufficientStorage {
 		detail += "; nothing acknowledged is lost, and this request changed nothing: retry later"
@@ -143,11 +145,8 @@ func (db *DB) Ready(ctx context.Context) error {
 	if fault == nil {
 		return nil
 	}
-	if apierr.CodeOf(fault) == apierr.InsufficientStorage {
-		var st syscall.Statfs_t
-		if err := syscall.Statfs(filepath.Dir(db.Path), &st); err == nil && st.Bavail*uint64(st.Bsize) < minFreeBytes {
-			return fault
-		}
+	if apierr.CodeOf(fault) == apierr.InsufficientStorage && db.eng.lowOnSpace() {
+		return fault
 	}
 	return db.Probe(ctx)
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/dbtest"
 	"github.com/planserver/planserver/internal/testfs"
 )
 
@@ -32,6 +33,7 @@ func migrated(t *testing.T, path string) *DB {
 // database reports itself unready, reads keep working, and once space is
 // freed writes commit and readiness returns.
 func TestDiskFullIsInsufficientStorageUntilFreed(t *testing.T) {
+	dbtest.SkipOnPostgres(t, "a tmpfs under a SQLite file; TestPostgresDiskFullIsInsufficientStorage fills a tablespace")
 	ctx := context.Background()
 	dir := testfs.SmallDisk(t, "4m")
 	db := migrated(t, filepath.Join(dir, "p.db"))
@@ -73,6 +75,7 @@ func TestDiskFullIsInsufficientStorageUntilFreed(t *testing.T) {
 // as root, the test re-runs itself as nobody, since root may write any
 // file.
 func TestReadOnlyDatabaseIsUnavailable(t *testing.T) {
+	dbtest.SkipOnPostgres(t, "file permissions; TestPostgresReadOnlyIsUnavailable makes the server read-only")
 	if path := os.Getenv("PLANSERVER_TEST_READONLY_DB"); path != "" {
 		checkReadOnly(t, path)
 		return
@@ -138,6 +141,7 @@ func checkReadOnly(t *testing.T, path string) {
 // TestCorruptFileFailsIntegrityCheck garbles the pages of a database
 // behind its intact header: the check at start finds it.
 func TestCorruptFileFailsIntegrityCheck(t *testing.T) {
+	dbtest.SkipOnPostgres(t, "garbles a SQLite file; PostgreSQL checks its own pages")
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "p.db")
 	db := migrated(t, path)
@@ -170,6 +174,7 @@ func TestCorruptFileFailsIntegrityCheck(t *testing.T) {
 // TestDatabaseFilesArePrivate: the database and its WAL and shared-memory
 // files are created 0600 whatever the umask, and so is a backup.
 func TestDatabaseFilesArePrivate(t *testing.T) {
+	dbtest.SkipOnPostgres(t, "SQLite's file modes; on PostgreSQL the server owns the files (and Backup refuses: TestPostgresBackupRefusesNamingTheTools)")
 	old := syscall.Umask(0o022)
 	defer syscall.Umask(old)
 	dir := t.TempDir()

@@ -32,7 +32,14 @@ func LockPath(path string) string { return path + ".lock" }
 // Lock takes the database's lock for holder (a command such as "serve" or
 // "migrate up"), without waiting: when another process holds it, the
 // error names that process's command and pid.
+//
+// On PostgreSQL there is no file to lock, and replicas share the database
+// by design: Lock takes nothing there (migrations take turns under an
+// advisory lock of their own: postgresEngine.migrationLock).
 func Lock(path, holder string) (*FileLock, error) {
+	if IsPostgres(path) {
+		return &FileLock{}, nil
+	}
 	f, err := os.OpenFile(LockPath(path), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, ExplainOpenError(path, fmt.Errorf("lock %s: %w", path, err))

@@ -25,7 +25,10 @@ func (db *DB) provider(logOut io.Writer) (*goose.Provider, error) {
 	if logOut != nil {
 		opts = append(opts, goose.WithSlog(slog.New(slog.NewTextHandler(logOut, nil))))
 	}
-	return goose.NewProvider(goose.DialectSQLite3, db.writer, migrations.SQLite, opts...)
+	if l := db.eng.migrationLock(); l != nil {
+		opts = append(opts, goose.WithSessionLocker(l))
+	}
+	return goose.NewProvider(db.eng.dialect(), db.writer, db.eng.migrations(), opts...)
 }
 
 // SchemaVersions reports the version the database is at and the newest
@@ -124,9 +127,14 @@ func (db *DB) AppliedVersion(ctx context.Context) (int64, error) {
 	return v, nil
 }
 
-// KnownVersion is the newest schema version this binary carries.
-func KnownVersion() int64 {
-	names, _ := fs.Glob(migrations.SQLite, "*.sql") // the pattern is valid
+// KnownVersion is the newest schema version this binary carries. Versions
+// mean the same schema on every engine, so every engine's migrations end
+// at the same one (TestEnginesEndAtTheSameVersion).
+func KnownVersion() int64 { return newestVersion(migrations.SQLite) }
+
+// newestVersion is the highest version among the migration files of fsys.
+func newestVersion(fsys fs.FS) int64 {
+	names, _ := fs.Glob(fsys, "*.sql") // the pattern is valid
 	var known int64
 	for _, name := range names {
 		digits, _, _ := strings.Cut(name, "_")

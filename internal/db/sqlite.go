@@ -5,33 +5,131 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
+
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	"github.com/planserver/planserver/migrations"
 )
 
 // engine is what differs between the engines under the stores: how SQL
-// is written and how a write transaction begins.
+// is written, how a write transaction begins and ends, what a read
+// snapshot is, the schema's migrations, and the few operations only one
+// engine has. Everything else (group commit, clocks, faults, hooks) is the
+// same code for both.
 type engine interface {
 	// name is the engine's name, for logs and errors.
 	name() string
 	// rebind rewrites a statement written with ? placeholders into the
 	// engine's own.
 	rebind(query string) string
-	// beginWrite runs first in every write transaction, inside it.
+	// beginWrite runs first in every write transaction, inside it: it
+	// serializes writers.
 	beginWrite(ctx context.Context, tx *sql.Tx) error
+	// beforeCommit runs last in a write transaction that changed
+	// something, just before its commit.
+	beforeCommit(ctx context.Context, tx *sql.Tx) error
+	// readOptions begin a read of one consistent snapshot (DB.Read).
+	readOptions() *sql.TxOptions
+	// dialect and migrations are goose's dialect and this engine's
+	// migration files.
+	dialect() goose.Dialect
+	migrations() fs.FS
+	// migrationLock, when not nil, makes processes that migrate one
+	// database at once (replicas starting together) take turns.
+	migrationLock() lock.SessionLocker
+	// checkIntegrity checks the stored pages, where the engine leaves that
+	// to planserver.
+	checkIntegrity(ctx context.Context, writer *sql.DB) error
+	// backup writes a consistent copy of the database to dest.
+	backup(ctx context.Context, dest string) error
+	// lowOnSpace reports whether the storage is still too full to write
+	// after a disk-full fault; false when the engine cannot tell (then a
+	// probe write decides).
+	lowOnSpace() bool
+	// highWater reads the counters of the tables in counterKeys: the
+	// highest key each ever handed out (0 for none), deleted or not.
+	highWater(q Querier) (map[string]int64, error)
+	// setHighWater sets those counters, in a write transaction, so that
+	// the next key of each table is above its mark.
+	setHighWater(tx *Tx, marks map[string]int64) error
+	// close releases what the engine holds besides the two pools.
+	close() error
 }
 
 // sqliteEngine is the embedded default: one file, one writer connection
 // whose transactions are BEGIN IMMEDIATE (writers queue on it instead of
 // failing with SQLITE_BUSY), a pool of readers that WAL lets read committed
 // snapshots while a write is in flight.
-type sqliteEngine struct{}
+type sqliteEngine struct {
+	path string
+}
 
-func (sqliteEngine) name() string                              { return "sqlite" }
-func (sqliteEngine) rebind(query string) string                { return query }
-func (sqliteEngine) beginWrite(context.Context, *sql.Tx) error { return nil }
+func (sqliteEngine) name() string                                { return "sqlite" }
+func (sqliteEngine) rebind(query string) string                  { return query }
+func (sqliteEngine) beginWrite(context.Context, *sql.Tx) error   { return nil }
+func (sqliteEngine) beforeCommit(context.Context, *sql.Tx) error { return nil }
+func (sqliteEngine) dialect() goose.Dialect                      { return goose.DialectSQLite3 }
+func (sqliteEngine) migrations() fs.FS                           { return migrations.SQLite }
+func (sqliteEngine) close() error                                { return nil }
+
+// migrationLock: SQLite's one writer already takes turns.
+func (sqliteEngine) migrationLock() lock.SessionLocker { return nil }
+
+// readOptions: a read-only transaction on a WAL reader is one snapshot.
+func (sqliteEngine) readOptions() *sql.TxOptions { return &sql.TxOptions{ReadOnly: true} }
+
+// highWater reads AUTOINCREMENT's counters from sqlite_sequence, which
+// has a row for each such table that ever had a row.
+func (sqliteEngine) highWater(q Querier) (map[string]int64, error) {
+	marks := map[string]int64{}
+	rows, err := q.Query(`SELECT name, seq FROM sqlite_sequence`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var seq int64
+		if err := rows.Scan(&name, &seq); err != nil {
+			return nil, err
+		}
+		if _, ok := counterKeys[name]; ok {
+			marks[name] = seq
+		}
+	}
+	return marks, rows.Err()
+}
+
+func (sqliteEngine) setHighWater(tx *Tx, marks map[string]int64) error {
+	for table := range counterKeys {
+		if marks[table] == 0 {
+			continue
+		}
+		if _, err := tx.Exec(`DELETE FROM sqlite_sequence WHERE name = ?`, table); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(`INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)`, table, marks[table]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lowOnSpace reports whether the file system of the database has less than
+// minFreeBytes free: a probe write of a page may fit into what a failed
+// write left behind, but real writes would fail again at once.
+func (e sqliteEngine) lowOnSpace() bool {
+	var st syscall.Statfs_t
+	return syscall.Statfs(filepath.Dir(e.path), &st) == nil && st.Bavail*uint64(st.Bsize) < minFreeBytes
+}
 
 // fileMode is the permission of the database file, and so of its -wal and
 // -shm files, which SQLite creates with the database's permissions: plans
@@ -40,9 +138,9 @@ const fileMode = 0o600
 
 // openSQLite opens the SQLite file at path with the pragmas planserver
 // relies on: the writer pool (one connection) and the read pool.
-func openSQLite(ctx context.Context, path string, durability Durability) (engine, *sql.DB, *sql.DB, error) {
+func openSQLite(ctx context.Context, path string, durability Durability) (sqliteEngine, *sql.DB, *sql.DB, error) {
 	if err := createPrivate(path); err != nil {
-		return nil, nil, nil, err
+		return sqliteEngine{}, nil, nil, err
 	}
 	sync := "NORMAL"
 	if durability == DurabilityFull {
@@ -58,7 +156,7 @@ func openSQLite(ctx context.Context, path string, durability Durability) (engine
 	wq.Set("_txlock", "immediate")
 	wc, err := newConnector("file:" + path + "?" + wq.Encode())
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("open %s: %w", path, err)
+		return sqliteEngine{}, nil, nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	writer := sql.OpenDB(wc)
 	writer.SetMaxOpenConns(1)
@@ -67,21 +165,21 @@ func openSQLite(ctx context.Context, path string, durability Durability) (engine
 	writer.SetConnMaxIdleTime(0)
 	if err := writer.PingContext(ctx); err != nil {
 		writer.Close()
-		return nil, nil, nil, fmt.Errorf("open %s: %w", path, err)
+		return sqliteEngine{}, nil, nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	rq := cloneValues(base)
 	rq.Add("_pragma", "query_only(ON)")
 	rc, err := newConnector("file:" + path + "?" + rq.Encode())
 	if err != nil {
 		writer.Close()
-		return nil, nil, nil, fmt.Errorf("open %s for reading: %w", path, err)
+		return sqliteEngine{}, nil, nil, fmt.Errorf("open %s for reading: %w", path, err)
 	}
 	reader := sql.OpenDB(rc)
 	readers := max(4, 2*runtime.GOMAXPROCS(0))
 	reader.SetMaxOpenConns(readers)
 	reader.SetMaxIdleConns(readers)
 	reader.SetConnMaxIdleTime(0)
-	return sqliteEngine{}, writer, reader, nil
+	return sqliteEngine{path: path}, writer, reader, nil
 }
 
 // createPrivate creates the database file with fileMode if it does not
@@ -111,40 +209,39 @@ func cloneValues(v url.Values) url.Values {
 	return out
 }
 
-// CheckIntegrity runs SQLite's quick_check: a damaged file is refused at
-// start rather than found by the first unlucky request.
-func (db *DB) CheckIntegrity(ctx context.Context) error {
-	rows, err := db.writer.QueryContext(ctx, `PRAGMA quick_check`)
+// checkIntegrity runs SQLite's quick_check.
+func (e sqliteEngine) checkIntegrity(ctx context.Context, writer *sql.DB) error {
+	rows, err := writer.QueryContext(ctx, `PRAGMA quick_check`)
 	if err != nil {
-		return fmt.Errorf("integrity check of %s: %w", db.Path, err)
+		return fmt.Errorf("integrity check of %s: %w", e.path, err)
 	}
 	defer rows.Close()
 	var problems []string
 	for rows.Next() {
 		var line string
 		if err := rows.Scan(&line); err != nil {
-			return fmt.Errorf("integrity check of %s: %w", db.Path, err)
+			return fmt.Errorf("integrity check of %s: %w", e.path, err)
 		}
 		if line != "ok" && len(problems) < 5 {
 			problems = append(problems, line)
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("integrity check of %s: %w", db.Path, err)
+		return fmt.Errorf("integrity check of %s: %w", e.path, err)
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("integrity check of %s failed: %s", db.Path, strings.Join(problems, "; "))
+		return fmt.Errorf("integrity check of %s failed: %s", e.path, strings.Join(problems, "; "))
 	}
 	return nil
 }
 
-// Backup writes a consistent copy of the database to dest, which must not
+// backup writes a consistent copy of the database to dest, which must not
 // exist, with VACUUM INTO on a connection of its own: it reads one
 // snapshot, so writers carry on meanwhile (WAL) and the copy is what was
 // committed when it began. The copy is compacted, has no WAL of its own,
 // and is created with the database's private permissions.
 // (The read pool cannot do it: query_only forbids VACUUM INTO.)
-func (db *DB) Backup(ctx context.Context, dest string) error {
+func (e sqliteEngine) backup(ctx context.Context, dest string) error {
 	f, err := os.OpenFile(dest, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
 	if errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("backup: %s already exists; choose a new file", dest)
@@ -155,7 +252,7 @@ func (db *DB) Backup(ctx context.Context, dest string) error {
 	if err := errors.Join(f.Chmod(fileMode), f.Close()); err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
-	c, err := newConnector("file:" + db.Path + "?_pragma=busy_timeout(5000)")
+	c, err := newConnector("file:" + e.path + "?_pragma=busy_timeout(5000)")
 	if err != nil {
 		os.Remove(dest)
 		return fmt.Errorf("backup: %w", err)

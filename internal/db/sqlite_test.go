@@ -3,13 +3,15 @@ package db
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
+
+	"github.com/planserver/planserver/internal/dbtest"
 )
 
+// openTest opens a fresh database on the engine under test (dbtest).
 func openTest(t *testing.T) *DB {
 	t.Helper()
-	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), Options{})
+	db, err := Open(context.Background(), dbtest.Fresh(t), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,6 +24,7 @@ func openTest(t *testing.T) *DB {
 // must serve the repeats and fall back to a fresh statement for the nested
 // one, with right answers throughout.
 func TestStatementCacheReusesAndNests(t *testing.T) {
+	dbtest.SkipOnPostgres(t, "the statement cache wraps modernc's SQLite driver; pgx caches prepared statements itself")
 	ctx := context.Background()
 	db := openTest(t)
 	err := db.Write(ctx, func(tx *Tx) error {
@@ -121,6 +124,7 @@ func TestSyntaxErrorsStillSurface(t *testing.T) {
 // newest statements are cached, the oldest evicted), so no client can
 // fill it and turn it off.
 func TestStatementCacheEvictsLeastRecentlyUsed(t *testing.T) {
+	dbtest.SkipOnPostgres(t, "the statement cache wraps modernc's SQLite driver; pgx caches prepared statements itself")
 	ctx := context.Background()
 	db := openTest(t)
 	conn, err := db.writer.Conn(ctx)

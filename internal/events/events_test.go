@@ -2,20 +2,27 @@ package events_test
 
 import (
 	"context"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/db"
+	"github.com/planserver/planserver/internal/dbtest"
 	"github.com/planserver/planserver/internal/events"
 )
 
 func openDB(t *testing.T) *db.DB {
 	t.Helper()
+	return openDSN(t, dbtest.Fresh(t))
+}
+
+// openDSN opens the database dsn, migrated; two handles on one PostgreSQL
+// database are two replicas.
+func openDSN(t *testing.T, dsn string) *db.DB {
+	t.Helper()
 	ctx := context.Background()
-	d, err := db.Open(ctx, filepath.Join(t.TempDir(), "e.db"), db.Options{})
+	d, err := db.Open(ctx, dsn, db.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,4 +306,34 @@ func TestHeadCacheFollowsCommits(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	check()
+}
+
+// TestHeadCacheFollowsOtherReplicas: on PostgreSQL a commit made through
+// another handle of the same database (another replica) invalidates the
+// cached head too, through its commit notification.
+func TestHeadCacheFollowsOtherReplicas(t *testing.T) {
+	dbtest.RequirePostgres(t)
+	ctx := context.Background()
+	dsn := dbtest.Fresh(t)
+	a := openDSN(t, dsn)
+	b := openDSN(t, dsn)
+	cache := events.NewHeadCache(a)
+	if h, err := cache.Head(ctx); err != nil || h != 0 {
+		t.Fatalf("head of an empty log: %d, %v", h, err)
+	}
+	appendPlanEvents(t, b, "p", 3)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		h, err := cache.Head(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h == 3 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cached head stayed at %d after another replica committed 3 events", h)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

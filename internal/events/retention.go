@@ -35,7 +35,7 @@ var pruneBatch = 5000
 // every earlier event with it, even if a clock step gave one of those a
 // later time. The row cap works on seqs: every event at or below
 // head-MaxRows goes, so at most MaxRows remain (exactly MaxRows, since
-// AUTOINCREMENT seqs are contiguous), without counting the table.
+// seqs are contiguous on every engine), without counting the table.
 func Prune(ctx context.Context, d *db.DB, r Retention, now time.Time) (int64, error) {
 	var through int64
 	err := d.Read(ctx, func(tx *db.Tx) error {
@@ -68,7 +68,7 @@ func Prune(ctx context.Context, d *db.DB, r Retention, now time.Time) (int64, er
 		err := d.Write(ctx, func(tx *db.Tx) error {
 			var upper sql.NullInt64
 			if err := tx.QueryRow(`SELECT max(seq) FROM
-				(SELECT seq FROM events WHERE seq <= ? ORDER BY seq LIMIT ?)`, through, pruneBatch).Scan(&upper); err != nil {
+				(SELECT seq FROM events WHERE seq <= ? ORDER BY seq LIMIT ?) AS batch`, through, pruneBatch).Scan(&upper); err != nil {
 				return fmt.Errorf("prune events through %d: %w", through, err)
 			}
 			if !upper.Valid {

@@ -3,8 +3,6 @@ package http_test
 import (
 	"context"
 	"net/http"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/planserver/planserver/internal/apitest"
 	"github.com/planserver/planserver/internal/auth"
+	"github.com/planserver/planserver/internal/dbtest"
 	planhttp "github.com/planserver/planserver/internal/http"
 )
 
@@ -60,7 +59,7 @@ func withTokens(c *planhttp.Config) { c.Auth = planhttp.AuthToken }
 // than making the fixture again).
 func newAccessTemplate(t *testing.T) *accessTemplate {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "template.db")
+	path := dbtest.Fresh(t)
 	a := newAccessEnv(t, apitest.Open(t, path, withTokens))
 	a.Close()
 	return &accessTemplate{path: path, tokens: a.tokens}
@@ -74,20 +73,7 @@ type accessTemplate struct {
 // open starts a server on a fresh copy of the template database.
 func (tpl *accessTemplate) open(t *testing.T) *accessEnv {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "access.db")
-	for _, suffix := range []string{"", "-wal"} { // a WAL left behind, if any, goes along
-		raw, err := os.ReadFile(tpl.path + suffix)
-		if os.IsNotExist(err) && suffix != "" {
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path+suffix, raw, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return &accessEnv{Env: apitest.Open(t, path, withTokens), tokens: tpl.tokens}
+	return &accessEnv{Env: apitest.Open(t, dbtest.Copy(t, tpl.path), withTokens), tokens: tpl.tokens}
 }
 
 // newAccessEnv makes the fixture on env, a server with --auth token.

@@ -7,18 +7,18 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/planserver/planserver/internal/db"
+	"github.com/planserver/planserver/internal/dbtest"
 )
 
 // TestPanicIsAnsweredAsInternalProblem mounts a panicking route on the real
 // router: the client gets a bare 500 internal problem, the log gets the
 // panic with the request id, and the server keeps serving.
 func TestPanicIsAnsweredAsInternalProblem(t *testing.T) {
-	d, err := db.Open(context.Background(), filepath.Join(t.TempDir(), "p.db"), db.Options{})
+	d, err := db.Open(context.Background(), dbtest.Fresh(t), db.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

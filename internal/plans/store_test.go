@@ -3,11 +3,11 @@ package plans
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/planserver/planserver/internal/db"
+	"github.com/planserver/planserver/internal/dbtest"
 	"github.com/planserver/planserver/internal/pagetoken"
 	"github.com/planserver/planserver/internal/revision"
 )
@@ -15,7 +15,7 @@ import (
 func openDB(tb testing.TB) *db.DB {
 	tb.Helper()
 	ctx := context.Background()
-	d, err := db.Open(ctx, filepath.Join(tb.TempDir(), "plans.db"), db.Options{})
+	d, err := db.Open(ctx, dbtest.Fresh(tb), db.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -31,10 +31,25 @@ func openDB(tb testing.TB) *db.DB {
 // order: no table scan, no sort, so a page costs the same however many
 // plans there are.
 func TestListIsOneIndexRange(t *testing.T) {
-	db := openDB(t)
+	d := openDB(t)
 	for _, q := range []ListQuery{{}, {Status: "active"}, {Author: "ann"}, {Status: "active", Author: "ann"}} {
 		query, args := listSQL(q, "m", 50)
-		rows, err := db.Reader(context.Background()).Query(`EXPLAIN QUERY PLAN `+query, args...)
+		if dbtest.Postgres() {
+			err := d.Read(context.Background(), func(tx *db.Tx) error {
+				text := dbtest.Explain(t, tx, query, args...)
+				t.Logf("%+v: %s", q, text)
+				if !strings.Contains(text, "Index") || !strings.Contains(text, "name >") ||
+					strings.Contains(text, "Seq Scan") || strings.Contains(text, "Sort") {
+					t.Errorf("%+v: want one index range on name, no scan, no sort: %s", q, text)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		rows, err := d.Reader(context.Background()).Query(`EXPLAIN QUERY PLAN `+query, args...)
 		if err != nil {
 			t.Fatal(err)
 		}

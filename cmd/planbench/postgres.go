@@ -1,0 +1,414 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/planserver/planserver/internal/db"
+)
+
+// The PostgreSQL scenarios (-postgres URL, or PLANSERVER_BENCH_POSTGRES):
+// the conditional PUT through one, two and three replicas of one database
+// against a raw pgx upsert of the same row taken in the same run, GET
+// through three replicas, the write transaction under the advisory lock
+// against SERIALIZABLE with retries, and the delay from a commit on one
+// replica to its delivery on another's event stream. Each scenario gets a
+// database of its own on the server, dropped at the end. Figures depend on
+// the server's settings: measure with fsync on (PLANSERVER_PG_DURABLE=1
+// .ci/postgres make bench).
+
+// pgBench creates and drops the benchmark's databases on one server.
+type pgBench struct {
+	admin *pgx.Conn
+	base  *url.URL
+	tag   string
+	made  []string
+}
+
+func newPGBench(ctx context.Context, adminURL string) (*pgBench, error) {
+	u, err := url.Parse(adminURL)
+	if err != nil {
+		return nil, fmt.Errorf("-postgres: %w", err)
+	}
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return nil, fmt.Errorf("-postgres %s: %w", db.Redact(adminURL), err)
+	}
+	var r [3]byte
+	_, _ = rand.Read(r[:])
+	return &pgBench{admin: conn, base: u, tag: hex.EncodeToString(r[:])}, nil
+}
+
+// database creates a database for one scenario and returns its URL.
+func (b *pgBench) database(ctx context.Context, name string) (string, error) {
+	full := "planbench_" + name + "_" + b.tag
+	if _, err := b.admin.Exec(ctx, `CREATE DATABASE `+full+` TEMPLATE template0 ENCODING 'UTF8'`); err != nil {
+		return "", fmt.Errorf("create database %s: %w", full, err)
+	}
+	b.made = append(b.made, full)
+	u := *b.base
+	u.Path = "/" + full
+	return u.String(), nil
+}
+
+func (b *pgBench) close() {
+	for _, name := range b.made {
+		_, _ = b.admin.Exec(context.Background(), `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`)
+	}
+	_ = b.admin.Close(context.Background())
+}
+
+// pgResults is what the PostgreSQL scenarios add to the report: rows for
+// the table and lines for below it.
+type pgResults struct {
+	rows  []row
+	notes []string
+}
+
+func benchPostgres(ctx context.Context, o options, client *http.Client, adminURL string, chiGet result, stderr io.Writer) (pgResults, error) {
+	var out pgResults
+	note := func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
+	b, err := newPGBench(ctx, adminURL)
+	if err != nil {
+		return out, err
+	}
+	defer b.close()
+	var version string
+	if err := b.admin.QueryRow(ctx, `SELECT current_setting('server_version') || ', fsync ' || current_setting('fsync') || ', synchronous_commit ' || current_setting('synchronous_commit')`).Scan(&version); err != nil {
+		return out, err
+	}
+	out.notes = append(out.notes, "PostgreSQL "+version)
+
+	note("baseline: raw pgx read revision + upsert + commit, %d connections", o.concurrency)
+	rawURL, err := b.database(ctx, "raw")
+	if err != nil {
+		return out, err
+	}
+	raw, err := rawPostgresBaseline(ctx, o, rawURL)
+	if err != nil {
+		return out, err
+	}
+	for n := 1; n <= 3; n++ {
+		note("server: conditional PUT through %d replica(s) of one PostgreSQL database", n)
+		dsn, err := b.database(ctx, fmt.Sprintf("put%d", n))
+		if err != nil {
+			return out, err
+		}
+		srvs, err := startReplicas(o, dsn, n)
+		if err != nil {
+			return out, err
+		}
+		bases := basesOf(srvs)
+		revs, err := createPutPlans(client, bases, o.concurrency)
+		if err == nil {
+			put := conditionalPuts(ctx, o, client, bases, revs)
+			out.rows = append(out.rows, row{name: fmt.Sprintf("PUT /v1/plans/{name} If-Match 2 KiB (PostgreSQL, %d replica%s)", n, plural(n)),
+				res: put, baseline: fmt.Sprintf("raw pgx upsert (%d conns)", o.concurrency), base: raw})
+		}
+		if err == nil && n == 3 {
+			note("server: GET plan through 3 replicas; commit-to-stream delay across replicas")
+			var get result
+			if get, err = getPlanSpread(ctx, o, client, bases); err == nil {
+				out.rows = append(out.rows, row{name: "GET /v1/plans/{name} 2 KiB (PostgreSQL, 3 replicas)", res: get, baseline: "chi fixed 2 KiB", base: chiGet})
+				var lines []string
+				if lines, err = notifyDelay(ctx, client, srvs[0].base, srvs[1].base, 400); err == nil {
+					out.notes = append(out.notes, lines...)
+				}
+			}
+		}
+		for _, s := range srvs {
+			s.stop()
+		}
+		if err != nil {
+			return out, err
+		}
+	}
+
+	// Writers: one per replica, as planserver runs (each replica's
+	// committer holds one connection), and one per client connection.
+	for _, writers := range []int{3, o.concurrency} {
+		note("experiment: planserver's write transaction from %d writers under the advisory lock, and under SERIALIZABLE with retries", writers)
+		var lockRes result
+		for _, serializable := range []bool{false, true} {
+			name := fmt.Sprintf("iso_%d_%v", writers, serializable)
+			dsn, err := b.database(ctx, name)
+			if err != nil {
+				return out, err
+			}
+			d, err := db.Open(ctx, dsn, db.Options{})
+			if err != nil {
+				return out, err
+			}
+			_, _, err = d.MigrateUp(ctx, nil)
+			d.Close()
+			if err != nil {
+				return out, err
+			}
+			wo := o
+			wo.concurrency = writers
+			res, retries, err := isolationExperiment(ctx, wo, dsn, serializable)
+			if err != nil {
+				return out, err
+			}
+			if !serializable {
+				lockRes = res
+				out.rows = append(out.rows, row{name: fmt.Sprintf("raw write txn, advisory lock, %d writers", writers), res: res})
+				continue
+			}
+			out.rows = append(out.rows, row{name: fmt.Sprintf("raw write txn, SERIALIZABLE + retry, %d writers", writers), res: res,
+				baseline: "the same under the advisory lock", base: lockRes})
+			committed := max(1, res.requests-res.errors)
+			out.notes = append(out.notes, fmt.Sprintf("SERIALIZABLE, %d writers: %d serialization failures retried for %d commits (%.2f per commit)",
+				writers, retries, committed, float64(retries)/float64(committed)))
+		}
+	}
+	return out, nil
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+func startReplicas(o options, dsn string, n int) ([]*server, error) {
+	var srvs []*server
+	for i := 0; i < n; i++ {
+		s, err := startServer(o.bin, dsn, "normal", false)
+		if err != nil {
+			for _, s := range srvs {
+				s.stop()
+			}
+			return nil, err
+		}
+		s.label = fmt.Sprintf("PostgreSQL replica %d of %d", i+1, n)
+		srvs = append(srvs, s)
+	}
+	return srvs, nil
+}
+
+func basesOf(srvs []*server) []string {
+	var out []string
+	for _, s := range srvs {
+		out = append(out, s.base)
+	}
+	return out
+}
+
+// rawPostgresBaseline measures what a conditional plan write costs
+// PostgreSQL alone, as rawSQLiteBaseline does for SQLite: in one
+// transaction read the revision, upsert the 2 KiB document, commit, from as
+// many connections as the HTTP scenarios use, each on its own row.
+func rawPostgresBaseline(ctx context.Context, o options, dsn string) (result, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return result{}, err
+	}
+	cfg.MaxConns = int32(o.concurrency)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return result{}, err
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, `CREATE TABLE plans (name TEXT COLLATE "C" PRIMARY KEY, revision BIGINT NOT NULL, content TEXT NOT NULL)`); err != nil {
+		return result{}, err
+	}
+	content := string(fixedDoc)
+	return drive(ctx, o, func(ctx context.Context, w, i int) error {
+		name := fmt.Sprintf("plan-%d", w)
+		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			var rev int64
+			err := tx.QueryRow(ctx, `SELECT revision FROM plans WHERE name = $1`, name).Scan(&rev)
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			_, err = tx.Exec(ctx, `INSERT INTO plans (name, revision, content) VALUES ($1, $2, $3)
+				ON CONFLICT (name) DO UPDATE SET revision = excluded.revision, content = excluded.content`, name, rev+1, content)
+			return err
+		})
+	}), nil
+}
+
+// getPlanSpread reads 2 KiB plans, worker w through bases[w%len(bases)].
+func getPlanSpread(ctx context.Context, o options, c *http.Client, bases []string) (result, error) {
+	const plans = 16
+	for i := 0; i < plans; i++ {
+		if err := expect(c, "PUT", fmt.Sprintf("%s/v1/plans/read-%d", bases[0], i), strings.NewReader(string(planBody)), jsonHeader, 201); err != nil {
+			return result{}, err
+		}
+	}
+	return drive(ctx, o, func(ctx context.Context, w, i int) error {
+		return expect(c, "GET", fmt.Sprintf("%s/v1/plans/read-%d", bases[w%len(bases)], (w+i)%plans), nil, nil, 200)
+	}), nil
+}
+
+// notifyDelay writes n sessions through writer, one every 10 ms, while a
+// stream on reader (another replica) waits for them, and reports how long
+// each took to arrive: from the moment the write was acknowledged (its
+// commit is done by then) and from the moment it was sent.
+func notifyDelay(ctx context.Context, c *http.Client, reader, writer string, n int) ([]string, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", reader+"/v1/events", nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	// A client of its own: the stream must not take one of the shared
+	// client's connections for the whole run.
+	resp, err := (&http.Client{}).Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	type arrival struct {
+		id string
+		at time.Time
+	}
+	arrivals := make(chan arrival, n)
+	go func() {
+		buf := make([]byte, 64<<10)
+		var pending string
+		for {
+			k, err := resp.Body.Read(buf)
+			now := time.Now()
+			pending += string(buf[:k])
+			for {
+				i := strings.Index(pending, "\n\n")
+				if i < 0 {
+					break
+				}
+				block := pending[:i]
+				pending = pending[i+2:]
+				if j := strings.Index(block, `"session_id":"delay-`); j >= 0 {
+					id := block[j+len(`"session_id":"`):]
+					id = id[:strings.IndexByte(id, '"')]
+					arrivals <- arrival{id, now}
+				}
+			}
+			if err != nil {
+				close(arrivals)
+				return
+			}
+		}
+	}()
+	time.Sleep(100 * time.Millisecond) // the stream is open and idle
+	sent := map[string]time.Time{}
+	acked := map[string]time.Time{}
+	var mu sync.Mutex
+	for i := 0; i < n; i++ {
+		id := "delay-" + strconv.Itoa(i)
+		t0 := time.Now()
+		if err := expect(c, "POST", writer+"/v1/sessions", strings.NewReader(`{"id":"`+id+`"}`), jsonHeader, 201); err != nil {
+			return nil, err
+		}
+		t1 := time.Now()
+		mu.Lock()
+		sent[id], acked[id] = t0, t1
+		mu.Unlock()
+		time.Sleep(10 * time.Millisecond)
+	}
+	var fromAck, fromSend []time.Duration
+	timeout := time.After(10 * time.Second)
+	for len(fromAck) < n {
+		select {
+		case a, ok := <-arrivals:
+			if !ok {
+				return nil, fmt.Errorf("stream ended after %d of %d events", len(fromAck), n)
+			}
+			mu.Lock()
+			fromAck = append(fromAck, a.at.Sub(acked[a.id]))
+			fromSend = append(fromSend, a.at.Sub(sent[a.id]))
+			mu.Unlock()
+		case <-timeout:
+			return nil, fmt.Errorf("only %d of %d events reached the other replica's stream", len(fromAck), n)
+		}
+	}
+	pct := func(ds []time.Duration, p float64) string {
+		slices.Sort(ds)
+		return fmtDur(ds[min(len(ds)-1, int(float64(len(ds))*p))])
+	}
+	return []string{
+		fmt.Sprintf("commit on replica B to event on replica A's stream, %d writes, one every 10 ms: from B's acknowledgment p50 %s p99 %s max %s; from the request's start p50 %s p99 %s max %s",
+			n, pct(fromAck, 0.5), pct(fromAck, 0.99), pct(fromAck, 1), pct(fromSend, 0.5), pct(fromSend, 0.99), pct(fromSend, 1)),
+	}, nil
+}
+
+// isolationExperiment runs the shape of planserver's conditional PUT with
+// raw pgx on planserver's schema, each worker on its own plan: read the
+// plan's revision, update the plan, append an event (its seq from the
+// counter, as planserver does), commit. Serialized by the advisory lock
+// planserver takes, or at SERIALIZABLE, retrying serialization failures
+// (reported as retries). Both keep seq order equal to commit order; under
+// SERIALIZABLE every append conflicts on the counter row.
+func isolationExperiment(ctx context.Context, o options, dsn string, serializable bool) (result, int64, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return result{}, 0, err
+	}
+	cfg.MaxConns = int32(o.concurrency)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return result{}, 0, err
+	}
+	defer pool.Close()
+	now := db.FormatTime(time.Now())
+	for w := 0; w < o.concurrency; w++ {
+		if _, err := pool.Exec(ctx, `INSERT INTO plans (name, revision, created_at, updated_at, content_rev) VALUES ($1, 1, $2, $2, 1)`,
+			fmt.Sprintf("iso-%d", w), now); err != nil {
+			return result{}, 0, err
+		}
+	}
+	opts := pgx.TxOptions{}
+	if serializable {
+		opts.IsoLevel = pgx.Serializable
+	}
+	var retries sync.Map
+	res := drive(ctx, o, func(ctx context.Context, w, i int) error {
+		name := fmt.Sprintf("iso-%d", w)
+		for {
+			err := pgx.BeginTxFunc(ctx, pool, opts, func(tx pgx.Tx) error {
+				if !serializable {
+					if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(0x706c616e73727672)); err != nil {
+						return err
+					}
+				}
+				var rev int64
+				if err := tx.QueryRow(ctx, `SELECT revision FROM plans WHERE name = $1`, name).Scan(&rev); err != nil {
+					return err
+				}
+				if _, err := tx.Exec(ctx, `UPDATE plans SET revision = $1, updated_at = $2 WHERE name = $3`, rev+1, now, name); err != nil {
+					return err
+				}
+				_, err := tx.Exec(ctx, `INSERT INTO events (type, time, actor, plan, revision, data) VALUES ('plan.updated', $1, 'bench', $2, $3, '{}')`, now, name, rev+1)
+				return err
+			})
+			var pe *pgconn.PgError
+			if serializable && errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01") {
+				v, _ := retries.LoadOrStore(w, new(int64))
+				*v.(*int64)++
+				continue
+			}
+			return err
+		}
+	})
+	var total int64
+	retries.Range(func(_, v any) bool { total += *v.(*int64); return true })
+	return res, total, nil
+}

@@ -1,0 +1,133 @@
+package apitest
+
+import (
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// RegisterModel is the versioned-register model of a shared plan, for
+// porcupine: a plan either does not
+// exist or holds a content at a revision. Every operation a client can do
+// on it through HTTP is one of RegKind's kinds. The linearizability tests
+// of one server (internal/http) and of several replicas (cmd/planserver)
+// judge their histories with it.
+
+type RegKind int
+
+const (
+	OpCreate RegKind = iota // PUT with If-None-Match: *
+	OpCAS                   // PUT with If-Match: "expect"
+	OpPut                   // unconditional PUT
+	OpGet                   // GET
+)
+
+type RegInput struct {
+	Plan    string
+	Kind    RegKind
+	Expect  int64 // OpCAS
+	Content string
+}
+
+type RegOutput struct {
+	OK      bool // 2xx; false for a 412 (and for a GET: not found)
+	Rev     int64
+	Content string // OpGet
+}
+
+type regState struct {
+	exists  bool
+	rev     int64
+	content string
+}
+
+var RegisterModel = porcupine.Model{
+	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
+		byPlan := map[string][]porcupine.Operation{}
+		var order []string
+		for _, op := range history {
+			p := op.Input.(RegInput).Plan
+			if _, ok := byPlan[p]; !ok {
+				order = append(order, p)
+			}
+			byPlan[p] = append(byPlan[p], op)
+		}
+		out := make([][]porcupine.Operation, 0, len(order))
+		for _, p := range order {
+			out = append(out, byPlan[p])
+		}
+		return out
+	},
+	Init: func() any { return regState{} },
+	Step: func(state, input, output any) (bool, any) {
+		s, in, out := state.(regState), input.(RegInput), output.(RegOutput)
+		written := func() regState {
+			if s.exists {
+				return regState{true, s.rev + 1, in.Content}
+			}
+			return regState{true, 1, in.Content}
+		}
+		switch in.Kind {
+		case OpCreate:
+			if s.exists {
+				return !out.OK, s
+			}
+			return out.OK && out.Rev == 1, regState{true, 1, in.Content}
+		case OpCAS:
+			if !s.exists || s.rev != in.Expect {
+				return !out.OK, s
+			}
+			next := written()
+			return out.OK && out.Rev == next.rev, next
+		case OpPut:
+			next := written()
+			return out.OK && out.Rev == next.rev, next
+		case OpGet:
+			if !s.exists {
+				return !out.OK, s
+			}
+			return out.OK && out.Rev == s.rev && out.Content == s.content, s
+		}
+		return false, s
+	},
+	DescribeOperation: func(input, output any) string {
+		in, out := input.(RegInput), output.(RegOutput)
+		name := []string{"create", "cas", "put", "get"}[in.Kind]
+		return fmt.Sprintf("%s %s(expect %d, %q) -> ok=%v rev=%d %q", in.Plan, name, in.Expect, in.Content, out.OK, out.Rev, out.Content)
+	},
+}
+
+// CheckLinearizable checks history against RegisterModel and fails tb when
+// it is not linearizable, writing porcupine's visualization to a file it
+// names.
+func CheckLinearizable(tb testing.TB, history []porcupine.Operation) {
+	tb.Helper()
+	res, info := porcupine.CheckOperationsVerbose(RegisterModel, history, 5*time.Minute)
+	if res == porcupine.Ok {
+		return
+	}
+	path := ""
+	if f, err := os.CreateTemp("", "planserver-linearizability-*.html"); err == nil {
+		_ = porcupine.Visualize(RegisterModel, info, f)
+		f.Close()
+		path = f.Name()
+	}
+	tb.Fatalf("history of %d operations is %s (visualization: %s)", len(history), res, path)
+}
+
+// StressDuration is how long a concurrency test runs: short in make test,
+// as long as PLANSERVER_STRESS says under make stress (e.g. 2m).
+func StressDuration(tb testing.TB, short time.Duration) time.Duration {
+	v := os.Getenv("PLANSERVER_STRESS")
+	if v == "" {
+		return short
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		tb.Fatalf("PLANSERVER_STRESS=%q: %v", v, err)
+	}
+	return d
+}

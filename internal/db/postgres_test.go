@@ -1,0 +1,521 @@
+package db
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/dbtest"
+	"github.com/planserver/planserver/internal/testfs"
+	"github.com/planserver/planserver/migrations"
+)
+
+func TestRebindDollar(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{`SELECT 1`, `SELECT 1`},
+		{`SELECT a FROM t WHERE a = ? AND b IN (?, ?)`, `SELECT a FROM t WHERE a = $1 AND b IN ($2, $3)`},
+		{`SELECT '?', "we?ird" FROM t WHERE a = ?`, `SELECT '?', "we?ird" FROM t WHERE a = $1`},
+		{`SELECT 'it''s ?' || ? -- a comment?
+			FROM t WHERE x = ?`, `SELECT 'it''s ?' || $1 -- a comment?
+			FROM t WHERE x = $2`},
+		{`SELECT ? -- trailing?`, `SELECT $1 -- trailing?`},
+		{`SELECT 'unterminated ?`, `SELECT 'unterminated ?`},
+	}
+	for _, c := range cases {
+		if got := rebindDollar(c.in); got != c.want {
+			t.Errorf("rebind(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	// Ten and more placeholders.
+	q := "VALUES (?" + strings.Repeat(", ?", 11) + ")"
+	if got := rebindDollar(q); !strings.HasSuffix(got, "$11, $12)") {
+		t.Errorf("twelve placeholders: %s", got)
+	}
+}
+
+func TestRedactHidesPasswords(t *testing.T) {
+	cases := map[string]string{
+		"postgres://u:secret@db:5432/p?sslmode=disable": "postgres://u:xxxxx@db:5432/p?sslmode=disable",
+		"postgresql://u@db/p?password=secret":           "postgresql://u@db/p?password=xxxxx",
+		"postgres://db/p":                               "postgres://db/p",
+		"/var/lib/planserver/planserver.db":             "/var/lib/planserver/planserver.db",
+	}
+	for in, want := range cases {
+		if got := Redact(in); got != want || strings.Contains(got, "secret") {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestEnginesEndAtTheSameVersion: a version means one schema on every
+// engine, so both directories end at the version this binary reports.
+func TestEnginesEndAtTheSameVersion(t *testing.T) {
+	if s, p := newestVersion(migrations.SQLite), newestVersion(migrations.Postgres); s != p || KnownVersion() != s {
+		t.Fatalf("SQLite migrations end at %d, PostgreSQL's at %d (KnownVersion %d): add the missing one", s, p, KnownVersion())
+	}
+}
+
+// TestPostgresSchemaMatchesSQLite migrates both engines and compares them:
+// the same tables with the same columns, nullability and defaults' presence,
+// and on PostgreSQL every text column collates as bytes ("C"), as SQLite's
+// do.
+func TestPostgresSchemaMatchesSQLite(t *testing.T) {
+	dbtest.RequirePostgres(t)
+	ctx := context.Background()
+	lite := migrated(t, filepath.Join(t.TempDir(), "schema.db"))
+	pg := migrated(t, dbtest.Fresh(t))
+
+	liteCols := map[string]string{}
+	rows, err := lite.Reader(ctx).Query(`SELECT m.name, p.name, p."notnull", p.dflt_value IS NOT NULL
+		FROM sqlite_master m JOIN pragma_table_info(m.name) p
+		WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' AND m.name <> 'goose_db_version'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var table, col string
+		var notNull, hasDefault bool
+		if err := rows.Scan(&table, &col, &notNull, &hasDefault); err != nil {
+			t.Fatal(err)
+		}
+		liteCols[table+"."+col] = fmt.Sprintf("not null %v, default %v", notNull, hasDefault)
+	}
+	rows.Close()
+
+	pgCols := map[string]string{}
+	rows, err = pg.Reader(ctx).Query(`SELECT c.table_name, c.column_name, c.is_nullable = 'NO',
+			c.column_default IS NOT NULL OR c.is_identity = 'YES', c.data_type, coalesce(c.collation_name, '')
+		FROM information_schema.columns c JOIN information_schema.tables t
+			ON t.table_schema = c.table_schema AND t.table_name = c.table_name
+		WHERE c.table_schema = current_schema() AND t.table_type = 'BASE TABLE'
+			AND c.table_name NOT IN ('goose_db_version', 'event_seq')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var table, col, typ, collation string
+		var notNull, hasDefault bool
+		if err := rows.Scan(&table, &col, &notNull, &hasDefault, &typ, &collation); err != nil {
+			t.Fatal(err)
+		}
+		if typ == "text" && collation != "C" {
+			t.Errorf("%s.%s collates %q; every text column must be COLLATE \"C\" (byte order, as on SQLite)", table, col, collation)
+		}
+		// SQLite's INTEGER PRIMARY KEY has no declared default; its
+		// identity is the rowid.
+		if _, ok := counterKeys[table]; ok && counterKeys[table] == col && table != "events" {
+			hasDefault = false
+		}
+		pgCols[table+"."+col] = fmt.Sprintf("not null %v, default %v", notNull, hasDefault)
+	}
+	rows.Close()
+	for k, v := range liteCols {
+		// SQLite's primary key columns may be NULL unless declared NOT
+		// NULL; PostgreSQL's never are.
+		if pv, ok := pgCols[k]; !ok {
+			t.Errorf("%s is on SQLite only", k)
+		} else if pv != v && !(strings.HasPrefix(pv, "not null true") && strings.HasPrefix(v, "not null false") && isPrimaryKey(k)) {
+			t.Errorf("%s: SQLite %s, PostgreSQL %s", k, v, pv)
+		}
+	}
+	for k := range pgCols {
+		if _, ok := liteCols[k]; !ok {
+			t.Errorf("%s is on PostgreSQL only", k)
+		}
+	}
+}
+
+func isPrimaryKey(col string) bool {
+	switch col {
+	case "sessions.pk", "events.seq", "step_reports.id", "session_reviews.id", "event_retention.id", "tokens.name",
+		"session_plans.session_id", "session_todos.session_id":
+		return true
+	}
+	return false
+}
+
+// TestPostgresMigrateDownRefuses: migrations after the baseline roll back
+// (when that loses nothing); the baseline refuses, since PostgreSQL's
+// schema begins there and rolling it back would only drop every table.
+func TestPostgresMigrateDownRefuses(t *testing.T) {
+	dbtest.RequirePostgres(t)
+	d := migrated(t, dbtest.Fresh(t))
+	ctx := context.Background()
+	for v := KnownVersion(); v > 8; v-- {
+		if got, err := d.MigrateDown(ctx, nil); err != nil || got != v {
+			t.Fatalf("migrate down from %d: rolled back %d, %v", v, got, err)
+		}
+	}
+	_, err := d.MigrateDown(ctx, nil)
+	if err == nil || !strings.Contains(err.Error(), "refusing to roll back") || !strings.Contains(err.Error(), "planserver copy") {
+		t.Fatalf("migrate down at the baseline: %v, want a refusal that says what to do", err)
+	}
+	if v, err := d.AppliedVersion(ctx); err != nil || v != 8 {
+		t.Errorf("after the refused rollback: version %d, %v", v, err)
+	}
+	if _, _, err := d.MigrateUp(ctx, nil); err != nil {
+		t.Errorf("migrate up again: %v", err)
+	}
+}
+
+// TestPostgresWritesAreSerializedAcrossReplicas: two handles on one
+// database (two replicas) read a counter and write it back plus one, with
+// nothing but the write lock between them. No increment is lost.
+func TestPostgresWritesAreSerializedAcrossReplicas(t *testing.T) {
+	dbtest.RequirePostgres(t)
+	dsn := dbtest.Fresh(t)
+	a, b := openTestDSN(t, dsn), openTestDSN(t, dsn)
+	ctx := context.Background()
+	if err := a.Write(ctx, func(tx *Tx) error {
+		if _, err := tx.Exec(`CREATE TABLE counter (id INTEGER PRIMARY KEY, n BIGINT NOT NULL)`); err != nil {
+			return err
+		}
+		_, err := tx.Exec(`INSERT INTO counter VALUES (1, 0)`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	const perWorker = 50
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		d := []*DB{a, b}[w%2]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < perWorker; i++ {
+				err := d.Write(ctx, func(tx *Tx) error {
+					var n int64
+					if err := tx.QueryRow(`SELECT n FROM counter WHERE id = 1`).Scan(&n); err != nil {
+						return err
+					}
+					_, err := tx.Exec(`UPDATE counter SET n = ? WHERE id = 1`, n+1)
+					return err
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var n int64
+	if err := b.Reader(ctx).QueryRow(`SELECT n FROM counter WHERE id = 1`).Scan(&n); err != nil || n != 8*perWorker {
+		t.Fatalf("counter = %d, %v; want %d: increments were lost", n, err, 8*perWorker)
+	}
+}
+
+// TestPostgresReadIsOneSnapshot: every statement of a Read sees the same
+// committed state, even when writes commit between them.
+func TestPostgresReadIsOneSnapshot(t *testing.T) {
+	dbtest.RequirePostgres(t)
+	d := kvDB(t)
+	ctx := context.Background()
+	err := d.Read(ctx, func(tx *Tx) error {
+		before := 0
+		if err := tx.QueryRow(`SELECT count(*) FROM kv`).Scan(&before); err != nil {
+			return err
+		}
+		if err := d.Write(ctx, func(w *Tx) error {
+			_, err := w.Exec(`INSERT INTO kv (k, v) VALUES (1, 'new')`)
+			return err
+		}); err != nil {
+			return err
+		}
+		after := 0
+		if err := tx.QueryRow(`SELECT count(*) FROM kv`).Scan(&after); err != nil {
+			return err
+		}
+		if after != before {
+			return fmt.Errorf("one read saw %d rows, then %d", before, after)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPostgresCommitsWakeOtherReplicas: a commit through one handle runs
+// the OnCommit hooks of another handle on the same database (NOTIFY), and
+// a handle is not woken twice by its own commits.
+func TestPostgresCommitsWakeOtherReplicas(t *testing.T) {
+	dbtest.RequirePostgres(t)
+	dsn := dbtest.Fresh(t)
+	a, b := openTestDSN(t, dsn), openTestDSN(t, dsn)
+	woken := make(chan struct{}, 16)
+	a.OnCommit(func() { woken <- struct{}{} })
+	var bHooks atomic.Int64
+	b.OnCommit(func() { bHooks.Add(1) })
+	if err := b.Write(context.Background(), func(tx *Tx) error {
+		_, err := tx.Exec(`CREATE TABLE w (x INTEGER)`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-woken:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a commit on b never woke a")
+	}
+	time.Sleep(200 * time.Millisecond) // b's own notification has arrived by now
+	if n := bHooks.Load(); n != 1 {
+		t.Errorf("b's hooks ran %d times for its one commit", n)
+	}
+	// A write that changes nothing commits nothing and wakes nobody.
+	if err := b.Write(context.Background(), func(tx *Tx) error { return errors.New("no") }); err == nil {
+		t.Fatal("failing write succeeded")
+	}
+	select {
+	case <-woken:
+		t.Error("a rolled-back write woke another replica")
+	case <-time.After(300 * time.Millisecond):
+	}
+}
+
+// TestPostgresLostConnectionsRecover ends every connection of a database
+// from the server's side (an operator, a restart, a failover): the
+// listener connects again and runs the hooks (commits may have gone
+// unnoticed meanwhile), any write that fails says unavailable, and writes
+// and readiness come back by themselves.
+func TestPostgresLostConnectionsRecover(t *testing.T) {
+	dsn := dbtest.Fresh(t)
+	admin := dbtest.Admin(t)
+	d := migrated(t, dsn)
+	ctx := context.Background()
+	woken := make(chan struct{}, 16)
+	d.OnCommit(func() { woken <- struct{}{} })
+	if _, err := admin.Exec(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`, dbtest.Name(t, dsn)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-woken:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the listener did not come back (or did not run the hooks when it did)")
+	}
+	probe := func() error {
+		return d.Write(ctx, func(tx *Tx) error {
+			_, err := tx.Exec(`UPDATE event_retention SET pruned_through = pruned_through WHERE id = 1`)
+			return err
+		})
+	}
+	if err := probe(); err != nil && apierr.CodeOf(err) != apierr.Unavailable {
+		t.Fatalf("write on a terminated connection: %v, want success or unavailable", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := probe()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("writes never came back: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := d.Ready(ctx); err != nil {
+		t.Errorf("not ready after reconnecting: %v", err)
+	}
+}
+
+// TestPostgresReadOnlyIsUnavailable: a server that takes no writes (a
+// standby, default_transaction_read_only) answers writes unavailable,
+// naming the cause, and readiness says so.
+func TestPostgresReadOnlyIsUnavailable(t *testing.T) {
+	dsn := dbtest.Fresh(t)
+	admin := dbtest.Admin(t)
+	migrated(t, dsn).Close()
+	if _, err := admin.Exec(`ALTER DATABASE "` + dbtest.Name(t, dsn) + `" SET default_transaction_read_only = on`); err != nil {
+		t.Fatal(err)
+	}
+	d := openTestDSN(t, dsn)
+	ctx := context.Background()
+	err := d.Write(ctx, func(tx *Tx) error {
+		_, err := tx.Exec(`INSERT INTO revision_floors (kind, key, revision) VALUES ('t', 'k', 1)`)
+		return err
+	})
+	e, ok := apierr.As(err)
+	if !ok || e.Code != apierr.Unavailable || e.Cause == nil || !strings.Contains(e.Detail, "read-only") {
+		t.Fatalf("write to a read-only server: %v, want unavailable naming the cause", err)
+	}
+	if err := d.Ready(ctx); apierr.CodeOf(err) != apierr.Unavailable {
+		t.Errorf("ready on a read-only server: %v", err)
+	}
+}
+
+// TestPostgresDiskFullIsInsufficientStorage puts a database's tables on a
+// small tmpfs (a tablespace: dbtest.OnSmallDisk) and fills it: a write
+// that needs new pages fails with insufficient_storage and Retry-After,
+// reads go on, and once space is freed writes commit again. (Readiness
+// cannot stay down meanwhile as on SQLite: planserver cannot see the
+// server's disk, and its probe write fits in a page it already has.)
+func TestPostgresDiskFullIsInsufficientStorage(t *testing.T) {
+	dbtest.RequirePostgres(t)
+	dsn, dir := dbtest.OnSmallDisk(t, "4m")
+	d := migrated(t, dsn)
+	ctx := context.Background()
+	big := make([]byte, 1<<20)
+	_, _ = rand.Read(big)
+	bigText := base64.StdEncoding.EncodeToString(big) // incompressible: it must take pages
+	write := func() error {
+		return d.Write(ctx, func(tx *Tx) error {
+			_, err := tx.Exec(`INSERT INTO events (type, time, actor, data) VALUES ('t', '', 'test', ?)`, bigText)
+			return err
+		})
+	}
+	if err := write(); err != nil {
+		t.Fatalf("write before the disk filled: %v", err)
+	}
+	free := testfs.Fill(t, dir)
+	err := write()
+	e, ok := apierr.As(err)
+	if !ok || e.Code != apierr.InsufficientStorage || e.RetryAfter == 0 || e.Cause == nil {
+		free()
+		t.Fatalf("write on a full disk: %v, want insufficient_storage with Retry-After and its cause", err)
+	}
+	var n int
+	if err := d.Reader(ctx).QueryRow(`SELECT count(*) FROM events`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("read on a full disk: %d events, %v", n, err)
+	}
+	free()
+	if err := write(); err != nil {
+		t.Errorf("write after space was freed: %v", err)
+	}
+	if err := d.Ready(ctx); err != nil {
+		t.Errorf("ready after space was freed: %v", err)
+	}
+}
+
+// TestPostgresBackupRefusesNamingTheTools: planserver backup writes SQLite
+// files; on PostgreSQL it says what to use instead.
+func TestPostgresBackupRefusesNamingTheTools(t *testing.T) {
+	dbtest.RequirePostgres(t)
+	d := migrated(t, dbtest.Fresh(t))
+	err := d.Backup(context.Background(), filepath.Join(t.TempDir(), "b.db"))
+	if err == nil || !strings.Contains(err.Error(), "pg_dump") || !strings.Contains(err.Error(), "planserver copy") {
+		t.Fatalf("backup on PostgreSQL: %v", err)
+	}
+}
+
+// TestPostgresRefusesANonUTF8Database: byte-wise text comparison needs
+// UTF-8 on both engines.
+func TestPostgresRefusesANonUTF8Database(t *testing.T) {
+	admin := dbtest.Admin(t)
+	dsn := dbtest.Fresh(t)
+	name := dbtest.Name(t, dsn)
+	latin := strings.Replace(dsn, "/"+name, "/"+name+"_latin1", 1)
+	if _, err := admin.Exec(`CREATE DATABASE "` + name + `_latin1" TEMPLATE template0 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C'`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = admin.Exec(`DROP DATABASE IF EXISTS "` + name + `_latin1" WITH (FORCE)`) })
+	d, err := Open(context.Background(), latin, Options{})
+	if err == nil {
+		d.Close()
+		t.Fatal("opened a LATIN1 database")
+	}
+	if !strings.Contains(err.Error(), "UTF8") {
+		t.Errorf("refusal does not say why: %v", err)
+	}
+}
+
+func openTestDSN(t *testing.T, dsn string) *DB {
+	t.Helper()
+	d, err := Open(context.Background(), dsn, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// TestPostgresReplicasMigrateAtOnce: replicas started together on an empty
+// database all come up at the schema's head; the migration lock makes
+// them take turns instead of creating the same tables twice.
+func TestPostgresReplicasMigrateAtOnce(t *testing.T) {
+	dbtest.RequirePostgres(t)
+	dsn := dbtest.Fresh(t)
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		d := openTestDSN(t, dsn)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _, errs[i] = d.MigrateUp(context.Background(), nil)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("replica %d: %v", i, err)
+		}
+	}
+	d := openTestDSN(t, dsn)
+	st, err := d.MigrateStatus(context.Background())
+	if err != nil || len(st) == 0 || !st[len(st)-1].Applied || st[len(st)-1].Version != KnownVersion() {
+		t.Errorf("status after concurrent migrations: %+v, %v", st, err)
+	}
+}
+
+// TestPostgresTimeIsTheServers: a replica whose clock is an hour ahead
+// still reads, stamps and judges time by the database server's clock, so
+// every replica agrees on when a lease or a token runs out.
+func TestPostgresTimeIsTheServers(t *testing.T) {
+	dbtest.RequirePostgres(t)
+	dsn := dbtest.Fresh(t)
+	t.Cleanup(func() { localClock = time.Now }) // after the handle below closes
+	localClock = func() time.Time { return time.Now().Add(time.Hour) }
+	d := migrated(t, dsn)
+	if skew := time.Until(d.Now()); skew > 2*time.Second || skew < -2*time.Second {
+		t.Fatalf("a replica an hour ahead reads a time %s off the server's", skew)
+	}
+	var stamped string
+	if err := d.Write(context.Background(), func(tx *Tx) error {
+		stamped = tx.NowText()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if at, err := time.Parse(TimeFormat, stamped); err != nil || time.Since(at).Abs() > 2*time.Second {
+		t.Errorf("a write was stamped %s (%v)", stamped, err)
+	}
+}
+
+// TestPostgresListenerOutlivesIdleWaits: a listener that waited past its
+// ping interval many times (checking its connection each time) still
+// delivers the next commit's wake-up.
+func TestPostgresListenerOutlivesIdleWaits(t *testing.T) {
+	dbtest.RequirePostgres(t)
+	t.Cleanup(func() { listenPing = 30 * time.Second }) // after the handles close
+	listenPing = 20 * time.Millisecond
+	dsn := dbtest.Fresh(t)
+	a, b := openTestDSN(t, dsn), openTestDSN(t, dsn)
+	woken := make(chan struct{}, 16)
+	a.OnCommit(func() { woken <- struct{}{} })
+	time.Sleep(300 * time.Millisecond) // many idle waits and pings
+	select {
+	case <-woken:
+		t.Fatal("woken while idle: the listener lost its connection and reconnected")
+	default:
+	}
+	if err := b.Write(context.Background(), func(tx *Tx) error {
+		_, err := tx.Exec(`CREATE TABLE idle (x INTEGER)`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-woken:
+	case <-time.After(10 * time.Second):
+		t.Fatal("after idle waits, a commit on b never woke a")
+	}
+}
