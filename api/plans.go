@@ -190,7 +190,7 @@ type ReportWrite struct {
 	StepID    *string    `json:"step_id,omitempty" validate:"omitnil,max=128"`
 	Outcome   string     `json:"outcome" validate:"required,oneof=success failure blocked"`
 	Details   string     `json:"details" validate:"max=65536"`
-	Artifacts []Artifact `json:"artifacts" validate:"max=1000,dive"`
+	Artifacts []Artifact `json:"artifacts,omitempty" validate:"max=1000,dive"`
 	Worker    *string    `json:"worker,omitempty" validate:"omitnil,min=1,max=256"`
 	Timestamp *string    `json:"timestamp,omitempty" validate:"omitnil,max=64"`
 }

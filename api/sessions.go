@@ -91,13 +91,13 @@ type Session struct {
 // SessionCreate is the body of POST /v1/sessions. ID is optional: left out,
 // one is generated; given, it must be a valid id (an empty string is not).
 type SessionCreate struct {
-	ID       *string        `json:"id" validate:"omitnil,session_id"`
+	ID       *string        `json:"id,omitempty" validate:"omitnil,session_id"`
 	Title    string         `json:"title" validate:"title"`
 	Agent    string         `json:"agent" validate:"max=256"`
 	ParentID string         `json:"parent_id" validate:"omitempty,session_id"`
-	Mode     string         `json:"mode" validate:"omitempty,oneof=build plan"`
+	Mode     string         `json:"mode,omitempty" validate:"omitempty,oneof=build plan"`
 	Harness  bool           `json:"harness"`
-	Metadata map[string]any `json:"metadata"`
+	Metadata map[string]any `json:"metadata,omitempty"`
 }
 
 // SessionList is one page of GET /v1/sessions.
@@ -153,12 +153,12 @@ type SessionPlanWrite struct {
 	Content string `json:"content"`
 	// Author left out keeps the current author; on the first write it
 	// defaults to the acting caller.
-	Author *string `json:"author" validate:"omitnil,author"`
+	Author *string `json:"author,omitempty" validate:"omitnil,author"`
 }
 
 // ReviewRequest is the body of POST …/plan/review (exit_plan_mode).
 type ReviewRequest struct {
-	Rationale *string `json:"rationale" validate:"omitnil,max=65536"`
+	Rationale *string `json:"rationale,omitempty" validate:"omitnil,max=65536"`
 }
 
 // ReviewRejection is the body of POST …/plan/reject.

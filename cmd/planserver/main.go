@@ -66,6 +66,13 @@ Usage:
   planserver healthcheck [--addr A]     exit 0 when a server at A answers /healthz
   planserver version                    print the version
 
+Talking to a running server (--server URL, --token T, --json):
+  planserver session create|get|list|mode          sessions and their build/plan mode
+  planserver plan get|put|edit|status|history|diff  shared plans
+  planserver review list|show|approve|reject        review the plans of sessions
+  planserver steps ready|claim|report               work through a plan's steps
+  planserver events [--follow]                      the change log
+
 Run 'planserver COMMAND --help' for a command's flags; each has a PLANSERVER_*
 environment equivalent (--max-plan-bytes is PLANSERVER_MAX_PLAN_BYTES).
 `
@@ -96,6 +103,8 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 		return token(ctx, args[1:], getenv, stdout, stderr)
 	case "healthcheck":
 		return healthcheck(ctx, args[1:], getenv, stdout, stderr)
+	case "session", "plan", "review", "steps", "events":
+		return apiCommand(ctx, args, getenv, os.Stdin, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "planserver", version)
 		return nil

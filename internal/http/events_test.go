@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apitest"
 	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/events"
@@ -246,10 +247,7 @@ func sameRows(a, b []logRow) bool {
 	return true
 }
 
-type eventPage struct {
-	Events    []events.Event `json:"events"`
-	NextAfter int64          `json:"next_after"`
-}
+type eventPage = api.EventPage
 
 func getEvents(t *testing.T, env *apitest.Env, query string, header ...string) eventPage {
 	t.Helper()

@@ -8,23 +8,18 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apitest"
 	"github.com/planserver/planserver/internal/db"
 	planhttp "github.com/planserver/planserver/internal/http"
 )
 
-// plan is the JSON representation of a shared plan as tests see it; steps
-// stay raw so tests can check they round-trip byte for byte.
+// plan is a shared plan as the API answers it, but with its steps raw, so
+// tests can check they round-trip byte for byte (the outer Steps wins over
+// api.Plan's when decoding).
 type plan struct {
-	Name      string  `json:"name"`
-	Title     string  `json:"title"`
-	Content   string  `json:"content"`
-	Author    string  `json:"author"`
-	Status    string  `json:"status"`
-	Steps     jsonRaw `json:"steps"`
-	Revision  int64   `json:"revision"`
-	CreatedAt string  `json:"created_at"`
-	UpdatedAt string  `json:"updated_at"`
+	api.Plan
+	Steps jsonRaw `json:"steps"`
 }
 
 type jsonRaw []byte
@@ -422,15 +417,7 @@ func TestPlanHistory(t *testing.T) {
 	for i := 1; i <= 5; i++ {
 		putPlan(t, env, "h", map[string]any{"content": fmt.Sprintf("v%d", i), "author": fmt.Sprintf("a%d", i), "status": fmt.Sprintf("s%d", i)}, map[bool]int{true: 201, false: 200}[i == 1])
 	}
-	var hist struct {
-		Name      string `json:"name"`
-		Revisions []struct {
-			Revision  int64  `json:"revision"`
-			Author    string `json:"author"`
-			Status    string `json:"status"`
-			UpdatedAt string `json:"updated_at"`
-		} `json:"revisions"`
-	}
+	var hist api.PlanRevisions
 	env.Call("GET", "/v1/plans/h/revisions", nil).JSON(t, &hist)
 	var got []string
 	for _, r := range hist.Revisions {
@@ -784,11 +771,7 @@ func TestConcurrentPlanWritersLoseNoUpdate(t *testing.T) {
 	if len(wins)+failures != clients*rounds {
 		t.Errorf("%d wins + %d conflicts != %d attempts", len(wins), failures, clients*rounds)
 	}
-	var hist struct {
-		Revisions []struct {
-			Revision int64 `json:"revision"`
-		} `json:"revisions"`
-	}
+	var hist api.PlanRevisions
 	env.Call("GET", "/v1/plans/shared/revisions", nil).JSON(t, &hist)
 	if len(hist.Revisions) != int(final.Revision) {
 		t.Errorf("history holds %d revisions, want %d", len(hist.Revisions), final.Revision)

@@ -8,34 +8,18 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apitest"
 	planhttp "github.com/planserver/planserver/internal/http"
 )
 
-// review is the session's review object as tests see it.
-type review struct {
-	State        string  `json:"state"`
-	PlanRevision *int64  `json:"plan_revision"`
-	Rationale    *string `json:"rationale"`
-	Feedback     *string `json:"feedback"`
-	RequestedAt  *string `json:"requested_at"`
-	DecidedAt    *string `json:"decided_at"`
-	DecidedBy    *string `json:"decided_by"`
-}
-
-// reviewed is a session with its whole review, and the note of an approval.
+// reviewed is a session with its review, and the note of an approval.
 type reviewed struct {
 	session
-	Review review  `json:"review"`
-	Note   *string `json:"note"`
+	Note *string `json:"note"`
 }
 
-type sessionPlan struct {
-	SessionID string `json:"session_id"`
-	Content   string `json:"content"`
-	Author    string `json:"author"`
-	Revision  int64  `json:"revision"`
-}
+type sessionPlan = api.SessionPlan
 
 func writeSessionPlan(t *testing.T, env *apitest.Env, id string, body any, wantStatus int, header ...string) sessionPlan {
 	t.Helper()
@@ -72,12 +56,7 @@ func getReviewed(t *testing.T, env *apitest.Env, id string) reviewed {
 	return s
 }
 
-type filterResult struct {
-	EffectiveMode string   `json:"effective_mode"`
-	Allowed       []string `json:"allowed"`
-	Removed       []string `json:"removed"`
-	Reminder      *string  `json:"reminder"`
-}
+type filterResult = api.FilterResult
 
 // turnTools is a host's toolset for one turn, in the MCP shape.
 var turnTools = map[string]any{"tools": []any{

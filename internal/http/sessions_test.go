@@ -9,25 +9,13 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apitest"
 	planhttp "github.com/planserver/planserver/internal/http"
 )
 
-// session is the subset of the session representation tests look at.
-type session struct {
-	ID            string         `json:"id"`
-	Title         string         `json:"title"`
-	ParentID      *string        `json:"parent_id"`
-	Mode          string         `json:"mode"`
-	EffectiveMode string         `json:"effective_mode"`
-	ModeSource    *string        `json:"mode_source"`
-	Harness       bool           `json:"harness"`
-	Metadata      map[string]any `json:"metadata"`
-	Revision      int64          `json:"revision"`
-	Review        struct {
-		State string `json:"state"`
-	} `json:"review"`
-}
+// session is a session as the API answers it.
+type session = api.Session
 
 func createSession(t *testing.T, env *apitest.Env, body map[string]any) session {
 	t.Helper()
@@ -206,11 +194,9 @@ func TestEffectiveModeIsInheritedAtAnyDepth(t *testing.T) {
 		t.Errorf("late child: %+v", child)
 	}
 	// The list resolves effective modes too.
-	var list struct {
-		Sessions []session `json:"sessions"`
-	}
+	var list api.SessionList
 	env.Call("GET", "/v1/sessions?limit=100", nil).JSON(t, &list)
-	want := map[string]string{"root": "build", "a": "build", "b": "plan", "c": "plan", "d": "plan", "e": "plan", "late": "plan"}
+	want := map[string]api.Mode{"root": "build", "a": "build", "b": "plan", "c": "plan", "d": "plan", "e": "plan", "late": "plan"}
 	for _, s := range list.Sessions {
 		if want[s.ID] != s.EffectiveMode {
 			t.Errorf("list: %s effective %s, want %s", s.ID, s.EffectiveMode, want[s.ID])
@@ -420,36 +406,29 @@ func TestSessionListPagination(t *testing.T) {
 		if token != "" {
 			path += "&page_token=" + token
 		}
-		var page struct {
-			Sessions []session `json:"sessions"`
-			Next     string    `json:"next_page_token"`
-		}
+		var page api.SessionList
 		env.Call("GET", path, nil).JSON(t, &page)
 		pages++
 		for _, s := range page.Sessions {
 			ids = append(ids, s.ID)
 		}
-		if page.Next == "" {
+		if page.NextPageToken == "" {
 			break
 		}
-		token = page.Next
+		token = page.NextPageToken
 	}
 	if got := strings.Join(ids, ","); got != "c0,c1,c2,c3,c4,c5,c6" || pages != 3 {
 		t.Errorf("paged children = %s in %d pages", got, pages)
 	}
-	var plans struct {
-		Sessions []session `json:"sessions"`
-	}
+	var plans api.SessionList
 	env.Call("GET", "/v1/sessions?mode=plan", nil).JSON(t, &plans)
 	if len(plans.Sessions) != 4 {
 		t.Errorf("mode=plan gave %d sessions, want 4", len(plans.Sessions))
 	}
 	// A token from one filter set is refused with another.
-	var first struct {
-		Next string `json:"next_page_token"`
-	}
+	var first api.SessionList
 	env.Call("GET", "/v1/sessions?parent_id=parent&limit=1", nil).JSON(t, &first)
-	if r := env.Call("GET", "/v1/sessions?mode=plan&page_token="+first.Next, nil); r.Status != 400 {
+	if r := env.Call("GET", "/v1/sessions?mode=plan&page_token="+first.NextPageToken, nil); r.Status != 400 {
 		t.Errorf("token with other filters: %d", r.Status)
 	}
 	for _, q := range []string{"limit=0", "limit=-1", "limit=x", "limit=1001", "page_token=garbage", "mode=auto", "parent_id=bad%20id"} {
@@ -642,9 +621,9 @@ func TestConcurrentModeChangesAreLinearizable(t *testing.T) {
 				}
 				last = s.Revision
 				// Revision 1 is build; each write flips the mode.
-				wantMode := "build"
+				wantMode := api.ModeBuild
 				if s.Revision%2 == 0 {
-					wantMode = "plan"
+					wantMode = api.ModePlan
 				}
 				if s.Mode != wantMode {
 					t.Errorf("revision %d has mode %s, want %s", s.Revision, s.Mode, wantMode)

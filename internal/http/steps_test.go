@@ -11,59 +11,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apitest"
 	planhttp "github.com/planserver/planserver/internal/http"
 )
 
-// stepView is a step as the API answers it.
-type stepView struct {
-	ID             string   `json:"id"`
-	Description    string   `json:"description"`
-	Owner          string   `json:"owner"`
-	Deps           []string `json:"deps"`
-	Status         string   `json:"status"`
-	Parallel       bool     `json:"parallel"`
-	Criteria       string   `json:"criteria"`
-	Commands       []string `json:"commands"`
-	Files          []string `json:"files"`
-	RiskNotes      string   `json:"risk_notes"`
-	ClaimedBy      *string  `json:"claimed_by"`
-	ClaimExpiresAt *string  `json:"claim_expires_at"`
-	ClaimExpired   bool     `json:"claim_expired"`
-}
-
-type stepResult struct {
-	Step     stepView `json:"step"`
-	Revision int64    `json:"revision"`
-}
-
-type stepList struct {
-	Steps    []stepView `json:"steps"`
-	Revision int64      `json:"revision"`
-}
-
-type progress struct {
-	Total      int `json:"total"`
-	Pending    int `json:"pending"`
-	InProgress int `json:"in_progress"`
-	Complete   int `json:"complete"`
-	Blocked    int `json:"blocked"`
-	Ready      int `json:"ready"`
-}
-
-type report struct {
-	ID           int64            `json:"id"`
-	Plan         string           `json:"plan"`
-	StepID       string           `json:"step_id"`
-	Outcome      string           `json:"outcome"`
-	Details      string           `json:"details"`
-	Artifacts    []map[string]any `json:"artifacts"`
-	Actor        string           `json:"actor"`
-	Worker       *string          `json:"worker"`
-	Timestamp    *string          `json:"timestamp"`
-	PlanRevision int64            `json:"plan_revision"`
-	Time         string           `json:"time"`
-}
+// The step representations, as the API answers them.
+type (
+	stepView   = api.StepView
+	stepResult = api.StepResult
+	stepList   = api.StepList
+	progress   = api.Progress
+	report     = api.Report
+)
 
 // testClock is the server's clock in tests: lease expiry is tested by
 // moving it forward, never by sleeping.
@@ -150,9 +110,7 @@ func postReport(t *testing.T, env *apitest.Env, name, stepID string, body map[st
 
 func planProgress(t *testing.T, env *apitest.Env, name string) progress {
 	t.Helper()
-	var p struct {
-		Progress progress `json:"progress"`
-	}
+	var p api.Plan
 	env.Call("GET", "/v1/plans/"+name, nil).JSON(t, &p)
 	return p.Progress
 }
@@ -177,11 +135,7 @@ func TestSeedPlanImportsAndRoundTripsAsYAML(t *testing.T) {
 	if r.Status != http.StatusCreated {
 		t.Fatalf("import: %d %s", r.Status, r.Body)
 	}
-	var p struct {
-		plan
-		Progress progress   `json:"progress"`
-		Steps    []stepView `json:"steps"`
-	}
+	var p api.Plan
 	r.JSON(t, &p)
 	if p.Content != "" || len(p.Steps) != 4 || p.Revision != 1 {
 		t.Fatalf("imported %+v", p)
@@ -341,10 +295,7 @@ func TestCoordinatorLoop(t *testing.T) {
 		t.Errorf("revision 2, step 1 = %+v", old.Steps[0])
 	}
 	// Reports, oldest first, for the plan or one step.
-	var reps struct {
-		Plan    string   `json:"plan"`
-		Reports []report `json:"reports"`
-	}
+	var reps api.ReportList
 	env.Call("GET", "/v1/plans/csv/reports", nil).JSON(t, &reps)
 	var stepsReported []string
 	for i, r := range reps.Reports {
@@ -358,7 +309,7 @@ func TestCoordinatorLoop(t *testing.T) {
 	}
 	env.Call("GET", "/v1/plans/csv/reports?step_id=3", nil).JSON(t, &reps)
 	if len(reps.Reports) != 1 || reps.Reports[0].StepID != "3" || reps.Reports[0].Details != "done 3" ||
-		reps.Reports[0].Artifacts[1]["result"] != "PASSED" || reps.Reports[0].Artifacts[0]["test"] != nil {
+		reps.Reports[0].Artifacts[1].Result != "PASSED" || reps.Reports[0].Artifacts[0].Test != "" {
 		t.Errorf("reports of step 3 = %+v", reps.Reports)
 	}
 	env.Call("GET", "/v1/plans/csv/reports?step_id=9", nil).JSON(t, &reps)
@@ -747,9 +698,7 @@ func TestPatchStep(t *testing.T) {
 		t.Errorf("events = %s", got)
 	}
 	// Every step change is in the history.
-	var old struct {
-		Steps []stepView `json:"steps"`
-	}
+	var old api.Plan
 	env.Call("GET", "/v1/plans/p/revisions/2", nil).JSON(t, &old)
 	if old.Steps[1].Status != "blocked" || old.Steps[0].Status != "pending" {
 		t.Errorf("revision 2: %+v", old.Steps)
@@ -786,12 +735,7 @@ func TestStepsInPlanListAndFilters(t *testing.T) {
 	}
 	putPlan(t, env, "empty", map[string]any{"content": "x"}, 201)
 	env.Call("PATCH", "/v1/plans/csv/steps/1", map[string]any{"status": "complete"})
-	var page struct {
-		Plans []struct {
-			Name     string   `json:"name"`
-			Progress progress `json:"progress"`
-		} `json:"plans"`
-	}
+	var page api.PlanPage
 	env.Call("GET", "/v1/plans", nil).JSON(t, &page)
 	if len(page.Plans) != 2 || page.Plans[0].Progress != (progress{Total: 4, Pending: 3, Complete: 1, Ready: 1}) || page.Plans[1].Progress != (progress{}) {
 		t.Errorf("list = %+v", page.Plans)

@@ -4,19 +4,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apitest"
 )
 
-type todoList struct {
-	SessionID string `json:"session_id"`
-	Todos     []struct {
-		ID      string `json:"id"`
-		Content string `json:"content"`
-		Status  string `json:"status"`
-	} `json:"todos"`
-	Revision  int64   `json:"revision"`
-	UpdatedAt *string `json:"updated_at"`
-}
+type todoList = api.TodoList
 
 func TestTodos(t *testing.T) {
 	env := apitest.New(t)

@@ -6,23 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apitest"
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/events"
 	planhttp "github.com/planserver/planserver/internal/http"
 )
-
-// token is a token as the API shows it.
-type token struct {
-	Token      string  `json:"token"`
-	Name       string  `json:"name"`
-	Role       string  `json:"role"`
-	SessionID  *string `json:"session_id"`
-	CreatedAt  string  `json:"created_at"`
-	ExpiresAt  *string `json:"expires_at"`
-	LastUsedAt *string `json:"last_used_at"`
-	RevokedAt  *string `json:"revoked_at"`
-}
 
 func tokenEnv(t *testing.T) (*apitest.Env, *apitest.Env) {
 	t.Helper()
@@ -39,18 +28,18 @@ func TestTokenAPI(t *testing.T) {
 		resp.Header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("create: %d %v %s", resp.Status, resp.Header, resp.Body)
 	}
-	var created token
+	var created api.CreatedToken
 	resp.JSON(t, &created)
-	if !auth.LooksLikeToken(created.Token) || created.Role != "agent" || created.SessionID == nil ||
+	if !auth.LooksLikeToken(created.Secret) || created.Role != "agent" || created.SessionID == nil ||
 		*created.SessionID != "work" || created.ExpiresAt == nil || created.RevokedAt != nil {
 		t.Fatalf("created: %s", resp.Body)
 	}
 	// The new secret works at once, as the agent it was made for.
-	if r := env.As(created.Token).Call("GET", "/v1/sessions/work", nil); r.Status != http.StatusOK {
+	if r := env.As(created.Secret).Call("GET", "/v1/sessions/work", nil); r.Status != http.StatusOK {
 		t.Fatalf("new token: %d %s", r.Status, r.Body)
 	}
 	resp = as.Call("POST", "/v1/tokens", map[string]any{"role": "viewer"})
-	var generated token
+	var generated api.CreatedToken
 	resp.JSON(t, &generated)
 	if resp.Status != http.StatusCreated || !strings.HasPrefix(generated.Name, "viewer-") || generated.ExpiresAt != nil {
 		t.Fatalf("generated name: %d %s", resp.Status, resp.Body)
@@ -58,14 +47,12 @@ func TestTokenAPI(t *testing.T) {
 
 	// Neither the list nor one token shows a secret or a hash.
 	resp = as.Call("GET", "/v1/tokens", nil)
-	var list struct {
-		Tokens []token `json:"tokens"`
-	}
+	var list api.TokenList
 	resp.JSON(t, &list)
 	if resp.Status != http.StatusOK || len(list.Tokens) != 3 || list.Tokens[0].Name != "console" {
 		t.Fatalf("list: %d %s", resp.Status, resp.Body)
 	}
-	for _, secret := range []string{created.Token, generated.Token} {
+	for _, secret := range []string{created.Secret, generated.Secret} {
 		for _, leak := range []string{secret, secret[3:], auth.Hash(secret)} {
 			if bytes.Contains(resp.Body, []byte(leak)) {
 				t.Errorf("the token list shows a secret or a hash: %s", resp.Body)
@@ -76,9 +63,9 @@ func TestTokenAPI(t *testing.T) {
 		t.Errorf("coder's last use is not recorded: %s", resp.Body)
 	}
 	resp = as.Call("GET", "/v1/tokens/coder", nil)
-	var got token
+	var got api.CreatedToken
 	resp.JSON(t, &got)
-	if resp.Status != http.StatusOK || got.Name != "coder" || got.Token != "" || bytes.Contains(resp.Body, []byte(created.Token)) {
+	if resp.Status != http.StatusOK || got.Name != "coder" || got.Secret != "" || bytes.Contains(resp.Body, []byte(created.Secret)) {
 		t.Fatalf("get: %d %s", resp.Status, resp.Body)
 	}
 
@@ -89,7 +76,7 @@ func TestTokenAPI(t *testing.T) {
 			t.Fatalf("revoke: %d %s", r.Status, r.Body)
 		}
 	}
-	if r := env.As(created.Token).Call("GET", "/v1/sessions/work", nil); r.Status != http.StatusUnauthorized ||
+	if r := env.As(created.Secret).Call("GET", "/v1/sessions/work", nil); r.Status != http.StatusUnauthorized ||
 		!strings.HasPrefix(r.Header.Get("WWW-Authenticate"), "Bearer") {
 		t.Fatalf("revoked token: %d %v %s", r.Status, r.Header, r.Body)
 	}
@@ -210,15 +197,12 @@ func TestAgentSeesOnlyItsSubtree(t *testing.T) {
 			if resp.Status != http.StatusOK {
 				t.Fatalf("list %s: %d %s", q, resp.Status, resp.Body)
 			}
-			var page struct {
-				Sessions []session `json:"sessions"`
-				Next     string    `json:"next_page_token"`
-			}
+			var page api.SessionList
 			resp.JSON(t, &page)
 			for _, s := range page.Sessions {
 				all = append(all, s.ID)
 			}
-			if token = page.Next; token == "" {
+			if token = page.NextPageToken; token == "" {
 				return strings.Join(all, ",")
 			}
 		}

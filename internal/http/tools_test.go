@@ -5,15 +5,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apitest"
 	planhttp "github.com/planserver/planserver/internal/http"
 )
 
-type checkResult struct {
-	Allowed       bool   `json:"allowed"`
-	EffectiveMode string `json:"effective_mode"`
-	Reason        string `json:"reason"`
-}
+type checkResult = api.CheckResult
 
 func check(t *testing.T, env *apitest.Env, id string, tool map[string]any) checkResult {
 	t.Helper()
