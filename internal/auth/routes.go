@@ -81,6 +81,10 @@ var Routes = map[string]Rule{
 	"GET /v1/tokens":           {Action: ManageTokens},
 	"GET /v1/tokens/{name}":    {Action: ManageTokens},
 	"DELETE /v1/tokens/{name}": {Action: ManageTokens},
+	// The MCP endpoint (internal/mcp): connecting is open to every role;
+	// each tool call is decided with the action of the route it stands for
+	// (mcp.Operations), and the session it binds to with ReadSession.
+	"POST /mcp": {Action: ConnectMCP},
 }
 
 // DenyReason explains a Deny to the caller. For an agent trying to leave

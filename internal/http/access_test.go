@@ -304,6 +304,12 @@ var accessTable = map[string][]accessCase{
 		{name: "one session", path: "/v1/events?session_id=tgt", want: map[caller]int{viewer: ok, agentIn: ok, agentOut: 404}},
 	},
 
+	// Every role may connect to the MCP endpoint; each tool is then
+	// decided with its route's action (internal/mcp's tests).
+	"POST /mcp": {{path: "/mcp", body: map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+		header: []string{"Accept", "application/json, text/event-stream"},
+		want:   map[caller]int{viewer: ok, agentIn: ok, agentOut: ok}}},
+
 	"POST /v1/tokens": {{path: "/v1/tokens", body: map[string]any{"role": "viewer"},
 		want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 403}}},
 	"GET /v1/tokens": {{path: "/v1/tokens",

@@ -186,7 +186,8 @@ func (s *Server) routes() chi.Router {
 	r.Get("/readyz", s.h(s.readyz))
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
 	r.Get("/openapi.yaml", serveOpenAPI)
-	s.uiRoutes(r) // ui.go: the review console at /ui/
+	s.uiRoutes(r)  // ui.go: the review console at /ui/
+	s.mcpRoutes(r) // mcp.go: the MCP endpoint at /mcp
 
 	// Every /v1 route needs a rule in auth.Routes; guard enforces it.
 	r.Route("/v1", func(r chi.Router) {
