@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -172,5 +171,3 @@ func session(t *testing.T, env *apitest.Env, body map[string]any) {
 	t.Helper()
 	mustStatus(t, env.Call("POST", "/v1/sessions", body), http.StatusCreated)
 }
-
-func contains(list []string, name string) bool { return slices.Contains(list, name) }
