@@ -63,6 +63,8 @@ Usage:
   planserver token list | revoke NAME   manage bearer tokens (stored hashed)
   planserver backup FILE                write an online, consistent copy of the database
   planserver healthcheck [--addr A]     exit 0 when a server at A answers /healthz
+  planserver gate --session ID -- CMD   put a stdio MCP server behind the plan-mode gate
+  planserver gate add NAME URL | list | remove NAME   the HTTP MCP servers of /mcp/gate/NAME
   planserver version                    print the version
 
 Run 'planserver COMMAND --help' for a command's flags; each has a PLANSERVER_*
@@ -93,6 +95,9 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 		return token(ctx, args[1:], getenv, stdout, stderr)
 	case "healthcheck":
 		return healthcheck(ctx, args[1:], getenv, stdout, stderr)
+	case "gate":
+		// The stdio proxy speaks MCP on the process's own stdin and stdout.
+		return gate(ctx, args[1:], getenv, os.Stdin, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "planserver", version)
 		return nil

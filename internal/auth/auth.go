@@ -98,6 +98,9 @@ const (
 	// grants nothing by itself. Each tool call is then decided on its own
 	// with the action of the HTTP route it stands for.
 	ConnectMCP Action = "mcp.connect"
+	// ManageGates is registering the tool servers reached through
+	// /mcp/gate/{name}: an admin's, since planserver calls them.
+	ManageGates Action = "gates.manage"
 )
 
 // Actions lists every action, for exhaustive tests.
@@ -105,7 +108,7 @@ var Actions = []Action{
 	ReadSession, ListSessions, CreateSession, CreateRootSession, CreateHarnessSession,
 	NameSession, UpdateSession, DeleteSession, EnterPlanMode, LeavePlanMode, WriteSessionPlan,
 	ReadSessionPlan, RequestReview, DecideReview, FilterTools, CheckTool, WriteTodos,
-	ReadTodos, ReadPlans, WritePlans, ExecuteSteps, ReadEvents, ManageTokens, ConnectMCP,
+	ReadTodos, ReadPlans, WritePlans, ExecuteSteps, ReadEvents, ManageTokens, ConnectMCP, ManageGates,
 }
 
 // Decision is the outcome of Decide.

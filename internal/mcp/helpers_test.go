@@ -47,6 +47,12 @@ type clientOpts struct {
 // connect opens an MCP client over real HTTP to env's /mcp.
 func connect(t *testing.T, env *apitest.Env, o clientOpts) *client {
 	t.Helper()
+	return connectURL(t, env, env.Server.URL+"/mcp", o)
+}
+
+// connectURL opens an MCP client over real HTTP to endpoint, a URL of env.
+func connectURL(t *testing.T, env *apitest.Env, endpoint string, o clientOpts) *client {
+	t.Helper()
 	h := http.Header{}
 	if o.token != "" {
 		h.Set("Authorization", "Bearer "+o.token)
@@ -58,7 +64,7 @@ func connect(t *testing.T, env *apitest.Env, o clientOpts) *client {
 	c := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, o.sdk)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: env.Server.URL + "/mcp", HTTPClient: hc},
+	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc},
 		&sdk.ClientSessionOptions{ProtocolVersion: o.version})
 	if err != nil {
 		t.Fatalf("connect: %v", err)

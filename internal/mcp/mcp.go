@@ -214,3 +214,5 @@ func statusCode(status int) apierr.Code {
 	}
 	return apierr.Internal
 }
+
+func defaultLogger() *slog.Logger { return slog.Default() }
