@@ -1,9 +1,11 @@
 package http
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -32,6 +34,15 @@ func (s *Server) mcpRoutes(r chi.Router) {
 	endpoint := mcp.New(backend)
 	s.gates = mcp.NewGateStore(s.cfg.DB)
 	upstreams := mcp.NewUpstreams(backend, s.gates)
+	// Say at start which tool servers the gate fronts, and which of their
+	// tools the operator declared read-only: what plan mode lets through
+	// beyond the annotations.
+	if gates, err := s.gates.List(context.Background()); err == nil {
+		for _, g := range gates {
+			s.log.Info("gate registered", "name", g.Name, "url", g.URL, "path", "/mcp/gate/"+g.Name,
+				"extra_read_only_tools", strings.Join(g.ReadOnlyTools, ","))
+		}
+	}
 	r.Group(func(r chi.Router) {
 		r.Use(s.guard)
 		r.Post("/mcp", endpoint.ServeHTTP)

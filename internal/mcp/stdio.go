@@ -88,13 +88,17 @@ func (g *StdioGate) fromHost(ctx context.Context, in io.Reader, hostOut, up io.W
 	r := bufio.NewReaderSize(in, 64<<10)
 	for {
 		line, err := readLine(r)
-		if len(bytes.TrimSpace(line)) > 0 {
-			if reply := g.hostMessage(ctx, line, up); reply != nil {
+		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
+			forward, replies := g.hostLine(ctx, trimmed, line, up)
+			for _, reply := range replies {
 				if werr := g.toHost(hostOut, reply); werr != nil {
 					return werr
 				}
-			} else if _, werr := up.Write(line); werr != nil {
-				return werr
+			}
+			if forward != nil {
+				if _, werr := up.Write(forward); werr != nil {
+					return werr
+				}
 			}
 		}
 		if err != nil {
@@ -104,6 +108,37 @@ func (g *StdioGate) fromHost(ctx context.Context, in io.Reader, hostOut, up io.W
 			return err
 		}
 	}
+}
+
+// hostLine judges one line from the host: what to forward to the
+// upstream (nil for nothing) and the gate's own answers to the host. A
+// JSON-RPC batch (protocol revisions before 2025-06-18) is judged message
+// by message, so no call slips through inside one: refused calls are
+// answered on their own, the rest goes on as a smaller batch.
+func (g *StdioGate) hostLine(ctx context.Context, trimmed, line []byte, up io.Writer) (forward []byte, replies [][]byte) {
+	if trimmed[0] != '[' {
+		if reply := g.hostMessage(ctx, line, up); reply != nil {
+			return nil, [][]byte{reply}
+		}
+		return line, nil
+	}
+	var batch []json.RawMessage
+	if json.Unmarshal(trimmed, &batch) != nil {
+		return line, nil // not JSON: the upstream says so
+	}
+	var kept []json.RawMessage
+	for _, m := range batch {
+		if reply := g.hostMessage(ctx, m, up); reply != nil {
+			replies = append(replies, reply)
+		} else {
+			kept = append(kept, m)
+		}
+	}
+	if len(kept) == 0 {
+		return nil, replies
+	}
+	out, _ := json.Marshal(kept)
+	return append(out, '\n'), replies
 }
 
 // hostMessage looks at one message from the host: a refused tools/call is
@@ -230,9 +265,31 @@ func (g *StdioGate) fromUpstream(ctx context.Context, upOut io.Reader, hostOut i
 	}
 }
 
-// upstreamMessage filters the answer to a host's tools/list; anything else
-// passes as it is.
+// upstreamMessage filters the answer to a host's tools/list, alone or in a
+// batch; anything else passes as it is. nil is nothing for the host.
 func (g *StdioGate) upstreamMessage(ctx context.Context, line []byte) []byte {
+	trimmed := bytes.TrimSpace(line)
+	if len(trimmed) == 0 || trimmed[0] != '[' {
+		return g.upstreamOne(ctx, line)
+	}
+	var batch []json.RawMessage
+	if json.Unmarshal(trimmed, &batch) != nil {
+		return line
+	}
+	var kept []json.RawMessage
+	for _, m := range batch {
+		if out := g.upstreamOne(ctx, m); out != nil {
+			kept = append(kept, bytes.TrimSpace(out))
+		}
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	out, _ := json.Marshal(kept)
+	return append(out, '\n')
+}
+
+func (g *StdioGate) upstreamOne(ctx context.Context, line []byte) []byte {
 	var m message
 	if json.Unmarshal(line, &m) != nil || m.Method != "" || len(m.ID) == 0 {
 		return line
