@@ -64,6 +64,8 @@ Usage:
   planserver backup FILE                write an online, consistent copy of the database
   planserver copy --from DB --to DB     copy a whole database into a new one (SQLite, PostgreSQL)
   planserver healthcheck [--addr A]     exit 0 when a server at A answers /healthz
+  planserver gate --session ID -- CMD   put a stdio MCP server behind the plan-mode gate
+  planserver gate add NAME URL | list | remove NAME   the HTTP MCP servers of /mcp/gate/NAME
   planserver version                    print the version
 
 Talking to a running server (--server URL, --token T, --json):
@@ -105,6 +107,9 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 		return healthcheck(ctx, args[1:], getenv, stdout, stderr)
 	case "session", "plan", "review", "steps", "events":
 		return apiCommand(ctx, args, getenv, os.Stdin, stdout, stderr)
+	case "gate":
+		// The stdio proxy speaks MCP on the process's own stdin and stdout.
+		return gate(ctx, args[1:], getenv, os.Stdin, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "planserver", version)
 		return nil

@@ -94,6 +94,13 @@ const (
 	ExecuteSteps         Action = "step.execute"
 	ReadEvents           Action = "events.read"
 	ManageTokens         Action = "tokens.manage"
+	// ConnectMCP is opening the MCP endpoint: every role may, because it
+	// grants nothing by itself. Each tool call is then decided on its own
+	// with the action of the HTTP route it stands for.
+	ConnectMCP Action = "mcp.connect"
+	// ManageGates is registering the tool servers reached through
+	// /mcp/gate/{name}: an admin's, since planserver calls them.
+	ManageGates Action = "gates.manage"
 )
 
 // Actions lists every action, for exhaustive tests.
@@ -101,7 +108,7 @@ var Actions = []Action{
 	ReadSession, ListSessions, CreateSession, CreateRootSession, CreateHarnessSession,
 	NameSession, UpdateSession, DeleteSession, EnterPlanMode, LeavePlanMode, WriteSessionPlan,
 	ReadSessionPlan, RequestReview, DecideReview, FilterTools, CheckTool, WriteTodos,
-	ReadTodos, ReadPlans, WritePlans, ExecuteSteps, ReadEvents, ManageTokens,
+	ReadTodos, ReadPlans, WritePlans, ExecuteSteps, ReadEvents, ManageTokens, ConnectMCP, ManageGates,
 }
 
 // Decision is the outcome of Decide.
@@ -125,7 +132,7 @@ func (d Decision) String() string {
 // viewerActions are the reads.
 var viewerActions = map[Action]bool{
 	ReadSession: true, ListSessions: true, ReadSessionPlan: true, ReadTodos: true,
-	ReadPlans: true, ReadEvents: true,
+	ReadPlans: true, ReadEvents: true, ConnectMCP: true,
 }
 
 // agentActions are what API.md lets an agent do inside its scope: read its
@@ -141,7 +148,7 @@ var agentActions = map[Action]bool{
 	ReadSession: true, ListSessions: true, CreateSession: true, EnterPlanMode: true,
 	WriteSessionPlan: true, ReadSessionPlan: true, RequestReview: true,
 	FilterTools: true, CheckTool: true, WriteTodos: true, ReadTodos: true,
-	ReadPlans: true, WritePlans: true, ExecuteSteps: true, ReadEvents: true,
+	ReadPlans: true, WritePlans: true, ExecuteSteps: true, ReadEvents: true, ConnectMCP: true,
 }
 
 // sessionActions target one session, so an agent's scope applies to them.

@@ -13,18 +13,18 @@ func TestDecideEveryRoleActionAndScope(t *testing.T) {
 		ReadSession: true, ListSessions: true, CreateSession: true, EnterPlanMode: true,
 		WriteSessionPlan: true, ReadSessionPlan: true, RequestReview: true, FilterTools: true,
 		CheckTool: true, WriteTodos: true, ReadTodos: true, ReadPlans: true, WritePlans: true,
-		ExecuteSteps: true, ReadEvents: true,
+		ExecuteSteps: true, ReadEvents: true, ConnectMCP: true,
 	}
 	// The ways out of plan mode and the administrative actions: never an
 	// agent's, wherever the session is. Naming a session would tell an
 	// agent which ids are taken outside its tree.
 	agentMayNot := []Action{LeavePlanMode, DecideReview, CreateHarnessSession, CreateRootSession,
-		NameSession, UpdateSession, DeleteSession, ManageTokens}
+		NameSession, UpdateSession, DeleteSession, ManageTokens, ManageGates}
 	// What an agent whose own session is in plan mode may not do:
 	// execute, as opposed to plan.
 	notInPlanMode := map[Action]bool{ExecuteSteps: true}
 	viewerMay := map[Action]bool{ReadSession: true, ListSessions: true, ReadSessionPlan: true,
-		ReadTodos: true, ReadPlans: true, ReadEvents: true}
+		ReadTodos: true, ReadPlans: true, ReadEvents: true, ConnectMCP: true}
 	targetsSession := map[Action]bool{
 		ReadSession: true, CreateSession: true, CreateHarnessSession: true, NameSession: true, UpdateSession: true,
 		DeleteSession: true, EnterPlanMode: true, LeavePlanMode: true, WriteSessionPlan: true,

@@ -81,6 +81,18 @@ var Routes = map[string]Rule{
 	"GET /v1/tokens":           {Action: ManageTokens},
 	"GET /v1/tokens/{name}":    {Action: ManageTokens},
 	"DELETE /v1/tokens/{name}": {Action: ManageTokens},
+	// The MCP endpoint (internal/mcp): connecting is open to every role;
+	// each tool call is decided with the action of the route it stands for
+	// (mcp.Operations), and the session it binds to with ReadSession.
+	"POST /mcp": {Action: ConnectMCP},
+	// The plan-mode gate of a registered tool server: connecting is open
+	// like /mcp; what the caller sees and may call is the gate's (a
+	// session is required, a viewer calls read-only tools only).
+	"POST /mcp/gate/{name}":   {Action: ConnectMCP},
+	"PUT /v1/gates/{name}":    {Action: ManageGates},
+	"GET /v1/gates":           {Action: ManageGates},
+	"GET /v1/gates/{name}":    {Action: ManageGates},
+	"DELETE /v1/gates/{name}": {Action: ManageGates},
 }
 
 // DenyReason explains a Deny to the caller. For an agent trying to leave

@@ -44,6 +44,7 @@ var copyTables = []copyTable{
 	{"events", "seq, type, time, actor, session_id, session_path, plan, revision, data, session_pk", "seq"},
 	{"tokens", "name, hash, role, session_id, created_at, expires_at, last_used_at, revoked_at, session_pk", "name"},
 	{"revision_floors", "kind, key, revision", "kind, key"},
+	{"gates", "name, url, read_only, created_at, updated_at", "name"},
 }
 
 // counterKeys are the tables whose keys come from a counter that never

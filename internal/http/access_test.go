@@ -290,6 +290,25 @@ var accessTable = map[string][]accessCase{
 		{name: "one session", path: "/v1/events?session_id=tgt", want: map[caller]int{viewer: ok, agentIn: ok, agentOut: 404}},
 	},
 
+	// Every role may connect to the MCP endpoint; each tool is then
+	// decided with its route's action (internal/mcp's tests).
+	"POST /mcp": {{path: "/mcp", body: map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+		header: []string{"Accept", "application/json, text/event-stream"},
+		want:   map[caller]int{viewer: ok, agentIn: ok, agentOut: ok}}},
+
+	// A gate needs a registered upstream; "none" is not one, so every
+	// caller who gets through the guard gets 404.
+	"POST /mcp/gate/{name}": {{path: "/mcp/gate/none", body: map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+		header: []string{"Accept", "application/json, text/event-stream"},
+		want:   map[caller]int{viewer: 404, agentIn: 404, agentOut: 404, admin: 404}}},
+	// planserver calls the registered servers: only an admin registers one.
+	"PUT /v1/gates/{name}": {{path: "/v1/gates/{who}", body: map[string]any{"url": "http://127.0.0.1:1/mcp"},
+		want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 403}}},
+	"GET /v1/gates":        {{path: "/v1/gates", want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 403}}},
+	"GET /v1/gates/{name}": {{path: "/v1/gates/none", want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 403, admin: 404}}},
+	"DELETE /v1/gates/{name}": {{path: "/v1/gates/none",
+		want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 403, admin: 404}}},
+
 	"POST /v1/tokens": {{path: "/v1/tokens", body: map[string]any{"role": "viewer"},
 		want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 403}}},
 	"GET /v1/tokens": {{path: "/v1/tokens",

@@ -1,7 +1,6 @@
 package http
 
 import (
-	"bytes"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -25,19 +24,6 @@ func planNameParam(r *http.Request) (string, error) {
 		return "", apierr.Invalid("name", "plan name %q is not a valid URL path segment", raw)
 	}
 	return name, plans.ValidateName(name)
-}
-
-// planChange turns the JSON body of PUT /v1/plans/{name} into a Change.
-// Fields left out, or null, keep their current value.
-func planChange(req *api.PlanWrite) (plans.Change, error) {
-	ch := plans.Change{Title: req.Title, Content: req.Content, Author: req.Author, Status: req.Status}
-	if len(req.Steps) > 0 && !bytes.Equal(req.Steps, []byte("null")) {
-		var err error
-		if ch.Steps, err = plans.ParseSteps(req.Steps); err != nil {
-			return plans.Change{}, err
-		}
-	}
-	return ch, nil
 }
 
 // readPlanContent reads a raw Markdown body as a plan's content.
@@ -89,7 +75,7 @@ func (s *Server) putPlan(w http.ResponseWriter, r *http.Request) error {
 			err = decodeJSONBytes(body, &req, false)
 		}
 		if err == nil {
-			ch, err = planChange(&req)
+			ch, err = plans.ChangeOf(req)
 		}
 		if err != nil {
 			return err

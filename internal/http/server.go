@@ -23,6 +23,7 @@ import (
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/events"
+	"github.com/planserver/planserver/internal/mcp"
 	"github.com/planserver/planserver/internal/plans"
 	"github.com/planserver/planserver/internal/sessions"
 )
@@ -100,6 +101,8 @@ type Server struct {
 	tokens   *auth.Store
 	limiter  *limiter
 	plans    *plans.Store
+	// gates are the tool servers of /mcp/gate/{name} (mcp.go).
+	gates *mcp.GateStore
 
 	// broker wakes event streams after every commit.
 	broker *events.Broker
@@ -186,7 +189,8 @@ func (s *Server) routes() chi.Router {
 	r.Get("/readyz", s.h(s.readyz))
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
 	r.Get("/openapi.yaml", serveOpenAPI)
-	s.uiRoutes(r) // ui.go: the review console at /ui/
+	s.uiRoutes(r)  // ui.go: the review console at /ui/
+	s.mcpRoutes(r) // mcp.go: the MCP endpoint at /mcp
 
 	// Every /v1 route needs a rule in auth.Routes; guard enforces it.
 	r.Route("/v1", func(r chi.Router) {
@@ -236,6 +240,11 @@ func (s *Server) routes() chi.Router {
 		r.Get("/tokens", s.h(s.listTokens))
 		r.Get("/tokens/{name}", s.h(s.getToken))
 		r.Delete("/tokens/{name}", s.h(s.revokeToken))
+
+		r.Put("/gates/{name}", s.h(s.putGate))
+		r.Get("/gates", s.h(s.listGates))
+		r.Get("/gates/{name}", s.h(s.getGate))
+		r.Delete("/gates/{name}", s.h(s.deleteGate))
 	})
 	return r
 }

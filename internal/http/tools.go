@@ -25,6 +25,11 @@ type toolJSON struct {
 	Annotations json.RawMessage `json:"annotations"`
 }
 
+// upstreamMeta is the _meta key of a checked tool that names the tool
+// server it belongs to (a gate, `planserver gate`, says which upstream it
+// guards), recorded with a denial.
+const upstreamMeta = "planserver/upstream"
+
 // annotationsJSON is MCP's ToolAnnotations; only readOnlyHint matters to
 // gating, but every hint must be a boolean.
 type annotationsJSON struct {
@@ -45,6 +50,18 @@ func decodeTool(raw json.RawMessage, path string) (sessions.Tool, []apierr.Field
 		return sessions.Tool{}, fields, err
 	}
 	t := sessions.Tool{Name: tj.Name}
+	if m := bytes.TrimSpace(tj.Meta); len(m) > 0 && string(m) != "null" {
+		var meta map[string]json.RawMessage
+		if err := json.Unmarshal(m, &meta); err != nil {
+			return sessions.Tool{}, []apierr.FieldError{{Field: joinPath(path, "_meta"), Message: "must be an object"}}, nil
+		}
+		if raw, ok := meta[upstreamMeta]; ok {
+			if err := json.Unmarshal(raw, &t.Upstream); err != nil || len(t.Upstream) > sessions.MaxToolName {
+				return sessions.Tool{}, []apierr.FieldError{{Field: joinPath(path, "_meta."+upstreamMeta),
+					Message: fmt.Sprintf("must be the tool server's name, a string of at most %d bytes", sessions.MaxToolName)}}, nil
+			}
+		}
+	}
 	if a := bytes.TrimSpace(tj.Annotations); len(a) > 0 && string(a) != "null" {
 		var aj annotationsJSON
 		if err := decodeJSONBytes(a, &aj, false); err != nil {
@@ -144,7 +161,7 @@ func (s *Server) checkTool(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.sessions.CheckTool(r.Context(), id, s.gate, t, "")
+	res, err := s.sessions.CheckTool(r.Context(), id, s.gate, t, t.Upstream)
 	if err != nil {
 		return err
 	}

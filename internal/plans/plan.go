@@ -6,6 +6,8 @@
 package plans
 
 import (
+	"bytes"
+
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/validation"
@@ -52,6 +54,21 @@ type Change struct {
 	// replaces the plan: a YAML document in the plan & action item format
 	// carries steps, and may carry no Markdown at all (DecodeYAML).
 	contentOptional bool
+}
+
+// ChangeOf turns a write_plan body (PUT /v1/plans/{name} in JSON, or the
+// MCP tool's arguments) into a Change, so every transport reads it the
+// same way. Fields left out, or null, keep their current value; the steps
+// are parsed and validated (ParseSteps).
+func ChangeOf(req api.PlanWrite) (Change, error) {
+	ch := Change{Title: req.Title, Content: req.Content, Author: req.Author, Status: req.Status}
+	if len(req.Steps) > 0 && !bytes.Equal(req.Steps, []byte("null")) {
+		var err error
+		if ch.Steps, err = ParseSteps(req.Steps); err != nil {
+			return Change{}, err
+		}
+	}
+	return ch, nil
 }
 
 // validate checks c's fields; contentRequired is set for writes that

@@ -32,6 +32,9 @@ const MaxToolName = 256
 type Tool struct {
 	Name         string
 	ReadOnlyHint *bool
+	// Upstream names the tool server the tool belongs to, when a gate
+	// asks; only recorded with a denial.
+	Upstream string
 }
 
 // readOnly reports whether the tool declares itself read-only.

@@ -1,0 +1,105 @@
+package http
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/planserver/planserver/api"
+	"github.com/planserver/planserver/internal/mcp"
+)
+
+// mcpRoutes mounts the MCP endpoint (internal/mcp) and the plan-mode gate
+// of registered tool servers behind the same guard as /v1, so every route
+// here needs a rule in auth.Routes too. The endpoint gets this server's
+// stores, gate and access check: an MCP tool is the HTTP route it stands
+// for, decided the same way.
+func (s *Server) mcpRoutes(r chi.Router) {
+	backend := mcp.Backend{
+		Sessions:             s.sessions,
+		Plans:                s.plans,
+		Gate:                 s.gate,
+		Authorize:            s.Authorize,
+		ReviewURL:            reviewURL,
+		Problem:              writeProblem,
+		MaxPlanBytes:         s.cfg.MaxPlanBytes,
+		RequirePreconditions: s.cfg.RequirePreconditions,
+		Version:              s.cfg.Version,
+		Logger:               s.log,
+	}
+	endpoint := mcp.New(backend)
+	s.gates = mcp.NewGateStore(s.cfg.DB)
+	upstreams := mcp.NewUpstreams(backend, s.gates)
+	// Say at start which tool servers the gate fronts, and which of their
+	// tools the operator declared read-only: what plan mode lets through
+	// beyond the annotations.
+	if gates, err := s.gates.List(context.Background()); err == nil {
+		for _, g := range gates {
+			s.log.Info("gate registered", "name", g.Name, "url", g.URL, "path", "/mcp/gate/"+g.Name,
+				"extra_read_only_tools", strings.Join(g.ReadOnlyTools, ","))
+		}
+	}
+	r.Group(func(r chi.Router) {
+		r.Use(s.guard)
+		r.Post("/mcp", endpoint.ServeHTTP)
+		r.Post("/mcp/gate/{name}", func(w http.ResponseWriter, r *http.Request) {
+			upstreams.ServeGate(w, r, chi.URLParam(r, "name"))
+		})
+	})
+}
+
+// The gate registry's routes (admin only), mounted with /v1 in routes().
+
+func (s *Server) putGate(w http.ResponseWriter, r *http.Request) error {
+	var in api.GateWrite
+	if err := s.decodeJSON(w, r, &in, decodeOptions{}); err != nil {
+		return err
+	}
+	g, created, err := s.gates.Put(r.Context(), chi.URLParam(r, "name"), in)
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+		w.Header().Set("Location", "/v1/gates/"+g.Name)
+	}
+	writeJSON(w, status, g)
+	return nil
+}
+
+func (s *Server) getGate(w http.ResponseWriter, r *http.Request) error {
+	g, err := s.gates.Get(r.Context(), chi.URLParam(r, "name"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, g)
+	return nil
+}
+
+func (s *Server) listGates(w http.ResponseWriter, r *http.Request) error {
+	gates, err := s.gates.List(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, api.GateList{Gates: gates})
+	return nil
+}
+
+func (s *Server) deleteGate(w http.ResponseWriter, r *http.Request) error {
+	if err := s.gates.Delete(r.Context(), chi.URLParam(r, "name")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// reviewURL is the review console's page for one plan revision of a
+// session (ui.go serves it).
+func reviewURL(base, sessionID string, revision int64) string {
+	return base + uiPrefix + "sessions/" + url.PathEscape(sessionID) + "/review?revision=" + strconv.FormatInt(revision, 10)
+}

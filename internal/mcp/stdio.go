@@ -1,0 +1,424 @@
+package mcp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// StdioGate relays MCP over stdio between a host and an upstream tool
+// server it started, as newline-delimited JSON-RPC, untouched except for
+// two things: every tools/list answer loses the tools the session may not
+// be offered now, and every tools/call of a tool that is not read-only is
+// decided by planserver first; a refused call is answered by the gate and
+// never reaches the upstream. Everything else (initialize, resources,
+// prompts, the upstream's own requests to the host) passes as it is, so
+// the gate speaks whatever protocol revision the two agree on.
+type StdioGate struct {
+	Policy Policy
+	Log    *slog.Logger
+	// Watch, when set, is asked every WatchEvery for something that
+	// changes when the tool list does (the session's effective mode, or
+	// that planserver is unreachable); a change after the host has listed
+	// the tools sends it notifications/tools/list_changed, so it lists
+	// again without waiting. Calls never depend on it: each is decided when
+	// it is made.
+	Watch      func(ctx context.Context) string
+	WatchEvery time.Duration
+
+	mu      sync.Mutex
+	known   map[string]ToolInfo // the upstream's tools, from its last list
+	pending map[string]bool     // ids of the host's tools/list requests
+	listed  bool                // the host has seen a list
+	own     map[string]chan json.RawMessage
+	ownSeq  int
+	out     sync.Mutex // serializes writes to the host
+}
+
+// message is the part of a JSON-RPC message the gate reads.
+type message struct {
+	ID     json.RawMessage `json:"id,omitempty"`
+	Method string          `json:"method,omitempty"`
+	Params json.RawMessage `json:"params,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
+}
+
+// maxMessage bounds one message: the upstream's tool list or a file's
+// contents can be large, but not unbounded.
+const maxMessage = 64 << 20
+
+// Run relays until the host closes its input or the upstream its output.
+// host and hostOut are the gate's own stdin and stdout; up is the
+// upstream's stdin and upOut its stdout. It closes up when the host is done,
+// so the upstream sees the end of its input.
+func (g *StdioGate) Run(ctx context.Context, host io.Reader, hostOut io.Writer, up io.WriteCloser, upOut io.Reader) error {
+	g.known, g.pending, g.own = map[string]ToolInfo{}, map[string]bool{}, map[string]chan json.RawMessage{}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	hostDone := make(chan error, 1)
+	go func() {
+		err := g.fromHost(ctx, host, hostOut, up)
+		up.Close()
+		hostDone <- err
+	}()
+	if g.Watch != nil && g.WatchEvery > 0 {
+		go g.watch(ctx, hostOut)
+	}
+	// The upstream's output ending is the end: its last answers have been
+	// relayed by then. The host closing its input closes the upstream's,
+	// which ends it; a read of the host's input still blocked when the
+	// upstream ends on its own is left to the process's exit.
+	err := g.fromUpstream(ctx, upOut, hostOut)
+	select {
+	case herr := <-hostDone:
+		return errors.Join(err, herr)
+	default:
+		return err
+	}
+}
+
+func (g *StdioGate) fromHost(ctx context.Context, in io.Reader, hostOut, up io.Writer) error {
+	r := bufio.NewReaderSize(in, 64<<10)
+	for {
+		line, err := readLine(r)
+		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
+			forward, replies := g.hostLine(ctx, trimmed, line, up)
+			for _, reply := range replies {
+				if werr := g.toHost(hostOut, reply); werr != nil {
+					return werr
+				}
+			}
+			if forward != nil {
+				if _, werr := up.Write(forward); werr != nil {
+					return werr
+				}
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// hostLine judges one line from the host: what to forward to the
+// upstream (nil for nothing) and the gate's own answers to the host. A
+// JSON-RPC batch (protocol revisions before 2025-06-18) is judged message
+// by message, so no call slips through inside one: refused calls are
+// answered on their own, the rest goes on as a smaller batch.
+func (g *StdioGate) hostLine(ctx context.Context, trimmed, line []byte, up io.Writer) (forward []byte, replies [][]byte) {
+	if trimmed[0] != '[' {
+		if reply := g.hostMessage(ctx, line, up); reply != nil {
+			return nil, [][]byte{reply}
+		}
+		return line, nil
+	}
+	var batch []json.RawMessage
+	if json.Unmarshal(trimmed, &batch) != nil {
+		return line, nil // not JSON: the upstream says so
+	}
+	var kept []json.RawMessage
+	for _, m := range batch {
+		if reply := g.hostMessage(ctx, m, up); reply != nil {
+			replies = append(replies, reply)
+		} else {
+			kept = append(kept, m)
+		}
+	}
+	if len(kept) == 0 {
+		return nil, replies
+	}
+	out, _ := json.Marshal(kept)
+	return append(out, '\n'), replies
+}
+
+// hostMessage looks at one message from the host: a refused tools/call is
+// answered here (the answer is returned); anything else goes on (nil).
+func (g *StdioGate) hostMessage(ctx context.Context, line []byte, up io.Writer) []byte {
+	var m message
+	if json.Unmarshal(line, &m) != nil || len(m.ID) == 0 {
+		return nil // a notification, a response to the upstream, or not ours to judge
+	}
+	switch m.Method {
+	case "tools/list":
+		g.mu.Lock()
+		g.pending[string(m.ID)] = true
+		g.mu.Unlock()
+	case "tools/call":
+		var p struct {
+			Name string `json:"name"`
+		}
+		_ = json.Unmarshal(m.Params, &p)
+		t, ok := g.tool(p.Name)
+		if !ok {
+			// The host calls a tool it has not listed through the gate:
+			// ask the upstream for its tools first.
+			if err := g.listUpstream(ctx, up); err != nil {
+				g.Log.Warn("could not list the upstream's tools", "error", err)
+			}
+			if t, ok = g.tool(p.Name); !ok {
+				// A tool the upstream does not list has no annotations
+				// the gate knows of: state-changing.
+				t = ToolInfo{Name: p.Name}
+			}
+		}
+		if allowed, reason := g.Policy.Call(ctx, t); !allowed {
+			g.Log.Info("refused a tool call", "tool", p.Name, "upstream", g.Policy.Upstream)
+			reply, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{
+				"isError": true, "content": []map[string]any{{"type": "text", "text": reason}}}})
+			return append(reply, '\n')
+		}
+	}
+	return nil
+}
+
+func (g *StdioGate) tool(name string) (ToolInfo, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t, ok := g.known[name]
+	return t, ok
+}
+
+// listTimeout bounds the gate's own tools/list to the upstream.
+const listTimeout = 10 * time.Second
+
+// listUpstream asks the upstream for all its tools with requests of the
+// gate's own (their answers are not relayed to the host), to learn their
+// annotations. It runs on the host's reader, the only writer to up.
+func (g *StdioGate) listUpstream(ctx context.Context, up io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, listTimeout)
+	defer cancel()
+	cursor := ""
+	for page := 0; page < 100; page++ {
+		g.mu.Lock()
+		g.ownSeq++
+		id, _ := json.Marshal(fmt.Sprintf("planserver-gate-%d", g.ownSeq))
+		ch := make(chan json.RawMessage, 1)
+		g.own[string(id)] = ch
+		g.mu.Unlock()
+		params := map[string]any{}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		req, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": "tools/list", "params": params})
+		if _, err := up.Write(append(req, '\n')); err != nil {
+			return err
+		}
+		var result json.RawMessage
+		select {
+		case result = <-ch:
+		case <-ctx.Done():
+			g.mu.Lock()
+			delete(g.own, string(id))
+			g.mu.Unlock()
+			return fmt.Errorf("the upstream did not answer tools/list: %w", ctx.Err())
+		}
+		var res struct {
+			Tools      []json.RawMessage `json:"tools"`
+			NextCursor string            `json:"nextCursor"`
+		}
+		if len(result) == 0 {
+			return errors.New("the upstream answered tools/list with an error")
+		}
+		if err := json.Unmarshal(result, &res); err != nil {
+			return err
+		}
+		g.mu.Lock()
+		for _, raw := range res.Tools {
+			t := toolInfo(raw)
+			g.known[t.Name] = t
+		}
+		g.mu.Unlock()
+		if cursor = res.NextCursor; cursor == "" {
+			return nil
+		}
+	}
+	return nil
+}
+
+func (g *StdioGate) fromUpstream(ctx context.Context, upOut io.Reader, hostOut io.Writer) error {
+	r := bufio.NewReaderSize(upOut, 64<<10)
+	for {
+		line, err := readLine(r)
+		if len(bytes.TrimSpace(line)) > 0 {
+			if msg := g.upstreamMessage(ctx, line); msg != nil {
+				if werr := g.toHost(hostOut, msg); werr != nil {
+					return werr
+				}
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// upstreamMessage filters the answer to a host's tools/list, alone or in a
+// batch; anything else passes as it is. nil is nothing for the host.
+func (g *StdioGate) upstreamMessage(ctx context.Context, line []byte) []byte {
+	trimmed := bytes.TrimSpace(line)
+	if len(trimmed) == 0 || trimmed[0] != '[' {
+		return g.upstreamOne(ctx, line)
+	}
+	var batch []json.RawMessage
+	if json.Unmarshal(trimmed, &batch) != nil {
+		return line
+	}
+	var kept []json.RawMessage
+	for _, m := range batch {
+		if out := g.upstreamOne(ctx, m); out != nil {
+			kept = append(kept, bytes.TrimSpace(out))
+		}
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	out, _ := json.Marshal(kept)
+	return append(out, '\n')
+}
+
+func (g *StdioGate) upstreamOne(ctx context.Context, line []byte) []byte {
+	var m message
+	if json.Unmarshal(line, &m) != nil || m.Method != "" || len(m.ID) == 0 {
+		return line
+	}
+	g.mu.Lock()
+	isList := g.pending[string(m.ID)]
+	delete(g.pending, string(m.ID))
+	own, isOwn := g.own[string(m.ID)]
+	delete(g.own, string(m.ID))
+	g.mu.Unlock()
+	if isOwn {
+		own <- m.Result // nil for an error answer
+		return nil      // the gate's own question: not the host's business
+	}
+	if !isList || len(m.Result) == 0 {
+		return line
+	}
+	filtered, err := g.filterList(ctx, m.Result)
+	if err != nil {
+		g.Log.Warn("an upstream tools/list answer could not be read; passing none of its tools", "error", err)
+	}
+	var whole map[string]json.RawMessage
+	if json.Unmarshal(line, &whole) != nil {
+		return line
+	}
+	whole["result"] = filtered
+	out, _ := json.Marshal(whole)
+	return append(out, '\n')
+}
+
+// filterList returns a tools/list result without the tools the policy
+// does not offer now, keeping every other member (nextCursor, _meta, …).
+func (g *StdioGate) filterList(ctx context.Context, result json.RawMessage) (json.RawMessage, error) {
+	var res map[string]json.RawMessage
+	var tools []json.RawMessage
+	if err := json.Unmarshal(result, &res); err != nil {
+		return json.RawMessage(`{"tools":[]}`), err
+	}
+	if err := json.Unmarshal(res["tools"], &tools); err != nil {
+		res["tools"] = json.RawMessage(`[]`)
+		out, _ := json.Marshal(res)
+		return out, err
+	}
+	infos := make([]ToolInfo, 0, len(tools))
+	for _, raw := range tools {
+		infos = append(infos, toolInfo(raw))
+	}
+	g.mu.Lock()
+	for _, t := range infos {
+		g.known[t.Name] = t
+	}
+	g.listed = true
+	g.mu.Unlock()
+	keep, note := g.Policy.List(ctx, infos)
+	if note != "" {
+		g.Log.Warn("offering read-only tools only", "upstream", g.Policy.Upstream, "why", note)
+	}
+	kept := []json.RawMessage{}
+	for i, raw := range tools {
+		if keep[infos[i].Name] {
+			kept = append(kept, raw)
+		}
+	}
+	res["tools"], _ = json.Marshal(kept)
+	out, err := json.Marshal(res)
+	return out, err
+}
+
+// toolInfo reads the name and readOnlyHint of a tool as listed.
+func toolInfo(raw json.RawMessage) ToolInfo {
+	var t struct {
+		Name        string `json:"name"`
+		Annotations *struct {
+			ReadOnlyHint *bool `json:"readOnlyHint"`
+		} `json:"annotations"`
+	}
+	_ = json.Unmarshal(raw, &t)
+	info := ToolInfo{Name: t.Name}
+	if t.Annotations != nil {
+		info.ReadOnlyHint = t.Annotations.ReadOnlyHint
+	}
+	return info
+}
+
+// watch tells the host to list again when what the list depends on
+// changes.
+func (g *StdioGate) watch(ctx context.Context, hostOut io.Writer) {
+	t := time.NewTicker(g.WatchEvery)
+	defer t.Stop()
+	last := g.Watch(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := g.Watch(ctx)
+		g.mu.Lock()
+		listed := g.listed
+		g.mu.Unlock()
+		if now != last && listed {
+			g.Log.Info("the tool list changed; telling the host", "now", now, "was", last)
+			_ = g.toHost(hostOut, []byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`+"\n"))
+		}
+		last = now
+	}
+}
+
+func (g *StdioGate) toHost(w io.Writer, line []byte) error {
+	g.out.Lock()
+	defer g.out.Unlock()
+	if len(line) == 0 || line[len(line)-1] != '\n' {
+		line = append(line, '\n')
+	}
+	_, err := w.Write(line)
+	return err
+}
+
+// readLine reads one newline-terminated message, at most maxMessage bytes.
+func readLine(r *bufio.Reader) ([]byte, error) {
+	var buf []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		buf = append(buf, chunk...)
+		if len(buf) > maxMessage {
+			return nil, errors.New("a message is larger than 64 MiB")
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return buf, err
+		}
+	}
+}

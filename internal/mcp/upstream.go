@@ -1,0 +1,328 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/planserver/planserver/api"
+	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/auth"
+	"github.com/planserver/planserver/internal/sessions"
+)
+
+// Upstreams serves /mcp/gate/{name}: the tools of the streamable-HTTP MCP
+// server registered as name, to a caller bound to a session as at /mcp,
+// behind the plan-mode gate. planserver is the upstream's only client: it
+// lists the tools, filters them by the session's mode, checks every call
+// that is not read-only (recording a refusal as tool_call.denied with the
+// upstream's name) and forwards the rest. Only tools are proxied; the
+// caller's credential is never sent upstream.
+type Upstreams struct {
+	b     Backend
+	store *GateStore
+
+	mu    sync.Mutex
+	gates map[string]*upstream
+}
+
+// NewUpstreams returns the gate endpoint over the registry store.
+func NewUpstreams(b Backend, store *GateStore) *Upstreams {
+	if b.Logger == nil {
+		b.Logger = defaultLogger()
+	}
+	return &Upstreams{b: b, store: store, gates: map[string]*upstream{}}
+}
+
+// upstream is one registered server: its registration, a stateless MCP
+// server facing callers, and the client session to the upstream.
+type upstream struct {
+	u       *Upstreams
+	gate    api.Gate
+	handler http.Handler
+
+	mu    sync.Mutex
+	cs    *sdk.ClientSession
+	known map[string]ToolInfo
+}
+
+// ServeGate serves one MCP request to the gate called name (the path's
+// {name}). A name nobody registered is a 404 problem.
+func (u *Upstreams) ServeGate(w http.ResponseWriter, r *http.Request, name string) {
+	g, err := u.store.Get(r.Context(), name)
+	if err != nil {
+		u.b.Problem(w, r, err)
+		return
+	}
+	up := u.upstream(g)
+	r = r.WithContext(context.WithValue(r.Context(), baseKey{}, baseURL(r)))
+	pw := &problemWriter{ResponseWriter: w}
+	up.handler.ServeHTTP(pw, r)
+	if pw.plain {
+		w.Header().Del("X-Content-Type-Options")
+		u.b.Problem(w, r, &apierr.Error{Code: statusCode(pw.status), Detail: strings.TrimSpace(pw.body.String())})
+	}
+}
+
+// upstream returns the proxy of registration g, made anew when the
+// registration changed.
+func (u *Upstreams) upstream(g *api.Gate) *upstream {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if up, ok := u.gates[g.Name]; ok && up.gate.URL == g.URL && slices.Equal(up.gate.ReadOnlyTools, g.ReadOnlyTools) {
+		return up
+	}
+	if old, ok := u.gates[g.Name]; ok {
+		old.close()
+	}
+	up := &upstream{u: u, gate: *g, known: map[string]ToolInfo{}}
+	server := sdk.NewServer(&sdk.Implementation{Name: "planserver-gate-" + g.Name, Version: u.b.Version},
+		&sdk.ServerOptions{Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}}})
+	server.AddReceivingMiddleware(up.middleware)
+	up.handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return server },
+		&sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true, DisableLocalhostProtection: true})
+	u.gates[g.Name] = up
+	u.b.Logger.Info("gate", "name", g.Name, "url", g.URL, "read_only_tools", ReadOnlyList(readOnlySet(g.ReadOnlyTools)))
+	return up
+}
+
+func readOnlySet(names []string) map[string]bool {
+	m := map[string]bool{}
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+// middleware answers tools/list and tools/call itself; everything else
+// (discover, initialize, ping) is the SDK's.
+func (up *upstream) middleware(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		switch r := req.(type) {
+		case *sdk.ListToolsRequest:
+			sess, err := up.bind(ctx, headerOf(r.Extra), metaOf(r.Params))
+			if err != nil {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: describe(err, "")}
+			}
+			tools, err := up.list(ctx)
+			if err != nil {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: up.unreachable(err)}
+			}
+			infos := make([]ToolInfo, len(tools))
+			for i, t := range tools {
+				infos[i] = infoOf(t)
+			}
+			keep, note := up.policy(ctx, sess).List(ctx, infos)
+			if note != "" {
+				up.u.b.Logger.Warn("gate offering read-only tools only", "gate", up.gate.Name, "why", note)
+			}
+			res := &sdk.ListToolsResult{Tools: []*sdk.Tool{}}
+			res.TTLMs, res.CacheScope = 0, "private"
+			for i, t := range tools {
+				if keep[t.Name] && (up.mayWrite(ctx) || up.policy(ctx, sess).readOnly(infos[i])) {
+					res.Tools = append(res.Tools, t)
+				}
+			}
+			return res, nil
+		case *sdk.CallToolRequest:
+			sess, err := up.bind(ctx, headerOf(r.Extra), r.Params.Meta)
+			if err != nil {
+				return toolError(describe(err, "")), nil
+			}
+			info, err := up.info(ctx, r.Params.Name)
+			if err != nil {
+				return toolError(up.unreachable(err)), nil
+			}
+			policy := up.policy(ctx, sess)
+			if !policy.readOnly(info) && !up.mayWrite(ctx) {
+				p := auth.PrincipalFrom(ctx)
+				return toolError(auth.DenyReason(p, auth.CheckTool, auth.Facts{InScope: true}) +
+					": through a gate it may call read-only tools only"), nil
+			}
+			if ok, reason := policy.Call(ctx, info); !ok {
+				return toolError(reason), nil
+			}
+			return up.call(ctx, r.Params)
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// bind is Bind, with a session required: a gate guards a session's tools,
+// and without one there is no mode to judge them by.
+func (up *upstream) bind(ctx context.Context, header http.Header, meta map[string]any) (*sessions.Session, error) {
+	sess, err := Bind(ctx, up.u.b, header, meta)
+	if err == nil && sess == nil {
+		err = apierr.Invalid(SessionHeader, "a gate guards the tools of one session, and this connection is bound to none: "+
+			"connect with an agent token, or name the session in the %s header", SessionHeader)
+	}
+	return sess, err
+}
+
+// mayWrite reports whether the caller's role may call tools that change
+// state: the role that may ask the gate about a call (agents, admins).
+func (up *upstream) mayWrite(ctx context.Context) bool {
+	return auth.Decide(auth.PrincipalFrom(ctx), auth.CheckTool, auth.Facts{InScope: true}) == auth.Allow
+}
+
+func (up *upstream) policy(ctx context.Context, sess *sessions.Session) Policy {
+	return Policy{Upstream: up.gate.Name, ReadOnly: readOnlySet(up.gate.ReadOnlyTools),
+		Checker: localChecker{b: up.u.b, session: sess.ID}}
+}
+
+func (up *upstream) unreachable(err error) string {
+	return fmt.Sprintf("the tool server of gate %q (%s) could not be reached: %v", up.gate.Name, up.gate.URL, err)
+}
+
+// session returns the client session to the upstream, connecting when
+// there is none.
+func (up *upstream) session(ctx context.Context) (*sdk.ClientSession, error) {
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	if up.cs != nil {
+		return up.cs, nil
+	}
+	// The caller's roots are not the upstream's business, so the client
+	// declares no capabilities.
+	c := sdk.NewClient(&sdk.Implementation{Name: "planserver-gate", Version: up.u.b.Version},
+		&sdk.ClientOptions{Capabilities: &sdk.ClientCapabilities{}})
+	// The session outlives this request; each call is bounded by its own
+	// request's context.
+	cs, err := c.Connect(context.WithoutCancel(ctx), &sdk.StreamableClientTransport{Endpoint: up.gate.URL, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		return nil, err
+	}
+	up.cs = cs
+	return cs, nil
+}
+
+// retry runs fn with the upstream session, connecting again once when the
+// session failed (the upstream restarted, say).
+func retry[T any](ctx context.Context, up *upstream, fn func(*sdk.ClientSession) (T, error)) (T, error) {
+	var zero T
+	for attempt := 0; ; attempt++ {
+		cs, err := up.session(ctx)
+		if err != nil {
+			return zero, err
+		}
+		out, err := fn(cs)
+		if err == nil || attempt > 0 || ctx.Err() != nil {
+			return out, err
+		}
+		up.mu.Lock()
+		if up.cs == cs {
+			up.cs = nil
+			cs.Close()
+		}
+		up.mu.Unlock()
+	}
+}
+
+// list returns every tool of the upstream, remembering their annotations.
+func (up *upstream) list(ctx context.Context) ([]*sdk.Tool, error) {
+	tools, err := retry(ctx, up, func(cs *sdk.ClientSession) ([]*sdk.Tool, error) {
+		var all []*sdk.Tool
+		for t, err := range cs.Tools(ctx, nil) {
+			if err != nil {
+				return nil, err
+			}
+			all = append(all, t)
+		}
+		return all, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	up.mu.Lock()
+	for _, t := range tools {
+		up.known[t.Name] = infoOf(t)
+	}
+	up.mu.Unlock()
+	return tools, nil
+}
+
+// info returns what is known of the tool called name, listing the
+// upstream's tools when it is not known yet. A tool the upstream does not
+// list is state-changing.
+func (up *upstream) info(ctx context.Context, name string) (ToolInfo, error) {
+	up.mu.Lock()
+	t, ok := up.known[name]
+	up.mu.Unlock()
+	if ok {
+		return t, nil
+	}
+	if _, err := up.list(ctx); err != nil {
+		return ToolInfo{}, err
+	}
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	if t, ok := up.known[name]; ok {
+		return t, nil
+	}
+	return ToolInfo{Name: name}, nil
+}
+
+// call forwards an allowed call and returns the upstream's answer as it
+// is; an upstream that fails is the call's tool error.
+func (up *upstream) call(ctx context.Context, p *sdk.CallToolParamsRaw) (sdk.Result, error) {
+	res, err := retry(ctx, up, func(cs *sdk.ClientSession) (*sdk.CallToolResult, error) {
+		return cs.CallTool(ctx, &sdk.CallToolParams{Name: p.Name, Arguments: p.Arguments})
+	})
+	if err != nil {
+		return toolError(up.unreachable(err)), nil
+	}
+	return res, nil
+}
+
+func (up *upstream) close() {
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	if up.cs != nil {
+		up.cs.Close()
+		up.cs = nil
+	}
+}
+
+func infoOf(t *sdk.Tool) ToolInfo {
+	info := ToolInfo{Name: t.Name}
+	if t.Annotations != nil {
+		// The SDK's annotations cannot tell a missing readOnlyHint from
+		// false; both mean state-changing.
+		ro := t.Annotations.ReadOnlyHint
+		info.ReadOnlyHint = &ro
+	}
+	return info
+}
+
+// localChecker is the Checker of the server's own gate: the session's
+// effective mode from the store, a denial recorded by Store.CheckTool.
+type localChecker struct {
+	b       Backend
+	session string
+}
+
+func (c localChecker) Filter(ctx context.Context, tools []sessions.Tool) (map[string]bool, error) {
+	sess, err := c.b.Sessions.Get(ctx, c.session)
+	if err != nil {
+		return nil, err
+	}
+	allowed := map[string]bool{}
+	for _, name := range c.b.Gate.Filter(sess, tools).Allowed {
+		allowed[name] = true
+	}
+	return allowed, nil
+}
+
+func (c localChecker) Check(ctx context.Context, t sessions.Tool) (bool, string, error) {
+	res, err := c.b.Sessions.CheckTool(ctx, c.session, c.b.Gate, t, t.Upstream)
+	if err != nil {
+		return false, "", err
+	}
+	return res.Allowed, res.Reason, nil
+}
