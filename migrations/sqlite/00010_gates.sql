@@ -4,7 +4,7 @@
 -- /mcp/gate/{name}, behind the plan-mode gate. read_only is a JSON array
 -- of the tools the operator declared read-only beyond their annotations.
 CREATE TABLE gates (
-    name       TEXT PRIMARY KEY,
+    name       TEXT NOT NULL PRIMARY KEY,
     url        TEXT NOT NULL,
     read_only  TEXT NOT NULL DEFAULT '[]',
     created_at TEXT NOT NULL,
