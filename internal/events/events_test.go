@@ -197,6 +197,48 @@ func TestPruneByAgeAndRowsMakesOlderCursorsExpire(t *testing.T) {
 	}
 }
 
+// TestPruneByAgeKeepsTheLogContiguous: age prunes the oldest events up to
+// the first one young enough to keep; an older event after it (a clock
+// stepped back) waits until that one ages out too, so the log is always
+// one suffix and a cursor in it never skips a hole.
+func TestPruneByAgeKeepsTheLogContiguous(t *testing.T) {
+	ctx := context.Background()
+	d := openDB(t)
+	appendPlanEvents(t, d, "p", 6) // 1..6
+	now := time.Now()
+	setTimes := func(at time.Time, seqs ...int64) {
+		t.Helper()
+		err := d.Write(ctx, func(tx *db.Tx) error {
+			for _, s := range seqs {
+				if _, err := tx.Exec(`UPDATE events SET time = ? WHERE seq = ?`, db.FormatTime(at), s); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := now.Add(-10 * 24 * time.Hour)
+	setTimes(old, 1, 2, 4, 5)
+	setTimes(now, 3, 6)
+	r := events.Retention{MaxAge: 7 * 24 * time.Hour}
+	if n, err := events.Prune(ctx, d, r, now); err != nil || n != 2 {
+		t.Fatalf("prune up to the first young event: %d, %v; want 2", n, err)
+	}
+	if p := read(t, d, events.Query{After: -1}); !equal(seqs(p), []int64{3, 4, 5, 6}) {
+		t.Errorf("after pruning by age: %v", seqs(p))
+	}
+	setTimes(old, 3)
+	if n, err := events.Prune(ctx, d, r, now); err != nil || n != 3 {
+		t.Fatalf("prune once the young one aged: %d, %v; want 3", n, err)
+	}
+	if p := read(t, d, events.Query{After: -1}); !equal(seqs(p), []int64{6}) {
+		t.Errorf("after the second prune: %v", seqs(p))
+	}
+}
+
 func TestPruneDeletesLargeBacklogsInBatches(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)

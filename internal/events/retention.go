@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -31,9 +32,10 @@ var pruneBatch = 5000
 // Prune deletes the events that r no longer retains as of now and returns
 // how many it deleted. It always deletes a prefix of the log (every event
 // at or below some seq) and records that seq, so a cursor is expired
-// exactly when an event after it is gone. An event older than MaxAge takes
-// every earlier event with it, even if a clock step gave one of those a
-// later time. The row cap works on seqs: every event at or below
+// exactly when an event after it is gone. Age prunes the log's oldest
+// events up to the first one within MaxAge: if a clock step gave an event
+// a later time than the ones after it, those stay until it ages out too
+// (the log stays one contiguous suffix). The row cap works on seqs: every event at or below
 // head-MaxRows goes, so at most MaxRows remain (exactly MaxRows, since
 // seqs are contiguous on every engine), without counting the table.
 func Prune(ctx context.Context, d *db.DB, r Retention, now time.Time) (int64, error) {
@@ -47,12 +49,21 @@ func Prune(ctx context.Context, d *db.DB, r Retention, now time.Time) (int64, er
 			through = head - r.MaxRows
 		}
 		if r.MaxAge > 0 {
-			var old sql.NullInt64
-			if err := tx.QueryRow(`SELECT max(seq) FROM events WHERE time < ?`,
-				db.FormatTime(now.Add(-r.MaxAge))).Scan(&old); err != nil {
+			// The first event young enough to keep, walking from the
+			// oldest: the walk reads what is about to be pruned and one
+			// row more, and needs no index on time (none exists: it
+			// would cost every write a page).
+			var young sql.NullInt64
+			err := tx.QueryRow(`SELECT seq FROM events WHERE time >= ? ORDER BY seq LIMIT 1`,
+				db.FormatTime(now.Add(-r.MaxAge))).Scan(&young)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				through = max(through, head) // every event is old
+			case err != nil:
 				return fmt.Errorf("find events older than %s: %w", r.MaxAge, err)
+			default:
+				through = max(through, young.Int64-1)
 			}
-			through = max(through, old.Int64)
 		}
 		if through <= pruned {
 			through = 0 // nothing new to prune: leave the writer alone

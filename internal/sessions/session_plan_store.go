@@ -279,7 +279,7 @@ func (st *Store) PutSessionPlan(ctx context.Context, id string, in api.SessionPl
 			}
 			review, closed := closeReview(s.Review, srev,
 				fmt.Sprintf("the plan was rewritten (revision %d); ask for review of the new revision", out.Revision))
-			if err := saveReview(tx, s.pk, review, srev, now, ""); err != nil {
+			if err := saveReview(tx, s, review, srev, now, ""); err != nil {
 				return err
 			}
 			if err := recordReview(tx, id, ended(s.Review, api.ReviewWithdrawn, now, events.ActorFrom(tx.Context()))); err != nil {
@@ -355,7 +355,7 @@ func (st *Store) Approve(ctx context.Context, id string, in api.ReviewApproval, 
 			if err != nil {
 				return err
 			}
-			if err := saveReview(tx, r.pk, review, rev, tx.NowText(), ""); err != nil {
+			if err := saveReview(tx, r, review, rev, tx.NowText(), ""); err != nil {
 				return err
 			}
 			after, err := get(tx, id)
@@ -430,7 +430,7 @@ func (st *Store) reviewStep(ctx context.Context, id, typ string,
 		if err != nil {
 			return err
 		}
-		if err := saveReview(tx, r.pk, review, rev, tx.NowText(), ""); err != nil {
+		if err := saveReview(tx, r, review, rev, tx.NowText(), ""); err != nil {
 			return err
 		}
 		if r, err = get(tx, id); err != nil {

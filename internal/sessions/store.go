@@ -615,7 +615,7 @@ func setMode(tx *db.Tx, r *record, mode Mode, review Review, cancelled *closedRe
 		return nil, err
 	}
 	now := tx.NowText()
-	if err := saveReview(tx, r.pk, review, rev, now, `, mode = ?`, mode); err != nil {
+	if err := saveReview(tx, r, review, rev, now, `, mode = ?`, mode); err != nil {
 		return nil, err
 	}
 	out, err := get(tx, r.ID)
@@ -647,18 +647,26 @@ func setMode(tx *db.Tx, r *record, mode Mode, review Review, cancelled *closedRe
 	return &out.Session, nil
 }
 
-// saveReview stores the review of session pk as revision rev, with extra
+// saveReview stores the review of session cur as revision rev, with extra
 // assignments (", mode = ?") and their arguments, in one update.
-func saveReview(tx *db.Tx, pk int64, r Review, rev int64, now string, extra string, extraArgs ...any) error {
+// review_state is set only when it changes: SQLite rewrites the entries of
+// every index on a column the SET list names, changed or not, and the
+// inbox's index is on it.
+func saveReview(tx *db.Tx, cur *record, r Review, rev int64, now string, extra string, extraArgs ...any) error {
+	pk := cur.pk
 	comments, err := json.Marshal(nonNil(r.Comments))
 	if err != nil {
 		return fmt.Errorf("encode review comments of session %d: %w", pk, err)
 	}
-	args := []any{r.State, r.PlanRevision, r.Rationale, r.Feedback, r.RequestedAt, r.DecidedAt, r.DecidedBy, string(comments), rev, now}
+	set := `review_plan_revision = ?, review_rationale = ?, review_feedback = ?, review_requested_at = ?,
+		review_decided_at = ?, review_decided_by = ?, review_comments = ?, revision = ?, updated_at = ?`
+	args := []any{r.PlanRevision, r.Rationale, r.Feedback, r.RequestedAt, r.DecidedAt, r.DecidedBy, string(comments), rev, now}
+	if r.State != cur.Review.State {
+		set += `, review_state = ?`
+		args = append(args, r.State)
+	}
 	args = append(append(args, extraArgs...), pk)
-	_, err = tx.Exec(`UPDATE sessions SET review_state = ?, review_plan_revision = ?, review_rationale = ?, review_feedback = ?,
-		review_requested_at = ?, review_decided_at = ?, review_decided_by = ?, review_comments = ?, revision = ?, updated_at = ?`+extra+`
-		WHERE pk = ?`, args...)
+	_, err = tx.Exec(`UPDATE sessions SET `+set+extra+` WHERE pk = ?`, args...)
 	if err != nil {
 		return fmt.Errorf("save review of session %d: %w", pk, err)
 	}
