@@ -195,7 +195,11 @@ func (c *committer) run(batch []*writeReq) {
 		c.abort(sqlTx, batch, errs, fmt.Errorf("before commit: %w", Classify(err)))
 		return
 	}
-	if err := sqlTx.Commit(); err != nil {
+	err = sqlTx.Commit()
+	// Moved whether or not the commit succeeded: a failed commit may still
+	// have reached the disk, and nothing is acknowledged before this.
+	db.generation.Add(1)
+	if err != nil {
 		err = db.health.failed(fmt.Errorf("commit: %w", Classify(err)))
 		for i := range errs {
 			if errs[i] == nil {

@@ -277,6 +277,9 @@ func (e *postgresEngine) backup(context.Context, string) error { return errBacku
 // lowOnSpace cannot look at the server's disk: a probe write decides.
 func (e *postgresEngine) lowOnSpace() bool { return false }
 
+// sharedWriters: every replica commits to the one database.
+func (e *postgresEngine) sharedWriters() bool { return true }
+
 // highWater reads the identity sequences and the event seq counter
 // (migrations/postgres).
 func (e *postgresEngine) highWater(q Querier) (map[string]int64, error) {

@@ -60,6 +60,10 @@ type engine interface {
 	// setHighWater sets those counters, in a write transaction, so that
 	// the next key of each table is above its mark.
 	setHighWater(tx *Tx, marks map[string]int64) error
+	// sharedWriters reports whether other processes may commit to the
+	// same database (PostgreSQL replicas): then this process's commit
+	// generation does not cover every change (DB.Generation).
+	sharedWriters() bool
 	// close releases what the engine holds besides the two pools.
 	close() error
 }
@@ -73,6 +77,7 @@ type sqliteEngine struct {
 }
 
 func (sqliteEngine) name() string                                { return "sqlite" }
+func (sqliteEngine) sharedWriters() bool                         { return false }
 func (sqliteEngine) rebind(query string) string                  { return query }
 func (sqliteEngine) beginWrite(context.Context, *sql.Tx) error   { return nil }
 func (sqliteEngine) beforeCommit(context.Context, *sql.Tx) error { return nil }

@@ -116,6 +116,27 @@ func (s *Server) getPlan(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if mt == mediaJSON {
+		rev, body, err := s.answers.answer("plan "+name, func() (loaded, error) {
+			now := s.answers.now()
+			p, err := s.plans.GetAt(r.Context(), name, now)
+			if err != nil {
+				return loaded{}, err
+			}
+			expires, _ := plans.NextViewChange(p, now)
+			return loaded{revision: p.Revision, value: p, expires: expires}, nil
+		})
+		if err != nil {
+			return err
+		}
+		w.Header().Set("Vary", "Accept")
+		if done, err := notModified(w, r, rev); done || err != nil {
+			return err
+		}
+		setETag(w, rev)
+		writeJSONBody(w, http.StatusOK, body)
+		return nil
+	}
 	p, err := s.plans.Get(r.Context(), name)
 	if err != nil {
 		return err

@@ -209,12 +209,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		_ = json.NewEncoder(buf).Encode(map[string]any{"type": problemTypeBase + string(apierr.Internal),
 			"title": problemTitle[apierr.Internal], "status": status, "code": apierr.Internal, "detail": "internal error"})
 		w.Header().Set("Content-Type", "application/problem+json")
-	} else {
-		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+		w.WriteHeader(status)
+		_, _ = w.Write(buf.Bytes())
+		return
 	}
-	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
-	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+	writeJSONBody(w, status, buf.Bytes())
 }
 
 // jsonBuffers are the buffers writeJSON encodes into; a buffer grown past

@@ -107,7 +107,10 @@ type Server struct {
 	// broker wakes event streams after every commit.
 	broker *events.Broker
 	// head is the event log's head for X-Event-Seq.
-	head         *events.HeadCache
+	head *events.HeadCache
+	// answers keeps the answers of GET a session and GET a plan between
+	// commits (answers.go).
+	answers      *answerCache
 	eventMetrics *eventMetrics
 	streams      *streamGate
 	// shutdown is closed by Shutdown to end every event stream.
@@ -164,6 +167,7 @@ func New(cfg Config) *Server {
 	registerProcessMetrics(reg, cfg.DB, cfg.Version)
 	cfg.DB.OnCommit(s.broker.Notify)
 	s.head = events.NewHeadCache(cfg.DB)
+	s.answers = newAnswerCache(cfg.DB)
 	s.schemaVersion = db.KnownVersion()
 	s.router = s.routes()
 	return s

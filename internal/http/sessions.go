@@ -54,14 +54,21 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sess, err := s.sessions.Get(r.Context(), id)
+	rev, body, err := s.answers.answer("session "+id, func() (loaded, error) {
+		sess, err := s.sessions.Get(r.Context(), id)
+		if err != nil {
+			return loaded{}, err
+		}
+		return loaded{revision: sess.Revision, value: sess}, nil
+	})
 	if err != nil {
 		return err
 	}
-	if done, err := notModified(w, r, sess.Revision); done || err != nil {
+	if done, err := notModified(w, r, rev); done || err != nil {
 		return err
 	}
-	writeSession(w, http.StatusOK, sess)
+	setETag(w, rev)
+	writeJSONBody(w, http.StatusOK, body)
 	return nil
 }
 

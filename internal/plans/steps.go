@@ -181,6 +181,27 @@ func ProgressOf(s Steps, now time.Time) Progress {
 	return p
 }
 
+// NextViewChange returns the first moment after now at which a read of p
+// would show something else without any write: the end of the earliest
+// lease still running (the step's claim_expired turns true, it may become
+// ready). ok is false when nothing changes by time alone.
+func NextViewChange(p *Plan, now time.Time) (at time.Time, ok bool) {
+	for i := range p.Steps {
+		s := &p.Steps[i].Step
+		if s.Status != StepInProgress || s.ClaimExpiresAt == nil {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, *s.ClaimExpiresAt)
+		if err != nil || !now.Before(t) {
+			continue // already shown expired (leaseExpired)
+		}
+		if !ok || t.Before(at) {
+			at, ok = t, true
+		}
+	}
+	return at, ok
+}
+
 // View returns s as reads show it at time now.
 func (s Steps) View(now time.Time) []StepView {
 	out := make([]StepView, len(s))

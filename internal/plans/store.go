@@ -144,10 +144,17 @@ func (h *head) rev() int64 {
 // Get returns the current revision of a plan. Errors: invalid_argument,
 // not_found; a stored plan that cannot be decoded is an internal error.
 func (st *Store) Get(ctx context.Context, name string) (*Plan, error) {
+	return st.GetAt(ctx, name, st.db.Now())
+}
+
+// GetAt is Get with its steps evaluated at now, a reading of the
+// database's clock (DB.Now) the caller also judges the answer's freshness
+// by (plans.NextViewChange).
+func (st *Store) GetAt(ctx context.Context, name string, now time.Time) (*Plan, error) {
 	if err := ValidateName(name); err != nil {
 		return nil, err
 	}
-	return get(st.db.Reader(ctx), name, st.db.Now())
+	return get(st.db.Reader(ctx), name, now)
 }
 
 // GetStatus returns a plan's status and revision without reading its body.

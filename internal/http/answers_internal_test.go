@@ -1,0 +1,92 @@
+package http
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/planserver/planserver/internal/db"
+	"github.com/planserver/planserver/internal/dbtest"
+)
+
+// TestAnswerCacheServesUntilACommitOrItsExpiry counts the reads an answer
+// costs: none while nothing commits, one after every commit, one after the
+// answer's own expiry; and on an engine other processes also commit to,
+// one every time.
+func TestAnswerCacheServesUntilACommitOrItsExpiry(t *testing.T) {
+	ctx := context.Background()
+	d, err := db.Open(ctx, dbtest.Fresh(t), db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if _, _, err := d.MigrateUp(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 10, 9, 0, 0, 0, time.UTC)
+	c := newAnswerCache(d)
+	c.now = func() time.Time { return now }
+	loads := 0
+	var expires time.Time
+	read := func() string {
+		t.Helper()
+		_, body, err := c.answer("k", func() (loaded, error) {
+			loads++
+			return loaded{revision: int64(loads), value: map[string]int{"load": loads}, expires: expires}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(body)
+	}
+	commit := func() {
+		t.Helper()
+		if err := d.Write(ctx, func(tx *db.Tx) error {
+			_, err := tx.Exec(`INSERT INTO revision_floors (kind, key, revision) VALUES ('plan', ?, 1)`, time.Now().String())
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, exclusive := d.Generation()
+	want := func(body string, n int) {
+		t.Helper()
+		if !exclusive {
+			return // checked below: every read loads
+		}
+		if loads != n || body != `{"load":`+itoa(n)+"}\n" {
+			t.Errorf("after %d loads: %q", loads, body)
+		}
+	}
+	want(read(), 1)
+	want(read(), 1) // nothing committed
+	commit()
+	want(read(), 2)
+	want(read(), 2)
+	expires = now.Add(time.Minute)
+	commit()
+	want(read(), 3)
+	now = now.Add(59 * time.Second)
+	want(read(), 3)
+	now = now.Add(time.Second) // the answer's expiry: stale by time alone
+	want(read(), 4)
+	expires = time.Time{}
+	commit()
+	want(read(), 5)
+	// A failed write commits nothing.
+	if err := d.Write(ctx, func(tx *db.Tx) error { return context.Canceled }); err == nil {
+		t.Fatal("a failed write succeeded")
+	}
+	want(read(), 5)
+	if !exclusive {
+		before := loads
+		read()
+		read()
+		if loads != before+2 {
+			t.Errorf("with other processes committing, %d reads loaded %d times", 2, loads-before)
+		}
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
