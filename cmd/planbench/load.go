@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"slices"
 	"sync"
-	"text/tabwriter"
 	"time"
 )
 
@@ -37,12 +36,8 @@ func (r result) percentile(p float64) time.Duration {
 	return r.latency[max(0, min(i, len(r.latency)-1))]
 }
 
-// drive runs op from o.concurrency workers for o.duration. op receives the
-// worker number and the worker's request counter.
-func drive(ctx context.Context, o options, op func(ctx context.Context, worker, i int) error) result {
-	return driveFor(ctx, o.concurrency, o.duration, op)
-}
-
+// driveFor runs op from workers goroutines for d. op receives the worker
+// number and the worker's request counter.
 func driveFor(ctx context.Context, workers int, d time.Duration, op func(ctx context.Context, worker, i int) error) result {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
@@ -135,39 +130,4 @@ func call(c *http.Client, method, url string, body io.Reader, header map[string]
 		return resp.Header, b, fmt.Errorf("%s %s: %d, want %d: %.200s", method, url, resp.StatusCode, want, b)
 	}
 	return resp.Header, b, nil
-}
-
-// row is one line of the report.
-type row struct {
-	name     string
-	res      result
-	baseline string
-	base     result
-}
-
-func printTable(w io.Writer, rows []row) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\treq/s\tp50\tp99\terrors\tbaseline\tbaseline req/s\tratio\t")
-	for _, r := range rows {
-		base, baseRPS, ratio := "-", "-", "-"
-		if r.baseline != "" {
-			base = r.baseline
-			baseRPS = fmt.Sprintf("%.0f", r.base.rps())
-			if r.base.rps() > 0 {
-				ratio = fmt.Sprintf("%.2f", r.res.rps()/r.base.rps())
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%d\t%s\t%s\t%s\t\n", r.name, r.res.rps(),
-			fmtDur(r.res.percentile(0.50)), fmtDur(r.res.percentile(0.99)), r.res.errors, base, baseRPS, ratio)
-	}
-	tw.Flush()
-	for _, r := range rows {
-		if r.res.firstErr != nil {
-			fmt.Fprintf(w, "first error of %q: %v\n", r.name, r.res.firstErr)
-		}
-	}
-}
-
-func fmtDur(d time.Duration) string {
-	return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000)
 }

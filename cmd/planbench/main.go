@@ -2,10 +2,12 @@
 // run, so the numbers mean something on any machine: it starts the real
 // server binary on a fresh database in a temp dir, drives it over loopback
 // HTTP with keep-alive connections at a fixed concurrency, measures each
-// scenario's baseline with the same client and concurrency, and prints one
-// table with the ratio of each scenario to its baseline.
+// scenario and its baseline in interleaved rounds with the same client, and
+// prints one table of medians, ranges and ratios. A scenario or baseline
+// with a single failed request fails the run.
 //
 //	go run ./cmd/planbench -bin bin/planserver
+//	go run ./cmd/planbench -bin bin/planserver -cpus 8    # server on 8 CPUs, load on the rest
 package main
 
 import (
@@ -13,59 +15,142 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	var err error
+	switch {
+	case len(os.Args) > 1 && os.Args[1] == "pin":
+		err = pinMain(os.Args[2:])
+	case len(os.Args) > 1 && os.Args[1] == "serve-baseline":
+		err = baselineMain(os.Args[2:])
+	default:
+		err = run(os.Args[1:], os.Stdout, os.Stderr)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "planbench:", err)
 		os.Exit(1)
 	}
 }
 
+// sections are the parts of a run, in the order they run (-only picks some).
+var sections = []string{"writes", "reads", "pages", "wal", "subscribers", "postgres"}
+
 type options struct {
 	bin         string
 	concurrency int
 	duration    time.Duration
+	rounds      int
 	largeList   int
 	smallList   int
+	subscribers int
+	only        []string
 	// pprofDir, when set, receives a CPU profile of the server per scenario.
 	pprofDir string
 	// postgres, when set, is a PostgreSQL server to run the PostgreSQL
-	// scenarios on (postgres.go); postgresOnly skips the SQLite ones.
-	postgres     string
-	postgresOnly bool
+	// scenarios on (postgres.go).
+	postgres string
+	// serverCPUs and clientCPUs pin the servers (planserver and the chi
+	// baseline) and planbench itself; empty: not pinned.
+	serverCPUs, clientCPUs cpuSet
+	// serverEnv is added to every server's environment (GOGC=..., ...).
+	serverEnv []string
 }
 
+func (o options) runs(section string) bool {
+	return len(o.only) == 0 || slices.Contains(o.only, section)
+}
+
+// listFlag is a flag that may be given more than once.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, " ") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
 func run(args []string, stdout, stderr io.Writer) error {
-	var o options
+	var (
+		o                   options
+		cpus                int
+		serverCPUs, clients string
+		only                string
+		env                 listFlag
+	)
 	fs := flag.NewFlagSet("planbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.bin, "bin", "bin/planserver", "planserver binary to measure")
 	fs.IntVar(&o.concurrency, "c", 64, "concurrent keep-alive connections")
-	fs.DurationVar(&o.duration, "d", 3*time.Second, "measuring time per scenario")
-	fs.IntVar(&o.smallList, "list-small", 1000, "plans stored for the small list scenario")
-	fs.IntVar(&o.largeList, "list-large", 100000, "plans stored for the large list scenario")
-	fs.StringVar(&o.pprofDir, "pprof", "", "write a CPU profile of the server for each scenario to this directory")
+	fs.DurationVar(&o.duration, "d", 3*time.Second, "measuring time of each run")
+	fs.IntVar(&o.rounds, "rounds", 3, "rounds of each scenario and its baseline, interleaved (at least 3)")
+	fs.IntVar(&o.smallList, "list-small", 1000, "plans stored for the small page scenarios")
+	fs.IntVar(&o.largeList, "list-large", 100000, "plans stored for the large page scenarios")
+	fs.IntVar(&o.subscribers, "subscribers", 1000, "idle event streams to hold open")
+	fs.StringVar(&only, "only", "", "run only these sections, comma-separated: "+strings.Join(sections, ","))
+	fs.StringVar(&o.pprofDir, "pprof", "", "write a CPU profile of the server for each scenario's first round to this directory")
 	fs.StringVar(&o.postgres, "postgres", os.Getenv("PLANSERVER_BENCH_POSTGRES"),
 		"also run the PostgreSQL scenarios on this server (a URL of a user that may create databases; default $PLANSERVER_BENCH_POSTGRES)")
-	fs.BoolVar(&o.postgresOnly, "postgres-only", false, "run only the baselines the PostgreSQL scenarios need and those scenarios")
+	fs.IntVar(&cpus, "cpus", 0, "run the servers on the first `n` CPUs and planbench on the others (0: all share every CPU)")
+	fs.StringVar(&serverCPUs, "server-cpus", "", "pin the servers to these CPUs (`list` like 0-7), instead of -cpus")
+	fs.StringVar(&clients, "client-cpus", "", "pin planbench, the load generator, to these CPUs (`list` like 8-15), instead of -cpus")
+	fs.Var(&env, "server-env", "add `KEY=VALUE` to the servers' environment (GOGC=200, GOMEMLIMIT=256MiB); repeatable")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if o.postgresOnly && o.postgres == "" {
-		return fmt.Errorf("-postgres-only needs -postgres or PLANSERVER_BENCH_POSTGRES")
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	bin, err := filepath.Abs(o.bin)
-	if err != nil {
+	if o.rounds < 3 {
+		return fmt.Errorf("-rounds %d: a median and a spread need at least 3", o.rounds)
+	}
+	for _, kv := range env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return fmt.Errorf("-server-env %q: want KEY=VALUE", kv)
+		}
+	}
+	o.serverEnv = env
+	if only != "" {
+		for _, s := range strings.Split(only, ",") {
+			if !slices.Contains(sections, s) {
+				return fmt.Errorf("-only %q: the sections are %s", s, strings.Join(sections, ","))
+			}
+			o.only = append(o.only, s)
+		}
+	}
+	if o.runs("postgres") && len(o.only) > 0 && o.postgres == "" {
+		return fmt.Errorf("-only postgres needs -postgres or PLANSERVER_BENCH_POSTGRES")
+	}
+	var err error
+	switch {
+	case cpus > 0 && (serverCPUs != "" || clients != ""):
+		return fmt.Errorf("-cpus or -server-cpus/-client-cpus, not both")
+	case cpus > 0:
+		if o.serverCPUs, o.clientCPUs, err = splitCPUs(cpus); err != nil {
+			return err
+		}
+	default:
+		if serverCPUs != "" {
+			if o.serverCPUs, err = parseCPUs(serverCPUs); err != nil {
+				return fmt.Errorf("-server-cpus: %w", err)
+			}
+		}
+		if clients != "" {
+			if o.clientCPUs, err = parseCPUs(clients); err != nil {
+				return fmt.Errorf("-client-cpus: %w", err)
+			}
+		}
+	}
+	if err := pinSelf(o.clientCPUs); err != nil {
 		return err
 	}
-	o.bin = bin
+
+	if o.bin, err = filepath.Abs(o.bin); err != nil {
+		return err
+	}
 	if _, err := os.Stat(o.bin); err != nil {
 		return fmt.Errorf("server binary: %w (run make build first)", err)
 	}
@@ -81,111 +166,70 @@ func run(args []string, stdout, stderr io.Writer) error {
 	defer os.RemoveAll(dir)
 
 	ctx := context.Background()
-	client := newClient(o.concurrency)
-	var rows []row
-	note := func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
+	b := &bench{o: o, c: newClient(o.concurrency), dir: dir,
+		note: func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }}
+	if b.chi, err = startChiBaseline(o); err != nil {
+		return fmt.Errorf("chi baseline: %w", err)
+	}
+	defer b.chi.stop()
+	if err := b.all(ctx); err != nil {
+		return err
+	}
 
-	// Baselines first: they share nothing with the server but the client.
-	note("baseline: chi handler returning a fixed document")
-	chiBase, stopChi := startChiBaseline()
-	defer stopChi()
-	chiGet := drive(ctx, o, func(ctx context.Context, w, i int) error {
-		return expect(client, "GET", chiBase+"/doc", nil, nil, 200)
-	})
-	if !o.postgresOnly {
-		chiPost := drive(ctx, o, func(ctx context.Context, w, i int) error {
-			return expect(client, "POST", chiBase+"/doc", strings.NewReader(`{"title":"bench"}`), jsonHeader, 201)
-		})
-		chiPatch := drive(ctx, o, func(ctx context.Context, w, i int) error {
-			return expect(client, "PATCH", chiBase+"/doc", strings.NewReader(`{"mode":"plan"}`), jsonHeader, 200)
-		})
-		if rows, err = benchSQLite(ctx, o, client, dir, chiGet, chiPost, chiPatch, note); err != nil {
+	fmt.Fprintf(stdout, "planbench: %d connections, %s runs, %d rounds (baseline and scenario interleaved), %s\n",
+		o.concurrency, o.duration, o.rounds, runtime.GOOS+"/"+runtime.GOARCH)
+	fmt.Fprintf(stdout, "servers on CPUs %s; planbench on CPUs %s (GOMAXPROCS %d)", cpusText(o.serverCPUs), cpusText(o.clientCPUs), runtime.GOMAXPROCS(0))
+	if len(o.serverEnv) > 0 {
+		fmt.Fprintf(stdout, "; server environment %s", strings.Join(o.serverEnv, " "))
+	}
+	fmt.Fprintln(stdout)
+	if len(b.rows) > 0 {
+		fmt.Fprintln(stdout)
+		printTable(stdout, b.rows)
+	}
+	if len(b.notes) > 0 {
+		fmt.Fprintln(stdout)
+	}
+	for _, n := range b.notes {
+		fmt.Fprintln(stdout, n)
+	}
+	fmt.Fprintf(stdout, "\npeak RSS of the planserver processes: %s\n", peakRSSSummary())
+	return failures(b.rows)
+}
+
+func cpusText(c cpuSet) string {
+	if len(c) == 0 {
+		return "all (shared)"
+	}
+	return c.String()
+}
+
+// all runs the sections -only asks for.
+func (b *bench) all(ctx context.Context) error {
+	if b.o.runs("writes") || b.o.runs("reads") {
+		if err := b.benchSQLite(ctx); err != nil {
 			return err
 		}
 	}
-	var pgNotes []string
-	if o.postgres != "" {
-		pg, err := benchPostgres(ctx, o, client, o.postgres, chiGet, stderr)
-		if err != nil {
+	if b.o.runs("pages") {
+		if err := b.pages(ctx); err != nil {
+			return err
+		}
+	}
+	if b.o.runs("wal") {
+		if err := b.walPages(ctx); err != nil {
+			return err
+		}
+	}
+	if b.o.runs("subscribers") {
+		if err := b.idleSubscribers(ctx, b.o.subscribers); err != nil {
+			return err
+		}
+	}
+	if b.o.runs("postgres") && b.o.postgres != "" {
+		if err := b.benchPostgres(ctx); err != nil {
 			return fmt.Errorf("PostgreSQL scenarios: %w", err)
 		}
-		rows = append(rows, pg.rows...)
-		pgNotes = pg.notes
 	}
-
-	fmt.Fprintf(stdout, "planbench: %d connections, %s per scenario, %s, GOMAXPROCS %d\n\n",
-		o.concurrency, o.duration, runtime.GOOS+"/"+runtime.GOARCH, runtime.GOMAXPROCS(0))
-	printTable(stdout, rows)
-	for _, n := range pgNotes {
-		fmt.Fprintln(stdout, n)
-	}
-	fmt.Fprintf(stdout, "\npeak RSS of the server: %s\n", peakRSSSummary())
 	return nil
-}
-
-// benchSQLite runs the SQLite scenarios: the conditional PUT at both
-// durabilities against raw SQLite, reads, sessions and list pages.
-func benchSQLite(ctx context.Context, o options, client *http.Client, dir string, chiGet, chiPost, chiPatch result, note func(string, ...any)) ([]row, error) {
-	var rows []row
-	for _, durability := range []string{"normal", "full"} {
-		note("baseline: raw SQLite read revision + upsert + commit (synchronous=%s)", durability)
-		raw, err := rawSQLiteBaseline(ctx, o, filepath.Join(dir, "raw-"+durability+".db"), durability)
-		if err != nil {
-			return nil, err
-		}
-		note("server: conditional PUT, --durability %s", durability)
-		srv, err := startServer(o.bin, filepath.Join(dir, "put-"+durability+".db"), durability, o.pprofDir != "")
-		if err != nil {
-			return nil, err
-		}
-		put, err := benchConditionalPut(ctx, o, client, srv, "put-"+durability)
-		if err != nil {
-			srv.stop()
-			return nil, err
-		}
-		rows = append(rows, row{name: "PUT /v1/plans/{name} If-Match 2 KiB (" + durability + ")", res: put,
-			baseline: "raw SQLite upsert (" + durability + ")", base: raw})
-		srv.stop()
-	}
-
-	note("server: reads and sessions, --durability normal")
-	srv, err := startServer(o.bin, filepath.Join(dir, "main.db"), "normal", o.pprofDir != "")
-	if err != nil {
-		return nil, err
-	}
-	defer srv.stop()
-	getPlan, err := benchGetPlan(ctx, o, client, srv)
-	if err != nil {
-		return nil, err
-	}
-	rows = append(rows, row{name: "GET /v1/plans/{name} 2 KiB", res: getPlan, baseline: "chi fixed 2 KiB", base: chiGet})
-	create, ids := benchCreateSession(ctx, o, client, srv)
-	rows = append(rows, row{name: "POST /v1/sessions", res: create, baseline: "chi fixed document", base: chiPost})
-	getSession := srv.profileWhile(o.pprofDir, "get-session", o.duration, func() result {
-		return drive(ctx, o, func(ctx context.Context, w, i int) error {
-			return expect(client, "GET", srv.base+"/v1/sessions/"+ids[i%len(ids)], nil, nil, 200)
-		})
-	})
-	rows = append(rows, row{name: "GET /v1/sessions/{id}", res: getSession, baseline: "chi fixed 2 KiB", base: chiGet})
-	patchMode := srv.profileWhile(o.pprofDir, "patch-mode", o.duration, func() result {
-		return drive(ctx, o, func(ctx context.Context, w, i int) error {
-			mode := []string{"plan", "build"}[i%2]
-			return expect(client, "PATCH", srv.base+"/v1/sessions/"+ids[w%len(ids)]+"/mode",
-				strings.NewReader(`{"mode":"`+mode+`"}`), jsonHeader, 200)
-		})
-	})
-	rows = append(rows, row{name: "PATCH /v1/sessions/{id}/mode", res: patchMode, baseline: "chi fixed document", base: chiPatch})
-	srv.stop()
-
-	note("server: list one page of 100 with %d and with %d plans", o.smallList, o.largeList)
-	small, large, err := benchListPages(ctx, o, client, dir)
-	if err != nil {
-		return nil, err
-	}
-	rows = append(rows,
-		row{name: fmt.Sprintf("GET /v1/plans?limit=100 (%d plans)", o.smallList), res: small},
-		row{name: fmt.Sprintf("GET /v1/plans?limit=100 (%d plans)", o.largeList), res: large,
-			baseline: fmt.Sprintf("the same page with %d plans", o.smallList), base: small},
-	)
-	return rows, nil
 }

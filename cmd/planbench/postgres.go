@@ -6,13 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -73,61 +73,52 @@ func (b *pgBench) close() {
 	_ = b.admin.Close(context.Background())
 }
 
-// pgResults is what the PostgreSQL scenarios add to the report: rows for
-// the table and lines for below it.
-type pgResults struct {
-	rows  []row
-	notes []string
-}
-
-func benchPostgres(ctx context.Context, o options, client *http.Client, adminURL string, chiGet result, stderr io.Writer) (pgResults, error) {
-	var out pgResults
-	note := func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
-	b, err := newPGBench(ctx, adminURL)
+func (b *bench) benchPostgres(ctx context.Context) error {
+	pg, err := newPGBench(ctx, b.o.postgres)
 	if err != nil {
-		return out, err
+		return err
 	}
-	defer b.close()
+	defer pg.close()
 	var version string
-	if err := b.admin.QueryRow(ctx, `SELECT current_setting('server_version') || ', fsync ' || current_setting('fsync') || ', synchronous_commit ' || current_setting('synchronous_commit')`).Scan(&version); err != nil {
-		return out, err
+	if err := pg.admin.QueryRow(ctx, `SELECT current_setting('server_version') || ', fsync ' || current_setting('fsync') || ', synchronous_commit ' || current_setting('synchronous_commit')`).Scan(&version); err != nil {
+		return err
 	}
-	out.notes = append(out.notes, "PostgreSQL "+version)
+	b.notes = append(b.notes, "PostgreSQL "+version)
 
-	note("baseline: raw pgx read revision + upsert + commit, %d connections", o.concurrency)
-	rawURL, err := b.database(ctx, "raw")
+	rawURL, err := pg.database(ctx, "raw")
 	if err != nil {
-		return out, err
+		return err
 	}
-	raw, err := rawPostgresBaseline(ctx, o, rawURL)
+	raw, closeRaw, err := rawPostgres(ctx, b.o, rawURL)
 	if err != nil {
-		return out, err
+		return err
 	}
+	defer closeRaw()
 	for n := 1; n <= 3; n++ {
-		note("server: conditional PUT through %d replica(s) of one PostgreSQL database", n)
-		dsn, err := b.database(ctx, fmt.Sprintf("put%d", n))
+		dsn, err := pg.database(ctx, fmt.Sprintf("put%d", n))
 		if err != nil {
-			return out, err
+			return err
 		}
-		srvs, err := startReplicas(o, dsn, n)
+		srvs, err := startReplicas(b.o, dsn, n)
 		if err != nil {
-			return out, err
+			return err
 		}
 		bases := basesOf(srvs)
-		revs, err := createPutPlans(client, bases, o.concurrency)
+		put, err := b.conditionalPut(nil, bases, "")
 		if err == nil {
-			put := conditionalPuts(ctx, o, client, bases, revs)
-			out.rows = append(out.rows, row{name: fmt.Sprintf("PUT /v1/plans/{name} If-Match 2 KiB (PostgreSQL, %d replica%s)", n, plural(n)),
-				res: put, baseline: fmt.Sprintf("raw pgx upsert (%d conns)", o.concurrency), base: raw})
+			put.name = fmt.Sprintf("PUT /v1/plans/{name} If-Match 2 KiB (PostgreSQL, %d replica%s)", n, plural(n))
+			b.compare(ctx, put, raw)
 		}
 		if err == nil && n == 3 {
-			note("server: GET plan through 3 replicas; commit-to-stream delay across replicas")
-			var get result
-			if get, err = getPlanSpread(ctx, o, client, bases); err == nil {
-				out.rows = append(out.rows, row{name: "GET /v1/plans/{name} 2 KiB (PostgreSQL, 3 replicas)", res: get, baseline: "chi fixed 2 KiB", base: chiGet})
+			var get side
+			var size int
+			if get, size, err = b.getPlan(nil, bases); err == nil {
+				get.name = fmt.Sprintf("GET /v1/plans/{name} (%d B, PostgreSQL, 3 replicas)", size)
+				b.compare(ctx, get, chiSide(b.c, b.chi, "GET", size, ""))
+				b.note("commit-to-stream delay across replicas")
 				var lines []string
-				if lines, err = notifyDelay(ctx, client, srvs[0].base, srvs[1].base, 400); err == nil {
-					out.notes = append(out.notes, lines...)
+				if lines, err = notifyDelay(ctx, b.c, srvs[0].base, srvs[1].base, 400); err == nil {
+					b.notes = append(b.notes, lines...)
 				}
 			}
 		}
@@ -135,49 +126,45 @@ func benchPostgres(ctx context.Context, o options, client *http.Client, adminURL
 			s.stop()
 		}
 		if err != nil {
-			return out, err
+			return err
 		}
 	}
 
 	// Writers: one per replica, as planserver runs (each replica's
 	// committer holds one connection), and one per client connection.
-	for _, writers := range []int{3, o.concurrency} {
-		note("experiment: planserver's write transaction from %d writers under the advisory lock, and under SERIALIZABLE with retries", writers)
-		var lockRes result
-		for _, serializable := range []bool{false, true} {
-			name := fmt.Sprintf("iso_%d_%v", writers, serializable)
-			dsn, err := b.database(ctx, name)
+	for _, writers := range []int{3, b.o.concurrency} {
+		var sides [2]side
+		var retries [2]*atomic.Int64
+		for k, serializable := range []bool{false, true} {
+			dsn, err := pg.database(ctx, fmt.Sprintf("iso_%d_%v", writers, serializable))
 			if err != nil {
-				return out, err
+				return err
 			}
 			d, err := db.Open(ctx, dsn, db.Options{})
 			if err != nil {
-				return out, err
+				return err
 			}
 			_, _, err = d.MigrateUp(ctx, nil)
 			d.Close()
 			if err != nil {
-				return out, err
+				return err
 			}
-			wo := o
-			wo.concurrency = writers
-			res, retries, err := isolationExperiment(ctx, wo, dsn, serializable)
+			s, r, closeIso, err := isolationExperiment(ctx, writers, dsn, serializable)
 			if err != nil {
-				return out, err
+				return err
 			}
-			if !serializable {
-				lockRes = res
-				out.rows = append(out.rows, row{name: fmt.Sprintf("raw write txn, advisory lock, %d writers", writers), res: res})
-				continue
-			}
-			out.rows = append(out.rows, row{name: fmt.Sprintf("raw write txn, SERIALIZABLE + retry, %d writers", writers), res: res,
-				baseline: "the same under the advisory lock", base: lockRes})
-			committed := max(1, res.requests-res.errors)
-			out.notes = append(out.notes, fmt.Sprintf("SERIALIZABLE, %d writers: %d serialization failures retried for %d commits (%.2f per commit)",
-				writers, retries, committed, float64(retries)/float64(committed)))
+			defer closeIso()
+			sides[k], retries[k] = s, r
 		}
+		b.compare(ctx, sides[1], sides[0])
+		committed := 0
+		for _, r := range b.rows[len(b.rows)-1].runs {
+			committed += r.requests - r.errors
+		}
+		b.notes = append(b.notes, fmt.Sprintf("SERIALIZABLE, %d writers: %d serialization failures retried for %d commits (%.2f per commit)",
+			writers, retries[1].Load(), committed, float64(retries[1].Load())/float64(max(1, committed))))
 	}
-	return out, nil
+	return nil
 }
 
 func plural(n int) string {
@@ -187,10 +174,10 @@ func plural(n int) string {
 	return "s"
 }
 
-func startReplicas(o options, dsn string, n int) ([]*server, error) {
-	var srvs []*server
+func startReplicas(o options, dsn string, n int) ([]*process, error) {
+	var srvs []*process
 	for i := 0; i < n; i++ {
-		s, err := startServer(o.bin, dsn, "normal", false)
+		s, err := startServer(o, dsn, "normal")
 		if err != nil {
 			for _, s := range srvs {
 				s.stop()
@@ -203,7 +190,7 @@ func startReplicas(o options, dsn string, n int) ([]*server, error) {
 	return srvs, nil
 }
 
-func basesOf(srvs []*server) []string {
+func basesOf(srvs []*process) []string {
 	var out []string
 	for _, s := range srvs {
 		out = append(out, s.base)
@@ -211,51 +198,41 @@ func basesOf(srvs []*server) []string {
 	return out
 }
 
-// rawPostgresBaseline measures what a conditional plan write costs
-// PostgreSQL alone, as rawSQLiteBaseline does for SQLite: in one
-// transaction read the revision, upsert the 2 KiB document, commit, from as
-// many connections as the HTTP scenarios use, each on its own row.
-func rawPostgresBaseline(ctx context.Context, o options, dsn string) (result, error) {
+// rawPostgres is the database baseline for writes on PostgreSQL, as
+// rawSQLite is for SQLite: in one transaction read the revision, upsert the
+// 2 KiB document, commit, from as many connections as the HTTP scenarios
+// use, each on its own row.
+func rawPostgres(ctx context.Context, o options, dsn string) (side, func(), error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return result{}, err
+		return side{}, nil, err
 	}
 	cfg.MaxConns = int32(o.concurrency)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return result{}, err
+		return side{}, nil, err
 	}
-	defer pool.Close()
 	if _, err := pool.Exec(ctx, `CREATE TABLE plans (name TEXT COLLATE "C" PRIMARY KEY, revision BIGINT NOT NULL, content TEXT NOT NULL)`); err != nil {
-		return result{}, err
+		pool.Close()
+		return side{}, nil, err
 	}
-	content := string(fixedDoc)
-	return drive(ctx, o, func(ctx context.Context, w, i int) error {
-		name := fmt.Sprintf("plan-%d", w)
-		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			var rev int64
-			err := tx.QueryRow(ctx, `SELECT revision FROM plans WHERE name = $1`, name).Scan(&rev)
-			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+	content := string(fixedDoc(2048))
+	return side{
+		name: fmt.Sprintf("raw pgx upsert (%d conns)", o.concurrency),
+		op: func(ctx context.Context, w, i int) error {
+			name := fmt.Sprintf("plan-%d", w)
+			return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+				var rev int64
+				err := tx.QueryRow(ctx, `SELECT revision FROM plans WHERE name = $1`, name).Scan(&rev)
+				if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+					return err
+				}
+				_, err = tx.Exec(ctx, `INSERT INTO plans (name, revision, content) VALUES ($1, $2, $3)
+					ON CONFLICT (name) DO UPDATE SET revision = excluded.revision, content = excluded.content`, name, rev+1, content)
 				return err
-			}
-			_, err = tx.Exec(ctx, `INSERT INTO plans (name, revision, content) VALUES ($1, $2, $3)
-				ON CONFLICT (name) DO UPDATE SET revision = excluded.revision, content = excluded.content`, name, rev+1, content)
-			return err
-		})
-	}), nil
-}
-
-// getPlanSpread reads 2 KiB plans, worker w through bases[w%len(bases)].
-func getPlanSpread(ctx context.Context, o options, c *http.Client, bases []string) (result, error) {
-	const plans = 16
-	for i := 0; i < plans; i++ {
-		if err := expect(c, "PUT", fmt.Sprintf("%s/v1/plans/read-%d", bases[0], i), strings.NewReader(string(planBody)), jsonHeader, 201); err != nil {
-			return result{}, err
-		}
-	}
-	return drive(ctx, o, func(ctx context.Context, w, i int) error {
-		return expect(c, "GET", fmt.Sprintf("%s/v1/plans/read-%d", bases[w%len(bases)], (w+i)%plans), nil, nil, 200)
-	}), nil
+			})
+		},
+	}, pool.Close, nil
 }
 
 // notifyDelay writes n sessions through writer, one every 10 ms, while a
@@ -355,60 +332,62 @@ func notifyDelay(ctx context.Context, c *http.Client, reader, writer string, n i
 // plan's revision, update the plan, append an event (its seq from the
 // counter, as planserver does), commit. Serialized by the advisory lock
 // planserver takes, or at SERIALIZABLE, retrying serialization failures
-// (reported as retries). Both keep seq order equal to commit order; under
-// SERIALIZABLE every append conflicts on the counter row.
-func isolationExperiment(ctx context.Context, o options, dsn string, serializable bool) (result, int64, error) {
+// (counted in the returned counter). Both keep seq order equal to commit
+// order; under SERIALIZABLE every append conflicts on the counter row.
+func isolationExperiment(ctx context.Context, writers int, dsn string, serializable bool) (side, *atomic.Int64, func(), error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return result{}, 0, err
+		return side{}, nil, nil, err
 	}
-	cfg.MaxConns = int32(o.concurrency)
+	cfg.MaxConns = int32(writers)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return result{}, 0, err
+		return side{}, nil, nil, err
 	}
-	defer pool.Close()
 	now := db.FormatTime(time.Now())
-	for w := 0; w < o.concurrency; w++ {
+	for w := 0; w < writers; w++ {
 		if _, err := pool.Exec(ctx, `INSERT INTO plans (name, revision, created_at, updated_at, content_rev) VALUES ($1, 1, $2, $2, 1)`,
 			fmt.Sprintf("iso-%d", w), now); err != nil {
-			return result{}, 0, err
+			pool.Close()
+			return side{}, nil, nil, err
 		}
 	}
 	opts := pgx.TxOptions{}
+	name := fmt.Sprintf("raw write txn, advisory lock, %d writers", writers)
 	if serializable {
 		opts.IsoLevel = pgx.Serializable
+		name = fmt.Sprintf("raw write txn, SERIALIZABLE + retry, %d writers", writers)
 	}
-	var retries sync.Map
-	res := drive(ctx, o, func(ctx context.Context, w, i int) error {
-		name := fmt.Sprintf("iso-%d", w)
-		for {
-			err := pgx.BeginTxFunc(ctx, pool, opts, func(tx pgx.Tx) error {
-				if !serializable {
-					if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(0x706c616e73727672)); err != nil {
+	retries := new(atomic.Int64)
+	return side{
+		name:    name,
+		workers: writers,
+		op: func(ctx context.Context, w, i int) error {
+			plan := fmt.Sprintf("iso-%d", w)
+			for {
+				err := pgx.BeginTxFunc(ctx, pool, opts, func(tx pgx.Tx) error {
+					if !serializable {
+						if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(0x706c616e73727672)); err != nil {
+							return err
+						}
+					}
+					var rev int64
+					if err := tx.QueryRow(ctx, `SELECT revision FROM plans WHERE name = $1`, plan).Scan(&rev); err != nil {
 						return err
 					}
-				}
-				var rev int64
-				if err := tx.QueryRow(ctx, `SELECT revision FROM plans WHERE name = $1`, name).Scan(&rev); err != nil {
+					if _, err := tx.Exec(ctx, `UPDATE plans SET revision = $1, updated_at = $2 WHERE name = $3`, rev+1, now, plan); err != nil {
+						return err
+					}
+					_, err := tx.Exec(ctx, `INSERT INTO events (type, time, actor, plan, revision, data) VALUES ('plan.updated', $1, 'bench', $2, $3, '{}')`, now, plan, rev+1)
 					return err
+				})
+				var pe *pgconn.PgError
+				if serializable && errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01") {
+					retries.Add(1)
+					continue
 				}
-				if _, err := tx.Exec(ctx, `UPDATE plans SET revision = $1, updated_at = $2 WHERE name = $3`, rev+1, now, name); err != nil {
-					return err
-				}
-				_, err := tx.Exec(ctx, `INSERT INTO events (type, time, actor, plan, revision, data) VALUES ('plan.updated', $1, 'bench', $2, $3, '{}')`, now, name, rev+1)
 				return err
-			})
-			var pe *pgconn.PgError
-			if serializable && errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01") {
-				v, _ := retries.LoadOrStore(w, new(int64))
-				*v.(*int64)++
-				continue
 			}
-			return err
-		}
-	})
-	var total int64
-	retries.Range(func(_, v any) bool { total += *v.(*int64); return true })
-	return res, total, nil
+		},
+	}, retries, pool.Close, nil
 }

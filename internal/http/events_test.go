@@ -698,25 +698,19 @@ func TestEventsSubtreeFilter(t *testing.T) {
 	}
 }
 
-// TestEventsThousandIdleSubscribers connects 1,000 streams, measures what
-// they cost, delivers one change to all of them, and checks that
-// disconnecting frees every goroutine.
-func TestEventsThousandIdleSubscribers(t *testing.T) {
+// TestEventsManyIdleSubscribers connects 200 streams, delivers one change
+// to all of them, and checks that disconnecting frees every goroutine.
+// What idle streams cost is measured by make bench (1,000 of them, on the
+// server process alone: docs/benchmarks.md), not here.
+func TestEventsManyIdleSubscribers(t *testing.T) {
 	env := apitest.New(t, func(c *planhttp.Config) { c.SSEHeartbeat = time.Hour })
 	createSession(t, env, map[string]any{"id": "seed"})
 	head := headOf(t, env)
-	const n = 1000
+	const n = 200
 
 	transport := &http.Transport{MaxIdleConnsPerHost: -1, DisableKeepAlives: true}
 	client := &http.Client{Transport: transport}
-	memory := func() (heap, stack uint64, goroutines int) {
-		runtime.GC() // twice: the first only moves sync.Pool contents aside
-		runtime.GC()
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		return m.HeapAlloc, m.StackInuse, runtime.NumGoroutine()
-	}
-	heap0, stack0, g0 := memory()
+	g0 := runtime.NumGoroutine()
 
 	streams := make([]*stream, n)
 	var (
@@ -767,7 +761,6 @@ func TestEventsThousandIdleSubscribers(t *testing.T) {
 	if got := metric(t, env, "planserver_event_subscribers"); got != n {
 		t.Fatalf("subscribers gauge = %v, want %d", got, n)
 	}
-	heap1, stack1, g1 := memory()
 
 	// One change reaches every subscriber.
 	createSession(t, env, map[string]any{"id": "hello"})
@@ -797,22 +790,7 @@ func TestEventsThousandIdleSubscribers(t *testing.T) {
 	eventually(t, "every stream to end", func() bool {
 		return runtime.NumGoroutine() <= g0 && metric(t, env, "planserver_event_subscribers") == 0
 	})
-	heap2, stack2, g2 := memory()
-
-	perSub := (int64(heap1+stack1) - int64(heap0+stack0)) / n
-	t.Logf("1,000 idle SSE subscribers (client and server in one process):")
-	t.Logf("  before:    live heap %6.1f MiB, stacks %5.1f MiB, %5d goroutines", mib(heap0), mib(stack0), g0)
-	t.Logf("  connected: live heap %6.1f MiB, stacks %5.1f MiB, %5d goroutines", mib(heap1), mib(stack1), g1)
-	t.Logf("  after:     live heap %6.1f MiB, stacks %5.1f MiB, %5d goroutines", mib(heap2), mib(stack2), g2)
-	t.Logf("  per subscriber: %.1f KiB, %.1f goroutines", float64(perSub)/1024, float64(g1-g0)/n)
-	// Both ends of each connection are in this process; a stream that
-	// buffered events or leaked per-event state would blow far past this.
-	if perSub > 256<<10 {
-		t.Errorf("%d bytes per idle subscriber", perSub)
-	}
 }
-
-func mib(b uint64) float64 { return float64(b) / (1 << 20) }
 
 func TestEventsCursorExpired(t *testing.T) {
 	env := apitest.New(t, func(c *planhttp.Config) {

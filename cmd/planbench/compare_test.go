@@ -1,0 +1,103 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseCPUs(t *testing.T) {
+	for in, want := range map[string]cpuSet{
+		"0":        {0},
+		"0-3":      {0, 1, 2, 3},
+		"8-9,2,2":  {2, 8, 9},
+		" 1 , 3-4": {1, 3, 4},
+	} {
+		got, err := parseCPUs(in)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("parseCPUs(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "a", "3-1", "-1", "1-", "1,,2"} {
+		if got, err := parseCPUs(bad); err == nil {
+			t.Errorf("parseCPUs(%q) = %v, want an error", bad, got)
+		}
+	}
+}
+
+func TestSpreadIsMedianAndRange(t *testing.T) {
+	for _, c := range []struct {
+		in   []float64
+		want spread
+	}{
+		{[]float64{3, 1, 2}, spread{2, 1, 3}},
+		{[]float64{4, 1, 3, 2}, spread{2.5, 1, 4}},
+		{[]float64{5}, spread{5, 5, 5}},
+		{nil, spread{}},
+	} {
+		if got := spreadOf(c.in); got != c.want {
+			t.Errorf("spreadOf(%v) = %+v, want %+v", c.in, got, c.want)
+		}
+	}
+}
+
+// A ratio is taken round by round: a scenario measured while the machine
+// was slow is compared with its baseline of the same round.
+func TestRatiosPairRounds(t *testing.T) {
+	at := func(requests int) sample {
+		return sample{result: result{requests: requests, elapsed: time.Second}}
+	}
+	r := row{
+		runs: []sample{at(50), at(100), at(90)},
+		base: []sample{at(100), at(400), at(100)},
+	}
+	if got := r.ratios(); got != (spread{0.5, 0.25, 0.9}) {
+		t.Errorf("ratios = %+v", got)
+	}
+}
+
+func TestCPUPerRequest(t *testing.T) {
+	s := sample{result: result{requests: 1000, elapsed: time.Second}, cpu: 300 * time.Millisecond}
+	if got := s.cpuPerRequest(); got != 300*time.Microsecond {
+		t.Errorf("cpu per request = %v", got)
+	}
+	r := row{runs: []sample{s}, base: []sample{{result: result{requests: 1000}, cpu: 100 * time.Millisecond}}}
+	if got := r.cpuRatio(); got != 3 {
+		t.Errorf("cpu ratio = %v", got)
+	}
+	r.base[0].cpu = 0 // not measured
+	if got := r.cpuRatio(); got != 0 {
+		t.Errorf("cpu ratio against an unmeasured baseline = %v", got)
+	}
+}
+
+func TestErrorsFailTheRun(t *testing.T) {
+	clean := row{name: "clean", runs: []sample{{result: result{requests: 10}}}}
+	if err := failures([]row{clean}); err != nil {
+		t.Fatalf("no errors: %v", err)
+	}
+	broken := row{name: "broken", runs: []sample{{result: result{requests: 10}}},
+		base: []sample{{result: result{requests: 10, errors: 2, firstErr: errors.New("503")}}}}
+	err := failures([]row{clean, broken})
+	if err == nil || !strings.Contains(err.Error(), "broken: 2 errors, the first: 503") || strings.Contains(err.Error(), "clean") {
+		t.Errorf("a baseline with errors: %v", err)
+	}
+}
+
+func TestFlagsRefuseWhatCannotBeMeasured(t *testing.T) {
+	for _, args := range [][]string{
+		{"-rounds", "2"},
+		{"-server-env", "GOGC"},
+		{"-only", "everything"},
+		{"-cpus", "1", "-server-cpus", "0"},
+		{"-server-cpus", "x"},
+		{"extra"},
+	} {
+		if err := run(args, io.Discard, io.Discard); err == nil {
+			t.Errorf("planbench %v: no error", args)
+		}
+	}
+}
