@@ -101,3 +101,21 @@ func TestFlagsRefuseWhatCannotBeMeasured(t *testing.T) {
 		}
 	}
 }
+
+// A load generator re-executed on its CPUs takes the split from its
+// environment: it can no longer see the server's CPUs to split them.
+func TestPinnedSplitComesFromTheEnvironment(t *testing.T) {
+	t.Setenv(pinnedEnv, "0-1;2,3")
+	server, client, ok, err := pinned()
+	if err != nil || !ok || !slices.Equal(server, cpuSet{0, 1}) || !slices.Equal(client, cpuSet{2, 3}) {
+		t.Errorf("pinned() = %v %v %v %v", server, client, ok, err)
+	}
+	t.Setenv(pinnedEnv, "0-1")
+	if _, _, _, err := pinned(); err == nil {
+		t.Error("a split without its client half was accepted")
+	}
+	t.Setenv(pinnedEnv, "")
+	if _, _, ok, err := pinned(); ok || err != nil {
+		t.Errorf("not pinned: %v %v", ok, err)
+	}
+}

@@ -124,8 +124,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if o.runs("postgres") && len(o.only) > 0 && o.postgres == "" {
 		return fmt.Errorf("-only postgres needs -postgres or PLANSERVER_BENCH_POSTGRES")
 	}
-	var err error
+	server, client, alreadyPinned, err := pinned()
 	switch {
+	case err != nil:
+		return err
+	case alreadyPinned:
+		o.serverCPUs, o.clientCPUs = server, client
 	case cpus > 0 && (serverCPUs != "" || clients != ""):
 		return fmt.Errorf("-cpus or -server-cpus/-client-cpus, not both")
 	case cpus > 0:
@@ -144,8 +148,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	if err := pinSelf(o.clientCPUs); err != nil {
-		return err
+	if len(o.clientCPUs) > 0 && !alreadyPinned {
+		return pinSelf(o.serverCPUs, o.clientCPUs) // returns only if the exec failed
 	}
 
 	if o.bin, err = filepath.Abs(o.bin); err != nil {

@@ -90,20 +90,34 @@ func execPinned(set cpuSet, prog string, args, env []string) error {
 	return syscall.Exec(prog, args, env)
 }
 
-// pinnedEnv marks a load generator that already runs on its CPUs, so it
-// does not re-exec itself again.
+// pinnedEnv carries the CPU split into the load generator re-executed on
+// its CPUs ("server;client"): once pinned, it sees only its own CPUs and
+// could not split them again.
 const pinnedEnv = "PLANBENCH_PINNED"
 
-// pinSelf re-executes planbench on set unless it already runs there.
-func pinSelf(set cpuSet) error {
-	if len(set) == 0 || os.Getenv(pinnedEnv) == set.String() {
-		return nil
+// pinned returns the split a re-executed planbench was started with.
+func pinned() (server, client cpuSet, ok bool, err error) {
+	v := os.Getenv(pinnedEnv)
+	if v == "" {
+		return nil, nil, false, nil
 	}
+	s, c, found := strings.Cut(v, ";")
+	if !found {
+		return nil, nil, false, fmt.Errorf("%s=%q: want SERVER;CLIENT", pinnedEnv, v)
+	}
+	if server, err = parseCPUs(s); err == nil {
+		client, err = parseCPUs(c)
+	}
+	return server, client, err == nil, err
+}
+
+// pinSelf re-executes planbench on client, remembering the split.
+func pinSelf(server, client cpuSet) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	return execPinned(set, self, os.Args, append(os.Environ(), pinnedEnv+"="+set.String()))
+	return execPinned(client, self, os.Args, append(os.Environ(), pinnedEnv+"="+server.String()+";"+client.String()))
 }
 
 // pinMain is planbench's hidden "pin" mode, the wrapper that starts a
