@@ -477,13 +477,7 @@ func execUnderFDLimit(limit string) {
 		err = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: n, Max: n})
 	}
 	if err == nil {
-		var env []string
-		for _, kv := range os.Environ() {
-			if !strings.HasPrefix(kv, noFileEnv+"=") {
-				env = append(env, kv)
-			}
-		}
-		err = syscall.Exec(os.Args[1], os.Args[1:], env)
+		err = syscall.Exec(os.Args[1], os.Args[1:], withoutEnv(os.Environ(), noFileEnv))
 	}
 	fmt.Fprintln(os.Stderr, "run under RLIMIT_NOFILE", limit+":", err)
 	os.Exit(3)

@@ -68,6 +68,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	logLimits(log, fd, maxConns, maxStreams)
+	gcPercent, gcSource := tuneGC(getenv)
+	log.Info("garbage collector", slog.Int("gc_percent", gcPercent), slog.String("source", gcSource))
 
 	api := planhttp.New(planhttp.Config{
 		DB:                   store,
