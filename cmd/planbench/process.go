@@ -25,7 +25,7 @@ type process struct {
 	base   string
 	label  string
 	stderr bytes.Buffer
-	// pprof is the base URL of the server's profiles, when -pprof is set.
+	// pprof is the base URL of the server's profiles (planserver only).
 	pprof string
 	// exited is closed when the process has ended.
 	exited chan struct{}
@@ -40,15 +40,15 @@ func startServer(o options, db, durability string) (*process, error) {
 	}
 	// The defaults of make run: --auth none, so no token and no rate limit.
 	args := []string{"serve", "--addr", addr, "--db", db, "--durability", durability, "--log-format", "json"}
-	var pprof string
-	if o.pprofDir != "" {
-		paddr, err := freeAddr()
-		if err != nil {
-			return nil, err
-		}
-		pprof = "http://" + paddr + "/debug/pprof"
-		args = append(args, "--pprof-addr", paddr)
+	// Every server serves its profiles on a second loopback address: -pprof
+	// takes CPU profiles from it, and the memory figures collect garbage
+	// through it first.
+	paddr, err := freeAddr()
+	if err != nil {
+		return nil, err
 	}
+	pprof := "http://" + paddr + "/debug/pprof"
+	args = append(args, "--pprof-addr", paddr)
 	p, err := o.start("--durability "+durability, "http://"+addr, "/readyz", o.bin, args...)
 	if p != nil {
 		p.pprof = pprof

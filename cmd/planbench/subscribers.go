@@ -15,7 +15,7 @@ import (
 
 // Idle subscribers: what an open event stream costs the server while
 // nothing happens, measured on the server process alone (planbench holds
-// the other ends): connect n streams, read the server's memory and
+// the other ends): connect n streams, read the server's live memory and
 // goroutines, deliver one change to all of them, disconnect, and check
 // that the server gives back what they held.
 
@@ -27,7 +27,12 @@ type serverFigures struct {
 	subscribers      float64
 }
 
+// The heap is read after a collection, so that it counts what is live,
+// not the garbage that GOGC lets pile up between collections.
 func (b *bench) figures(srv *process) (serverFigures, error) {
+	if _, _, err := call(b.c, "GET", srv.pprof+"/heap?gc=1", nil, nil, 200); err != nil {
+		return serverFigures{}, fmt.Errorf("collect garbage: %w", err)
+	}
 	_, body, err := call(b.c, "GET", srv.base+"/metrics", nil, nil, 200)
 	if err != nil {
 		return serverFigures{}, err
