@@ -287,7 +287,8 @@ func detail(t *testing.T, r *apitest.Response) string {
 }
 
 // TestHostileRequestShapes: every JSON route refuses a member named twice
-// (at any depth), and a request with two Authorization headers.
+// (at any depth), anything after the one JSON value, and a request with two
+// Authorization headers.
 func TestHostileRequestShapes(t *testing.T) {
 	env := apitest.New(t)
 	createSession(t, env, map[string]any{"id": "s"})
@@ -305,6 +306,13 @@ func TestHostileRequestShapes(t *testing.T) {
 		r := env.Bad(c.method, c.path, c.body)
 		if r.Status != 400 || !strings.Contains(string(r.Body), `"field":"`+c.field+`"`) {
 			t.Errorf("%s %s with %s repeated: %d %s", c.method, c.path, c.field, r.Status, r.Body)
+		}
+	}
+	// A stray closing bracket after the object is not one JSON value
+	// either (json.Decoder.More says false before it).
+	for _, body := range []string{`{"mode":"plan"} }`, `{"mode":"plan"}]`, `{"mode":"plan"} {}`} {
+		if r := env.Bad("PATCH", "/v1/sessions/s/mode", body); r.Status != 400 || !strings.Contains(string(r.Body), "more than one JSON value") {
+			t.Errorf("PATCH mode with %s: %d %s", body, r.Status, r.Body)
 		}
 	}
 	if n := countRows(t, env, "plans", ""); n != 0 {

@@ -8,8 +8,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"reflect"
-	"slices"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -138,143 +136,14 @@ func decodeJSONBytes(body []byte, dst any, allowEmpty bool) error {
 	if err := dec.Decode(dst); err != nil {
 		return jsonError(err)
 	}
-	if dec.More() {
+	// Not dec.More(), which says false before a stray ] or }.
+	if len(bytes.TrimSpace(body[dec.InputOffset():])) > 0 {
 		return apierr.New(apierr.InvalidArgument, "request body holds more than one JSON value")
 	}
-	if err := repeatedMembers(body); err != nil {
-		return err
-	}
-	if err := exactMembers(body, dst); err != nil {
+	if err := checkMembers(body, dst); err != nil {
 		return err
 	}
 	return validation.Struct(dst)
-}
-
-// repeatedMembers rejects a JSON object, at any depth, that names a member
-// twice: {"mode":"plan","mode":"build"}. encoding/json keeps the last one,
-// other parsers the first; a request whose meaning depends on the parser
-// must be refused, not guessed. The error names the member's path.
-func repeatedMembers(body []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	type level struct {
-		object bool
-		path   string
-		index  int
-		key    string // the member whose value comes next (objects)
-		onKey  bool   // the next string is a member name (objects)
-		seen   map[string]bool
-	}
-	var stack []*level
-	member := func() string {
-		if len(stack) == 0 {
-			return ""
-		}
-		top := stack[len(stack)-1]
-		if top.object {
-			return joinPath(top.path, top.key)
-		}
-		return fmt.Sprintf("%s[%d]", top.path, top.index)
-	}
-	valueDone := func() {
-		if len(stack) == 0 {
-			return
-		}
-		if top := stack[len(stack)-1]; top.object {
-			top.key, top.onKey = "", true
-		} else {
-			top.index++
-		}
-	}
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil // io.EOF, or malformed JSON, which Decode has judged
-		}
-		top := (*level)(nil)
-		if len(stack) > 0 {
-			top = stack[len(stack)-1]
-		}
-		switch t := tok.(type) {
-		case json.Delim:
-			switch t {
-			case '{', '[':
-				stack = append(stack, &level{object: t == '{', onKey: t == '{', path: member(), seen: map[string]bool{}})
-			default:
-				stack = stack[:len(stack)-1]
-				valueDone()
-			}
-		case string:
-			if top != nil && top.onKey {
-				if top.seen[t] {
-					return apierr.Invalid(joinPath(top.path, t), "member appears more than once in one object; send it once")
-				}
-				top.seen[t] = true
-				top.key, top.onKey = t, false
-				continue
-			}
-			valueDone()
-		default:
-			valueDone()
-		}
-	}
-}
-
-// exactMembers rejects object members whose names match a field of the
-// struct dst only case-insensitively. encoding/json accepts
-// {"readonlyHint": true} for readOnlyHint and {"MODE": "plan"} for mode;
-// a typo must be a 400, not silently decide a gating question.
-func exactMembers(body []byte, dst any) error {
-	t := reflect.TypeOf(dst)
-	for t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t == nil || t.Kind() != reflect.Struct {
-		return nil
-	}
-	var members map[string]json.RawMessage
-	if json.Unmarshal(body, &members) != nil {
-		return nil // not an object; Decode has judged it already
-	}
-	names := map[string]bool{}
-	jsonNames(t, names)
-	var unknown []string
-	for name := range members {
-		if !names[name] {
-			unknown = append(unknown, name)
-		}
-	}
-	if len(unknown) == 0 {
-		return nil
-	}
-	slices.Sort(unknown)
-	return apierr.Invalid(unknown[0], "unknown field (member names are case-sensitive)")
-}
-
-// jsonNames collects the member names encoding/json decodes into struct
-// type t, flattening embedded structs without a name of their own.
-func jsonNames(t reflect.Type, names map[string]bool) {
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" || (!f.IsExported() && !f.Anonymous) {
-			continue
-		}
-		if f.Anonymous && name == "" {
-			ft := f.Type
-			if ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct {
-				jsonNames(ft, names)
-				continue
-			}
-		}
-		if name == "" {
-			name = f.Name
-		}
-		names[name] = true
-	}
 }
 
 // jsonError turns encoding/json errors into field errors.
