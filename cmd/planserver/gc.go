@@ -17,7 +17,7 @@ const defaultGCPercent = 200
 // either). It returns the percent in force and where it came from, for the
 // start-up log.
 func tuneGC(getenv func(string) string) (percent int, source string) {
-	if v := getenv("GOGC"); v != "" {
+	if getenv("GOGC") != "" {
 		percent = debug.SetGCPercent(-1)
 		debug.SetGCPercent(percent)
 		return percent, "GOGC"
