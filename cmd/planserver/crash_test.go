@@ -33,6 +33,25 @@ type ackedWrite struct {
 	content string
 }
 
+// checkAcked fails t unless the acknowledged write a can be read back
+// through p: its revision in the plan's history (or as the current plan,
+// when it is the newest) with its content.
+func checkAcked(t *testing.T, p *proc, a ackedWrite) {
+	t.Helper()
+	st, body := p.call(t, "GET", fmt.Sprintf("/v1/plans/%s/revisions/%d", a.plan, a.rev), "")
+	if st != 200 {
+		st, body = p.call(t, "GET", "/v1/plans/"+a.plan, "")
+	}
+	var doc struct {
+		Revision int64  `json:"revision"`
+		Content  string `json:"content"`
+	}
+	_ = json.Unmarshal(body, &doc)
+	if st != 200 || doc.Revision != a.rev || doc.Content != a.content {
+		t.Fatalf("acknowledged write %s@%d %q lost: %d %s", a.plan, a.rev, a.content, st, body)
+	}
+}
+
 // TestSIGKILLUnderConcurrentWritesLosesNothing kills the real binary with
 // SIGKILL at random moments while clients do conditional writes, restarts
 // it on the same database each time, and checks that the file is intact,
@@ -185,18 +204,7 @@ func (c *crashChecker) afterRestart(t *testing.T, p *proc, final bool) {
 		}
 	}
 	for _, a := range verify {
-		st, body := p.call(t, "GET", fmt.Sprintf("/v1/plans/%s/revisions/%d", a.plan, a.rev), "")
-		if st != 200 {
-			st, body = p.call(t, "GET", "/v1/plans/"+a.plan, "")
-		}
-		var doc struct {
-			Revision int64  `json:"revision"`
-			Content  string `json:"content"`
-		}
-		_ = json.Unmarshal(body, &doc)
-		if st != 200 || doc.Revision != a.rev || doc.Content != a.content {
-			t.Fatalf("acknowledged write %s@%d %q lost: %d %s", a.plan, a.rev, a.content, st, body)
-		}
+		checkAcked(t, p, a)
 	}
 	c.checked = len(c.acked)
 	// The log, from where the last check stopped (from the start when

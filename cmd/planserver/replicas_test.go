@@ -20,7 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/anishathalye/porcupine"
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/planserver/planserver/internal/apitest"
@@ -119,52 +118,10 @@ func TestReplicasAreLinearizable(t *testing.T) {
 	if os.Getenv("PLANSERVER_STRESS") != "" {
 		minOps = 10_000
 	}
-	plans := []string{"lin-a", "lin-b", "lin-c"}
-	const clients = 9
-	start := time.Now()
-	var (
-		mu      sync.Mutex
-		history []porcupine.Operation
-		ops     atomic.Int64
-		wg      sync.WaitGroup
-	)
-	for c := 0; c < clients; c++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(c), 11))
-			known := map[string]int64{}
-			for i := 0; time.Since(start) < duration || ops.Load() < minOps; i++ {
-				plan := plans[rng.IntN(len(plans))]
-				in := apitest.RegInput{Plan: plan, Content: fmt.Sprintf("c%d-%d", c, i)}
-				switch r := rng.IntN(10); {
-				case r < 1:
-					in.Kind = apitest.OpCreate
-				case r < 5:
-					in.Kind, in.Expect = apitest.OpCAS, known[plan]
-				case r < 6:
-					in.Kind = apitest.OpPut
-				default:
-					in.Kind = apitest.OpGet
-				}
-				call := time.Since(start).Nanoseconds()
-				out, err := registerOp(reps[rng.IntN(len(reps))], in)
-				ret := time.Since(start).Nanoseconds()
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if out.OK {
-					known[plan] = out.Rev
-				}
-				ops.Add(1)
-				mu.Lock()
-				history = append(history, porcupine.Operation{ClientId: c, Input: in, Call: call, Output: out, Return: ret})
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
+	history := apitest.RegisterClients(t, 9, 11, []string{"lin-a", "lin-b", "lin-c"}, duration, minOps,
+		func(rng *rand.Rand, in apitest.RegInput) (apitest.RegOutput, error) {
+			return registerOp(reps[rng.IntN(len(reps))], in)
+		})
 	apitest.CheckLinearizable(t, history)
 	t.Logf("%d operations through 3 replicas linearizable", len(history))
 }
@@ -333,18 +290,7 @@ func TestReplicaSIGKILLLosesNothing(t *testing.T) {
 func checkLog(t *testing.T, p *proc, plans []string, acked []ackedWrite) {
 	t.Helper()
 	for _, a := range acked {
-		st, body := p.call(t, "GET", fmt.Sprintf("/v1/plans/%s/revisions/%d", a.plan, a.rev), "")
-		if st != 200 {
-			st, body = p.call(t, "GET", "/v1/plans/"+a.plan, "")
-		}
-		var doc struct {
-			Revision int64  `json:"revision"`
-			Content  string `json:"content"`
-		}
-		_ = json.Unmarshal(body, &doc)
-		if st != 200 || doc.Revision != a.rev || doc.Content != a.content {
-			t.Fatalf("acknowledged write %s@%d %q lost: %d %s", a.plan, a.rev, a.content, st, body)
-		}
+		checkAcked(t, p, a)
 	}
 	writes := map[string][]int64{}
 	var after int64

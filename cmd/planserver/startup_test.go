@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/planserver/planserver/internal/testfs"
 )
 
 // serveOnce runs `planserver serve` on db and returns its exit status and
@@ -48,16 +50,7 @@ func TestServeRefusesADamagedDatabase(t *testing.T) {
 	if err := run(context.Background(), []string{"migrate", "up", "--db", db}, noEnv, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := os.ReadFile(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 4096 + 100; i < len(raw); i += 7 {
-		raw[i] ^= 0x5a
-	}
-	if err := os.WriteFile(db, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testfs.Garble(t, db)
 	code, out := serveOnce(t, db)
 	if code != exitDatabaseUnusable || !strings.Contains(out, "refusing to serve a damaged database") {
 		t.Fatalf("serve on a damaged database: exit %d\n%s", code, out)

@@ -2,7 +2,10 @@ package apitest
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -130,4 +133,61 @@ func StressDuration(tb testing.TB, short time.Duration) time.Duration {
 		tb.Fatalf("PLANSERVER_STRESS=%q: %v", v, err)
 	}
 	return d
+}
+
+// RegisterClients runs clients concurrent clients, each doing random
+// register operations on plans through do (create 10%, conditional write
+// 40%, blind write 10%, read 40%; a conditional write expects the revision
+// the client last saw) until duration has passed and at least minOps were
+// done, and returns every operation with its real-time interval, for
+// CheckLinearizable. seed varies the random choices between tests. An
+// error from do fails tb and ends that client.
+func RegisterClients(tb testing.TB, clients int, seed uint64, plans []string, duration time.Duration, minOps int64,
+	do func(rng *rand.Rand, in RegInput) (RegOutput, error)) []porcupine.Operation {
+	tb.Helper()
+	start := time.Now()
+	var (
+		mu      sync.Mutex
+		history []porcupine.Operation
+		ops     atomic.Int64
+		wg      sync.WaitGroup
+	)
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(c), seed))
+			known := map[string]int64{}
+			for i := 0; time.Since(start) < duration || ops.Load() < minOps; i++ {
+				plan := plans[rng.IntN(len(plans))]
+				in := RegInput{Plan: plan, Content: fmt.Sprintf("c%d-%d", c, i)}
+				switch r := rng.IntN(10); {
+				case r < 1:
+					in.Kind = OpCreate
+				case r < 5:
+					in.Kind, in.Expect = OpCAS, known[plan]
+				case r < 6:
+					in.Kind = OpPut
+				default:
+					in.Kind = OpGet
+				}
+				call := time.Since(start).Nanoseconds()
+				out, err := do(rng, in)
+				ret := time.Since(start).Nanoseconds()
+				if err != nil {
+					tb.Error(err)
+					return
+				}
+				if out.OK {
+					known[plan] = out.Rev
+				}
+				ops.Add(1)
+				mu.Lock()
+				history = append(history, porcupine.Operation{ClientId: c, Input: in, Call: call, Output: out, Return: ret})
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return history
 }

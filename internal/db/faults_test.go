@@ -149,16 +149,7 @@ func TestCorruptFileFailsIntegrityCheck(t *testing.T) {
 		t.Fatalf("a fresh database fails the check: %v", err)
 	}
 	db.Close()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 4096 + 100; i < len(raw); i += 7 {
-		raw[i] ^= 0x5a
-	}
-	if err := os.WriteFile(path, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testfs.Garble(t, path)
 	os.Remove(path + "-wal")
 	os.Remove(path + "-shm")
 	d, err := Open(ctx, path, Options{})

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/planserver/planserver/internal/db"
-	"github.com/planserver/planserver/internal/dbtest"
 )
 
 // TestAnswerCacheServesUntilACommitOrItsExpiry counts the reads an answer
@@ -16,14 +15,7 @@ import (
 // one every time.
 func TestAnswerCacheServesUntilACommitOrItsExpiry(t *testing.T) {
 	ctx := context.Background()
-	d, err := db.Open(ctx, dbtest.Fresh(t), db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	if _, _, err := d.MigrateUp(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	d := migratedDB(t)
 	now := time.Date(2026, 1, 10, 9, 0, 0, 0, time.UTC)
 	c := newAnswerCache(d)
 	c.now = func() time.Time { return now }

@@ -1,12 +1,10 @@
 package http_test
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -39,46 +37,8 @@ func TestRegisterModelRejectsALostUpdate(t *testing.T) {
 func TestSharedPlansAreLinearizable(t *testing.T) {
 	env := apitest.New(t)
 	duration := apitest.StressDuration(t, 1500*time.Millisecond)
-	plans := []string{"lin-a", "lin-b", "lin-c"}
-	const clients = 6
-	start := time.Now()
-	var (
-		mu      sync.Mutex
-		history []porcupine.Operation
-		wg      sync.WaitGroup
-	)
-	for c := 0; c < clients; c++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(c), 7))
-			known := map[string]int64{}
-			for i := 0; time.Since(start) < duration; i++ {
-				plan := plans[rng.IntN(len(plans))]
-				in := apitest.RegInput{Plan: plan, Content: fmt.Sprintf("c%d-%d", c, i)}
-				switch r := rng.IntN(10); {
-				case r < 1:
-					in.Kind = apitest.OpCreate
-				case r < 5:
-					in.Kind, in.Expect = apitest.OpCAS, known[plan]
-				case r < 6:
-					in.Kind = apitest.OpPut
-				default:
-					in.Kind = apitest.OpGet
-				}
-				call := time.Since(start).Nanoseconds()
-				out := doRegister(t, env, in)
-				ret := time.Since(start).Nanoseconds()
-				if out.OK {
-					known[plan] = out.Rev
-				}
-				mu.Lock()
-				history = append(history, porcupine.Operation{ClientId: c, Input: in, Call: call, Output: out, Return: ret})
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
+	history := apitest.RegisterClients(t, 6, 7, []string{"lin-a", "lin-b", "lin-c"}, duration, 0,
+		func(_ *rand.Rand, in apitest.RegInput) (apitest.RegOutput, error) { return doRegister(t, env, in), nil })
 	apitest.CheckLinearizable(t, history)
 	t.Logf("%d operations linearizable", len(history))
 }

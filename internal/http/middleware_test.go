@@ -2,30 +2,19 @@ package http
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"github.com/planserver/planserver/internal/db"
-	"github.com/planserver/planserver/internal/dbtest"
 )
 
 // TestPanicIsAnsweredAsInternalProblem mounts a panicking route on the real
 // router: the client gets a bare 500 internal problem, the log gets the
 // panic with the request id, and the server keeps serving.
 func TestPanicIsAnsweredAsInternalProblem(t *testing.T) {
-	d, err := db.Open(context.Background(), dbtest.Fresh(t), db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	if _, _, err := d.MigrateUp(context.Background(), nil); err != nil {
-		t.Fatal(err)
-	}
+	d := migratedDB(t)
 	var logs bytes.Buffer
 	s := New(Config{DB: d, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	s.router.Get("/boom", func(http.ResponseWriter, *http.Request) { panic("secret detail") })

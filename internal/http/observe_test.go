@@ -8,19 +8,19 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/planserver/planserver/internal/db"
+	"github.com/planserver/planserver/internal/dbtest"
 )
 
-// newLogged returns a server on a fresh database whose log lines (JSON)
-// land in the returned buffer.
-func newLogged(t *testing.T, cfg Config) (*Server, *bytes.Buffer) {
+// migratedDB opens a fresh database on the engine under test, migrated,
+// closed when t ends.
+func migratedDB(t *testing.T) *db.DB {
 	t.Helper()
-	d, err := db.Open(context.Background(), filepath.Join(t.TempDir(), "p.db"), db.Options{})
+	d, err := db.Open(context.Background(), dbtest.Fresh(t), db.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,6 +28,14 @@ func newLogged(t *testing.T, cfg Config) (*Server, *bytes.Buffer) {
 	if _, _, err := d.MigrateUp(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
+	return d
+}
+
+// newLogged returns a server on a fresh database whose log lines (JSON)
+// land in the returned buffer.
+func newLogged(t *testing.T, cfg Config) (*Server, *bytes.Buffer) {
+	t.Helper()
+	d := migratedDB(t)
 	var logs bytes.Buffer
 	cfg.DB, cfg.Logger = d, slog.New(slog.NewJSONHandler(&logs, nil))
 	return New(cfg), &logs

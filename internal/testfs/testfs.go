@@ -1,4 +1,5 @@
-// Package testfs makes file-system faults for tests: a small disk to fill.
+// Package testfs makes file-system faults for tests: a small disk to fill,
+// a damaged database file.
 // It is imported only by tests.
 package testfs
 
@@ -46,5 +47,22 @@ func Fill(tb testing.TB, dir string) (free func()) {
 		if err := os.Remove(path); err != nil {
 			tb.Fatal(err)
 		}
+	}
+}
+
+// Garble damages the SQLite database file path behind its first page:
+// the header stays intact, so the file opens, and the pages after it are
+// garbage, which only an integrity check or a read of them finds.
+func Garble(tb testing.TB, path string) {
+	tb.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for i := 4096 + 100; i < len(raw); i += 7 {
+		raw[i] ^= 0x5a
+	}
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		tb.Fatal(err)
 	}
 }
