@@ -588,6 +588,10 @@ test('shared plans: list with progress, and the step graph drawn as a DAG, live'
   await worker.must(200, 'PATCH', '/v1/plans/csv-upload/steps/3', { status: 'pending' });
   await worker.must(200, 'POST', '/v1/plans/csv-upload/steps/claim', { worker: 'ui-worker-2', owner: 'UI-Agent', lease_seconds: 1 });
   await eventually(async () => assert.match(await page.locator('svg.dag [data-step="3"] text.lease').textContent(), /lease of ui-worker-2 expired/), 8000);
+  // ... and its step is ready to claim again, as the server says.
+  await page.locator('svg.dag [data-step="3"].ready').waitFor();
+  const ready = await worker.must(200, 'GET', '/v1/plans/csv-upload/steps?ready=true');
+  assert.deepEqual(ready.steps.map((s) => s.id), ['3']);
   // Every line of every node stays inside its box.
   const spill = await graph.locator('g.node').evaluateAll((gs) => gs.flatMap((g) => {
     const w = Number(g.querySelector('rect.box').getAttribute('width'));

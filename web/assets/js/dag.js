@@ -78,21 +78,29 @@ export function fitGraph(root) {
   for (const t of root.querySelectorAll('text[data-fit]')) fitText(t);
 }
 
+// leaseOver reports whether a step's lease has run out: the server said so
+// when it answered, or the clock has passed the lease's end since. Leases
+// end without an event, so the page judges the time between answers.
+export function leaseOver(step, now = Date.now()) {
+  return Boolean(step.claimed_by) &&
+    (step.claim_expired || (Boolean(step.claim_expires_at) && new Date(step.claim_expires_at).getTime() <= now));
+}
+
 // leaseText describes a claim: who holds it and until when.
 export function leaseText(step, now = Date.now()) {
   if (!step.claimed_by) return '';
   if (!step.claim_expires_at) return `claimed by ${step.claimed_by}`;
   const left = Math.round((new Date(step.claim_expires_at).getTime() - now) / 1000);
-  if (step.claim_expired || left <= 0) return `lease of ${step.claimed_by} expired`;
+  if (leaseOver(step, now)) return `lease of ${step.claimed_by} expired`;
   const span = left >= 3600 ? `${Math.floor(left / 3600)} h` : left >= 60 ? `${Math.floor(left / 60)} min` : `${left} s`;
   return `${step.claimed_by}, lease ${span} left`;
 }
 
 const STATUS_LABEL = { pending: 'pending', in_progress: 'in progress', complete: 'complete', blocked: 'blocked' };
 
-// isReady reports whether a step can be claimed now.
-export function isReady(step, byId) {
-  const open = step.status === 'pending' || (step.status === 'in_progress' && step.claim_expired);
+// isReady reports whether a step can be claimed now (the server's Ready).
+export function isReady(step, byId, now = Date.now()) {
+  const open = step.status === 'pending' || (step.status === 'in_progress' && leaseOver(step, now));
   return open && (step.deps || []).every((d) => byId.get(d)?.status === 'complete');
 }
 
@@ -162,11 +170,11 @@ export function renderGraph(steps, { reports = new Map(), onSelect = () => {}, s
   for (const row of rows) {
     for (const s of row) {
       const p = pos.get(s.id);
-      const ready = isReady(s, byId);
+      const ready = isReady(s, byId, now);
       const rs = reports.get(s.id) || [];
       const last = rs[rs.length - 1];
       const lease = leaseText(s, now);
-      const expired = s.claimed_by && (s.claim_expired || (s.claim_expires_at && new Date(s.claim_expires_at).getTime() <= now));
+      const expired = leaseOver(s, now);
       const label = [
         `Step ${s.id}: ${STATUS_LABEL[s.status] || s.status}${ready ? ', ready' : ''}`,
         `owner ${s.owner}`,

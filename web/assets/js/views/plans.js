@@ -5,7 +5,7 @@
 import { request, listAll, enc, ApiError } from '../api.js';
 import { h, clear, time, formatTime, announce, debounce } from '../dom.js';
 import { renderMarkdown } from '../markdown.js';
-import { renderGraph, fitGraph, fitText, leaseText, isReady } from '../dag.js';
+import { renderGraph, fitGraph, fitText, leaseText, leaseOver, isReady } from '../dag.js';
 import { renderDiff, comparePicker } from '../diff.js';
 
 function progressBar(p) {
@@ -318,11 +318,24 @@ export async function planView(main, [name], app) {
   const seq = await load();
   drawAll();
 
-  // Leases run out without an event: the lease texts count down here
-  // (a clock, not a request), and the server's claim_expired shows on the
-  // next change.
+  // Leases run out without an event: the lease texts count down here (a
+  // clock, not a request), and when a lease runs out the graph, the step
+  // and the table are drawn again, its step now ready to claim as the
+  // server would answer. Keyboard focus stays on the node it was on.
+  const leasesOver = () => plan.steps.filter((s) => leaseOver(s)).map((s) => s.id).join(' ');
+  let drawnOver = leasesOver();
   const tick = setInterval(() => {
     if (!plan) return;
+    const over = leasesOver();
+    if (over !== drawnOver) {
+      drawnOver = over;
+      const focused = graphBox.contains(document.activeElement) ? document.activeElement.dataset.step : null;
+      drawGraph();
+      drawStep();
+      drawTable();
+      if (focused) graphBox.querySelector(`[data-step="${CSS.escape(focused)}"]`)?.focus();
+      return;
+    }
     for (const el of main.querySelectorAll('[data-lease]')) {
       const s = plan.steps.find((x) => x.id === el.dataset.lease);
       if (!s || !s.claimed_by || el.tagName === 'DD') continue;
