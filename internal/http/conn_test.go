@@ -194,20 +194,24 @@ func TestEventStreamCap(t *testing.T) {
 func TestConflictingFramingIsRefused(t *testing.T) {
 	env := apitest.New(t)
 	ts, _ := listening(t, env, time.Minute)
-	smuggled := "POST /v1/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
-		"Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n" +
-		"c\r\n{\"id\":\"sm\"}\r\n0\r\n\r\n"
-	c := send(t, ts, smuggled)
-	resp, body := answer(t, c, 400, "invalid_argument")
-	if !strings.Contains(string(body), "Content-Length and Transfer-Encoding") || !resp.Close {
-		t.Errorf("conflicting framing: close %v, %s", resp.Close, body)
-	}
-	_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
-	if n, err := c.Read(make([]byte, 1)); err == nil || n > 0 {
-		t.Errorf("the connection stayed open after a conflicting request")
-	}
-	if r := env.Call("GET", "/v1/sessions/sm", nil); r.Status != 404 {
-		t.Errorf("the smuggled request took effect: %d", r.Status)
+	// The target in absolute form has colons: it is a request line all
+	// the same, not a header field.
+	for _, target := range []string{"/v1/sessions", "http://127.0.0.1/v1/sessions"} {
+		smuggled := "POST " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
+			"Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n" +
+			"c\r\n{\"id\":\"sm\"}\r\n0\r\n\r\n"
+		c := send(t, ts, smuggled)
+		resp, body := answer(t, c, 400, "invalid_argument")
+		if !strings.Contains(string(body), "Content-Length and Transfer-Encoding") || !resp.Close {
+			t.Errorf("conflicting framing (%s): close %v, %s", target, resp.Close, body)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		if n, err := c.Read(make([]byte, 1)); err == nil || n > 0 {
+			t.Errorf("the connection stayed open after a conflicting request (%s)", target)
+		}
+		if r := env.Call("GET", "/v1/sessions/sm", nil); r.Status != 404 {
+			t.Fatalf("the smuggled request (%s) took effect: %d", target, r.Status)
+		}
 	}
 
 	// Two ordinary requests pipelined on one connection, the first
@@ -217,7 +221,7 @@ func TestConflictingFramingIsRefused(t *testing.T) {
 		"Transfer-Encoding: chunked\r\n\r\n" + "a\r\n{\"id\":\"a\"}\r\n0\r\n\r\n" +
 		"POST /v1/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
 		"Content-Length: " + strconv.Itoa(len(tricky)) + "\r\n\r\n" + tricky
-	c = send(t, ts, pipelined)
+	c := send(t, ts, pipelined)
 	br := bufio.NewReader(c)
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	for _, id := range []string{"a", "b"} {

@@ -34,6 +34,9 @@ type framing struct {
 	conflicts []bool // one per request head seen and not yet served
 	state     framingState
 	line      []byte // the line being read (head lines, chunk sizes)
+	// inRequest: the current head's request line has been read, so the
+	// lines up to the blank one are its header fields.
+	inRequest bool
 	hasLength bool
 	hasTE     bool
 	chunked   bool
@@ -95,7 +98,8 @@ func (f *framing) endLine(line string) {
 	switch f.state {
 	case inHead:
 		if line == "" {
-			if f.hasLength || f.hasTE || f.chunked {
+			if f.inRequest {
+				f.inRequest = false
 				f.headEnd()
 			}
 			// A blank line before a request line is skipped, as net/http
@@ -124,16 +128,18 @@ func (f *framing) endLine(line string) {
 	}
 }
 
-// headLine handles one line of a request head: the request line starts a
-// new request, and the framing headers are noted.
+// headLine handles one line of a request head: the first is the request
+// line, which starts a new request (whatever it holds: a target like
+// http://host/x or /x?t=1:2 has colons too), and of the header fields
+// after it the framing ones are noted.
 func (f *framing) headLine(line string) {
-	name, value, ok := strings.Cut(line, ":")
-	if !ok {
-		// The request line: a new head starts.
+	if !f.inRequest {
+		f.inRequest = true
 		f.hasLength, f.hasTE, f.chunked, f.length = false, false, false, 0
 		f.conflicts = append(f.conflicts, false)
 		return
 	}
+	name, value, _ := strings.Cut(line, ":")
 	switch strings.ToLower(strings.TrimSpace(name)) {
 	case "content-length":
 		f.hasLength = true
