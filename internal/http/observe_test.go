@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -117,5 +119,19 @@ func TestProcessMetrics(t *testing.T) {
 		if !want.MatchString(body) {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+}
+
+// TestUnencodableAnswerIsAnInternalProblem: an answer encoding/json cannot
+// encode (a bug) becomes a whole 500 problem, not half a body.
+func TestUnencodableAnswerIsAnInternalProblem(t *testing.T) {
+	rec := httptest.NewRecorder()
+	writeJSON(rec, http.StatusOK, map[string]float64{"x": math.NaN()})
+	var p map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil || rec.Code != 500 ||
+		rec.Header().Get("Content-Type") != "application/problem+json" ||
+		p["code"] != "internal" || p["status"] != 500.0 || p["title"] != "Internal error" ||
+		rec.Header().Get("Content-Length") != strconv.Itoa(rec.Body.Len()) {
+		t.Fatalf("%d %v %s (%v)", rec.Code, rec.Header(), rec.Body, err)
 	}
 }

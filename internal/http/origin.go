@@ -6,8 +6,6 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/planserver/planserver/internal/apierr"
 )
 
@@ -40,7 +38,7 @@ func (s *Server) hostGuard(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		s.refuse(w, r, apierr.New(apierr.PermissionDenied,
+		writeProblem(w, r, apierr.New(apierr.PermissionDenied,
 			"Host %q is not a name this server answers to: without tokens it answers to loopback names only "+
 				"(localhost, 127.0.0.1, [::1]), so that a page on another site cannot reach it through DNS rebinding; "+
 				"behind a proxy, list the names with --allowed-hosts (PLANSERVER_ALLOWED_HOSTS)", r.Host))
@@ -60,29 +58,10 @@ func (s *Server) originGuard(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		s.refuse(w, r, apierr.New(apierr.PermissionDenied,
+		writeProblem(w, r, apierr.New(apierr.PermissionDenied,
 			"Origin %q may not change anything here: a state-changing request from a browser must come from this "+
 				"server's own origin or one listed in --cors-origins", strings.Join(origins, ", ")))
 	})
-}
-
-// refuse answers err for a request stopped before routing, naming in the
-// request log and metrics the route it would have reached.
-func (s *Server) refuse(w http.ResponseWriter, r *http.Request, err error) {
-	if rc := chi.RouteContext(r.Context()); rc != nil {
-		p := r.URL.RawPath
-		if p == "" {
-			p = r.URL.Path
-		}
-		method := r.Method
-		if method == http.MethodHead {
-			method = http.MethodGet
-		}
-		if pattern := s.router.Find(chi.NewRouteContext(), method, p); pattern != "" {
-			rc.RoutePatterns = []string{pattern}
-		}
-	}
-	writeProblem(w, r, err)
 }
 
 // stateChanging reports whether method may change state: everything but

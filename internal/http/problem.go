@@ -206,8 +206,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	if err := json.NewEncoder(buf).Encode(v); err != nil {
 		buf.Reset()
 		status = http.StatusInternalServerError
-		_ = json.NewEncoder(buf).Encode(map[string]any{"type": problemTypeBase + string(apierr.Internal),
-			"title": problemTitle[apierr.Internal], "status": status, "code": apierr.Internal, "detail": "internal error"})
+		_ = json.NewEncoder(buf).Encode(problemBody(&apierr.Error{Code: apierr.Internal, Detail: "internal error"}))
 		w.Header().Set("Content-Type", "application/problem+json")
 		w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
 		w.WriteHeader(status)
