@@ -573,18 +573,22 @@ func (st *Store) SetMode(ctx context.Context, id string, mode Mode, pre revision
 			out = &r.Session
 			return nil
 		}
+		rev, err := resource(id, r.Revision).Next(tx)
+		if err != nil {
+			return err
+		}
 		review, cancelled := r.Review, (*closedReview)(nil)
 		if mode == Build {
 			// Leaving plan mode directly cancels a pending review: there
 			// is nothing left for a human to let the session do.
-			review, cancelled = closeReview(r.Review, r.Revision+1, "the session's mode was set to build directly")
+			review, cancelled = closeReview(r.Review, rev, "the session's mode was set to build directly")
 			if cancelled != nil {
 				if err := recordReview(tx, id, ended(r.Review, api.ReviewCancelled, tx.NowText(), events.ActorFrom(tx.Context()))); err != nil {
 					return err
 				}
 			}
 		}
-		s, err := setMode(tx, r, mode, review, cancelled)
+		s, err := setMode(tx, r, mode, rev, review, cancelled)
 		if err == nil {
 			out = s
 		}
@@ -594,10 +598,11 @@ func (st *Store) SetMode(ctx context.Context, id string, mode Mode, pre revision
 }
 
 // setMode stores a change of r's own mode (with review, its review after
-// the change) as one new revision, propagates the effective-mode change to
-// its descendants, and appends the events. cancelled, when set, is the
-// pending review the change ended, recorded in the event.
-func setMode(tx *db.Tx, r *record, mode Mode, review Review, cancelled *closedReview) (*Session, error) {
+// the change) as revision rev (resource(r.ID, r.Revision).Next), propagates
+// the effective-mode change to its descendants, and appends the events.
+// cancelled, when set, is the pending review the change ended, recorded in
+// the event.
+func setMode(tx *db.Tx, r *record, mode Mode, rev int64, review Review, cancelled *closedReview) (*Session, error) {
 	c, err := chain(tx, r)
 	if err != nil {
 		return nil, err
@@ -607,10 +612,6 @@ func setMode(tx *db.Tx, r *record, mode Mode, review Review, cancelled *closedRe
 		return nil, err
 	}
 	moved, err := changeMode(c, desc, mode)
-	if err != nil {
-		return nil, err
-	}
-	rev, err := resource(r.ID, r.Revision).Next(tx)
 	if err != nil {
 		return nil, err
 	}
