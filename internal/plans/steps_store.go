@@ -185,12 +185,10 @@ func (st *Store) ClaimStep(ctx context.Context, name, id string, req StepClaimRe
 // plan's steps, check the precondition, decide the move (told rev, the
 // revision it would be stored as), and store it as that revision with its
 // event. A nil move writes nothing and answers nil (claimNext) or the step
-// unchanged (moveStep).
+// unchanged (moveStep). Callers have validated name (ValidateName) before
+// their request, so a bad name and a bad request answer the name's error.
 func (st *Store) moveSteps(ctx context.Context, name string, pre revision.Precondition,
 	decide func(tx *db.Tx, h *stepsHead, rev int64) (*stepMove, error)) (*StepResult, error) {
-	if err := ValidateName(name); err != nil {
-		return nil, err
-	}
 	var out *StepResult
 	err := st.db.Write(ctx, func(tx *db.Tx) error {
 		h, err := loadSteps(tx, name)
