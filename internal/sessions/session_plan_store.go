@@ -44,13 +44,10 @@ func mustExist(q db.Querier, id string) error {
 	return nil
 }
 
-// sessionPlanResource is the plan of session id as a versioned resource.
-func sessionPlanResource(id string, p *SessionPlan) versioned.Resource {
-	r := versioned.Resource{Kind: versioned.SessionPlan, Key: id, What: planWhat(id)}
-	if p != nil {
-		r.Revision = p.Revision
-	}
-	return r
+// sessionPlanResource is the plan of session id at revision rev (0: none
+// written) as a versioned resource.
+func sessionPlanResource(id string, rev int64) versioned.Resource {
+	return versioned.Resource{Kind: versioned.SessionPlan, Key: id, What: planWhat(id), Revision: rev}
 }
 
 // GetSessionPlan returns the plan of session id. Errors: not_found (no
@@ -235,7 +232,11 @@ func (st *Store) PutSessionPlan(ctx context.Context, id string, in api.SessionPl
 		if err != nil {
 			return err
 		}
-		res := sessionPlanResource(id, cur)
+		var curRev int64 // 0: no plan written yet
+		if cur != nil {
+			curRev = cur.Revision
+		}
+		res := sessionPlanResource(id, curRev)
 		if err := res.Check(pre); err != nil {
 			return err
 		}

@@ -722,7 +722,7 @@ func (st *Store) Delete(ctx context.Context, id string, pre revision.Preconditio
 				Data: map[string]any{"id": n.ID, "deleted_with": id}}); err != nil {
 				return err
 			}
-			if err := forget(tx, n.ID); err != nil {
+			if err := forget(tx, n); err != nil {
 				return err
 			}
 		}
@@ -743,26 +743,27 @@ func (st *Store) Delete(ctx context.Context, id string, pre revision.Preconditio
 // forget records the revisions of a session, its plan and its todos as
 // they are deleted, so a session re-created under the same id continues
 // above them and no ETag or approval If-Match of the old one can match the
-// new one.
-func forget(tx *db.Tx, id string) error {
+// new one. s is the session as the deleting transaction loaded it.
+func forget(tx *db.Tx, s Link) error {
+	if err := resource(s.ID, s.Revision).Deleted(tx); err != nil {
+		return err
+	}
 	for _, r := range []struct {
-		kind  versioned.Kind
-		query string
+		resource func(id string, rev int64) versioned.Resource
+		query    string
 	}{
-		{versioned.Session, `SELECT revision FROM sessions WHERE id = ?`},
-		{versioned.SessionPlan, `SELECT revision FROM session_plans WHERE session_id = ?`},
-		{versioned.Todos, `SELECT revision FROM session_todos WHERE session_id = ?`},
+		{sessionPlanResource, `SELECT revision FROM session_plans WHERE session_id = ?`},
+		{todosResource, `SELECT revision FROM session_todos WHERE session_id = ?`},
 	} {
 		var rev int64
-		err := tx.QueryRow(r.query, id).Scan(&rev)
+		err := tx.QueryRow(r.query, s.ID).Scan(&rev)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("delete session %q: %w", id, err)
+			return fmt.Errorf("delete session %q: %w", s.ID, err)
 		}
-		res := versioned.Resource{Kind: r.kind, Key: id, What: fmt.Sprintf("%s of session %q", r.kind, id), Revision: rev}
-		if err := res.Deleted(tx); err != nil {
+		if err := r.resource(s.ID, rev).Deleted(tx); err != nil {
 			return err
 		}
 	}
