@@ -110,16 +110,6 @@ func Append(tx *db.Tx, e New) (int64, error) {
 	return seq, nil
 }
 
-// AppendAll appends every event of es, in order.
-func AppendAll(tx *db.Tx, es []New) error {
-	for _, e := range es {
-		if _, err := Append(tx, e); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 
 func nullInt(n int64) sql.NullInt64 { return sql.NullInt64{Int64: n, Valid: n != 0} }

@@ -69,13 +69,13 @@ func (st *Store) AddReport(ctx context.Context, name, stepID string, in ReportIn
 		return nil, fmt.Errorf("encode artifacts: %w", err)
 	}
 	var out *Report
-	_, err = st.moveStep(ctx, name, stepID, pre, func(tx *db.Tx, h *stepsHead, i int) (*stepMove, error) {
+	_, err = st.moveStep(ctx, name, stepID, pre, func(tx *db.Tx, h *stepsHead, i int, rev int64) (*stepMove, error) {
 		m, err := report(h.steps, i, in.Outcome, in.Worker, h.revision)
 		if err != nil {
 			return nil, err
 		}
 		r := Report{Plan: name, StepID: stepID, Outcome: in.Outcome, Details: in.Details, Artifacts: in.Artifacts,
-			Actor: events.ActorFrom(tx.Context()), Worker: in.Worker, Timestamp: in.Timestamp, PlanRevision: h.revision + 1,
+			Actor: events.ActorFrom(tx.Context()), Worker: in.Worker, Timestamp: in.Timestamp, PlanRevision: rev,
 			Time: tx.NowText()}
 		if err := tx.QueryRow(`INSERT INTO step_reports
 			(plan, step_id, outcome, details, artifacts, actor, worker, timestamp, plan_revision, created_at)

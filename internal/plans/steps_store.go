@@ -145,7 +145,7 @@ func (st *Store) UpdateStep(ctx context.Context, name, id string, patch StepPatc
 	if err := validation.Struct(patch); err != nil {
 		return nil, err
 	}
-	return st.moveStep(ctx, name, id, pre, func(tx *db.Tx, h *stepsHead, i int) (*stepMove, error) {
+	return st.moveStep(ctx, name, id, pre, func(tx *db.Tx, h *stepsHead, i int, _ int64) (*stepMove, error) {
 		return patchStep(h.steps, i, patch)
 	})
 }
@@ -161,7 +161,7 @@ func (st *Store) Claim(ctx context.Context, name string, req ClaimRequest, pre r
 	if err := validation.Struct(req); err != nil {
 		return nil, err
 	}
-	return st.moveSteps(ctx, name, pre, func(tx *db.Tx, h *stepsHead) (*stepMove, error) {
+	return st.moveSteps(ctx, name, pre, func(tx *db.Tx, h *stepsHead, _ int64) (*stepMove, error) {
 		return claimNext(h.steps, req.Owner, req.Worker, leaseOf(req.LeaseSeconds), tx.Now()), nil
 	})
 }
@@ -176,35 +176,38 @@ func (st *Store) ClaimStep(ctx context.Context, name, id string, req StepClaimRe
 	if err := validation.Struct(req); err != nil {
 		return nil, err
 	}
-	return st.moveStep(ctx, name, id, pre, func(tx *db.Tx, h *stepsHead, i int) (*stepMove, error) {
+	return st.moveStep(ctx, name, id, pre, func(tx *db.Tx, h *stepsHead, i int, _ int64) (*stepMove, error) {
 		return claimStep(h.steps, i, req.Worker, leaseOf(req.LeaseSeconds), tx.Now(), h.revision)
 	})
 }
 
 // moveSteps is every step write: in one write transaction, load the
-// plan's steps, check the precondition, decide the move, and store it as
-// the next revision with its event. A nil move writes nothing and answers
-// nil (claimNext) or the step unchanged (moveStep).
+// plan's steps, check the precondition, decide the move (told rev, the
+// revision it would be stored as), and store it as that revision with its
+// event. A nil move writes nothing and answers nil (claimNext) or the step
+// unchanged (moveStep). Callers have validated name (ValidateName) before
+// their request, so a bad name and a bad request answer the name's error.
 func (st *Store) moveSteps(ctx context.Context, name string, pre revision.Precondition,
-	decide func(tx *db.Tx, h *stepsHead) (*stepMove, error)) (*StepResult, error) {
-	if err := ValidateName(name); err != nil {
-		return nil, err
-	}
+	decide func(tx *db.Tx, h *stepsHead, rev int64) (*stepMove, error)) (*StepResult, error) {
 	var out *StepResult
 	err := st.db.Write(ctx, func(tx *db.Tx) error {
 		h, err := loadSteps(tx, name)
 		if err != nil {
 			return err
 		}
-		if err := resource(name, h.revision).Check(pre); err != nil {
+		res := resource(name, h.revision)
+		if err := res.Check(pre); err != nil {
 			return err
 		}
-		m, err := decide(tx, h)
+		rev, err := res.Next(tx)
+		if err != nil {
+			return err
+		}
+		m, err := decide(tx, h, rev)
 		if err != nil || m == nil {
 			return err
 		}
-		rev, err := st.saveMove(tx, name, h, m)
-		if err != nil {
+		if err := st.bump(tx, name, &h.head, rev, Change{Steps: m.steps}, m.renewal); err != nil {
 			return err
 		}
 		if _, err := events.Append(tx, m.event(name, rev)); err != nil {
@@ -219,14 +222,14 @@ func (st *Store) moveSteps(ctx context.Context, name string, pre revision.Precon
 // moveStep is moveSteps for one step, found by id (not_found otherwise).
 // A move that changes nothing answers the step as it is.
 func (st *Store) moveStep(ctx context.Context, name, id string, pre revision.Precondition,
-	decide func(tx *db.Tx, h *stepsHead, i int) (*stepMove, error)) (*StepResult, error) {
+	decide func(tx *db.Tx, h *stepsHead, i int, rev int64) (*stepMove, error)) (*StepResult, error) {
 	var unchanged *StepResult
-	out, err := st.moveSteps(ctx, name, pre, func(tx *db.Tx, h *stepsHead) (*stepMove, error) {
+	out, err := st.moveSteps(ctx, name, pre, func(tx *db.Tx, h *stepsHead, rev int64) (*stepMove, error) {
 		i, err := findStep(h.steps, name, id)
 		if err != nil {
 			return nil, err
 		}
-		m, err := decide(tx, h, i)
+		m, err := decide(tx, h, i, rev)
 		if m == nil && err == nil {
 			unchanged = &StepResult{Step: h.steps.View(tx.Now())[i], Revision: h.revision}
 		}
@@ -236,17 +239,4 @@ func (st *Store) moveStep(ctx context.Context, name, id string, pre revision.Pre
 		return unchanged, nil
 	}
 	return out, err
-}
-
-// saveMove stores a move's steps as the next revision of the plan and
-// returns that revision.
-func (st *Store) saveMove(tx *db.Tx, name string, h *stepsHead, m *stepMove) (int64, error) {
-	rev, err := resource(name, h.revision).Next(tx)
-	if err != nil {
-		return 0, err
-	}
-	if err := st.bump(tx, name, &h.head, rev, Change{Steps: m.steps}, m.renewal); err != nil {
-		return 0, err
-	}
-	return rev, nil
 }

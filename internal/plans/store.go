@@ -556,13 +556,13 @@ func (st *Store) List(ctx context.Context, q ListQuery) (*Page, error) {
 		if err := rows.Scan(&s.Name, &s.Title, &s.Author, &s.Status, &s.Revision, &s.CreatedAt, &s.UpdatedAt, &raw); err != nil {
 			return nil, fmt.Errorf("list plans: %w", err)
 		}
-		steps, problem := decodeStoredSteps(raw)
 		if n > limit {
 			// The extra row only says there is a next page, which resumes
 			// after the last row of this one, readable or not.
 			page.NextPageToken = pagetoken.Encode("plans", fp, last)
 			break
 		}
+		steps, problem := decodeStoredSteps(raw)
 		switch {
 		case ValidateName(s.Name) != nil:
 			page.Warnings = append(page.Warnings, Warning{Name: s.Name,

@@ -44,13 +44,10 @@ func mustExist(q db.Querier, id string) error {
 	return nil
 }
 
-// sessionPlanResource is the plan of session id as a versioned resource.
-func sessionPlanResource(id string, p *SessionPlan) versioned.Resource {
-	r := versioned.Resource{Kind: versioned.SessionPlan, Key: id, What: planWhat(id)}
-	if p != nil {
-		r.Revision = p.Revision
-	}
-	return r
+// sessionPlanResource is the plan of session id at revision rev (0: none
+// written) as a versioned resource.
+func sessionPlanResource(id string, rev int64) versioned.Resource {
+	return versioned.Resource{Kind: versioned.SessionPlan, Key: id, What: planWhat(id), Revision: rev}
 }
 
 // GetSessionPlan returns the plan of session id. Errors: not_found (no
@@ -235,7 +232,11 @@ func (st *Store) PutSessionPlan(ctx context.Context, id string, in api.SessionPl
 		if err != nil {
 			return err
 		}
-		res := sessionPlanResource(id, cur)
+		var curRev int64 // 0: no plan written yet
+		if cur != nil {
+			curRev = cur.Revision
+		}
+		res := sessionPlanResource(id, curRev)
 		if err := res.Check(pre); err != nil {
 			return err
 		}
@@ -260,7 +261,7 @@ func (st *Store) PutSessionPlan(ctx context.Context, id string, in api.SessionPl
 		if created {
 			_, err = tx.Exec(`INSERT INTO session_plans (`+sessionPlanColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
 				id, in.Content, author, rev, now, now)
-		} else if err = st.keepRevision(tx, cur); err == nil {
+		} else if err = st.keepRevision(tx, cur, rev); err == nil {
 			_, err = tx.Exec(`UPDATE session_plans SET content = ?, author = ?, revision = ?, updated_at = ?
 				WHERE session_id = ?`, in.Content, author, rev, now, id)
 		}
@@ -298,15 +299,16 @@ func (st *Store) PutSessionPlan(ctx context.Context, id string, in api.SessionPl
 }
 
 // keepRevision copies the replaced revision of a session plan into its
-// history and prunes the history to the configured length.
-func (st *Store) keepRevision(tx *db.Tx, cur *SessionPlan) error {
+// history and prunes the history to the configured length, counting rev,
+// the revision that replaces cur.
+func (st *Store) keepRevision(tx *db.Tx, cur *SessionPlan, rev int64) error {
 	if _, err := tx.Exec(`INSERT INTO session_plan_revisions (session_id, revision, content, author, updated_at)
 		VALUES (?, ?, ?, ?, ?)`, cur.SessionID, cur.Revision, cur.Content, cur.Author, cur.UpdatedAt); err != nil {
 		return fmt.Errorf("keep revision %d of the plan of session %q: %w", cur.Revision, cur.SessionID, err)
 	}
-	// The new revision is cur.Revision+1; History counts it too.
+	// History counts the new revision too.
 	if _, err := tx.Exec(`DELETE FROM session_plan_revisions WHERE session_id = ? AND revision <= ?`,
-		cur.SessionID, cur.Revision+1-int64(st.cfg.History)); err != nil {
+		cur.SessionID, rev-int64(st.cfg.History)); err != nil {
 		return fmt.Errorf("prune the plan history of session %q: %w", cur.SessionID, err)
 	}
 	return nil
@@ -349,12 +351,12 @@ func (st *Store) Approve(ctx context.Context, id string, in api.ReviewApproval, 
 		if err := recordReview(tx, id, ended(review, ReviewApproved, tx.NowText(), actor)); err != nil {
 			return err
 		}
+		rev, err := resource(id, r.Revision).Next(tx)
+		if err != nil {
+			return err
+		}
 		var sess *Session
 		if r.Mode == Build {
-			rev, err := resource(id, r.Revision).Next(tx)
-			if err != nil {
-				return err
-			}
 			if err := saveReview(tx, r, review, rev, tx.NowText(), ""); err != nil {
 				return err
 			}
@@ -363,7 +365,7 @@ func (st *Store) Approve(ctx context.Context, id string, in api.ReviewApproval, 
 				return err
 			}
 			sess = &after.Session
-		} else if sess, err = setMode(tx, r, Build, review, nil); err != nil {
+		} else if sess, err = setMode(tx, r, Build, rev, review, nil); err != nil {
 			return err
 		}
 		out = &api.Approval{Session: sess, Note: ApprovalNote(sess)}

@@ -573,18 +573,22 @@ func (st *Store) SetMode(ctx context.Context, id string, mode Mode, pre revision
 			out = &r.Session
 			return nil
 		}
+		rev, err := resource(id, r.Revision).Next(tx)
+		if err != nil {
+			return err
+		}
 		review, cancelled := r.Review, (*closedReview)(nil)
 		if mode == Build {
 			// Leaving plan mode directly cancels a pending review: there
 			// is nothing left for a human to let the session do.
-			review, cancelled = closeReview(r.Review, r.Revision+1, "the session's mode was set to build directly")
+			review, cancelled = closeReview(r.Review, rev, "the session's mode was set to build directly")
 			if cancelled != nil {
 				if err := recordReview(tx, id, ended(r.Review, api.ReviewCancelled, tx.NowText(), events.ActorFrom(tx.Context()))); err != nil {
 					return err
 				}
 			}
 		}
-		s, err := setMode(tx, r, mode, review, cancelled)
+		s, err := setMode(tx, r, mode, rev, review, cancelled)
 		if err == nil {
 			out = s
 		}
@@ -594,10 +598,11 @@ func (st *Store) SetMode(ctx context.Context, id string, mode Mode, pre revision
 }
 
 // setMode stores a change of r's own mode (with review, its review after
-// the change) as one new revision, propagates the effective-mode change to
-// its descendants, and appends the events. cancelled, when set, is the
-// pending review the change ended, recorded in the event.
-func setMode(tx *db.Tx, r *record, mode Mode, review Review, cancelled *closedReview) (*Session, error) {
+// the change) as revision rev (resource(r.ID, r.Revision).Next), propagates
+// the effective-mode change to its descendants, and appends the events.
+// cancelled, when set, is the pending review the change ended, recorded in
+// the event.
+func setMode(tx *db.Tx, r *record, mode Mode, rev int64, review Review, cancelled *closedReview) (*Session, error) {
 	c, err := chain(tx, r)
 	if err != nil {
 		return nil, err
@@ -607,10 +612,6 @@ func setMode(tx *db.Tx, r *record, mode Mode, review Review, cancelled *closedRe
 		return nil, err
 	}
 	moved, err := changeMode(c, desc, mode)
-	if err != nil {
-		return nil, err
-	}
-	rev, err := resource(r.ID, r.Revision).Next(tx)
 	if err != nil {
 		return nil, err
 	}
@@ -721,7 +722,7 @@ func (st *Store) Delete(ctx context.Context, id string, pre revision.Preconditio
 				Data: map[string]any{"id": n.ID, "deleted_with": id}}); err != nil {
 				return err
 			}
-			if err := forget(tx, n.ID); err != nil {
+			if err := forget(tx, n); err != nil {
 				return err
 			}
 		}
@@ -742,26 +743,27 @@ func (st *Store) Delete(ctx context.Context, id string, pre revision.Preconditio
 // forget records the revisions of a session, its plan and its todos as
 // they are deleted, so a session re-created under the same id continues
 // above them and no ETag or approval If-Match of the old one can match the
-// new one.
-func forget(tx *db.Tx, id string) error {
+// new one. s is the session as the deleting transaction loaded it.
+func forget(tx *db.Tx, s Link) error {
+	if err := resource(s.ID, s.Revision).Deleted(tx); err != nil {
+		return err
+	}
 	for _, r := range []struct {
-		kind  versioned.Kind
-		query string
+		resource func(id string, rev int64) versioned.Resource
+		query    string
 	}{
-		{versioned.Session, `SELECT revision FROM sessions WHERE id = ?`},
-		{versioned.SessionPlan, `SELECT revision FROM session_plans WHERE session_id = ?`},
-		{versioned.Todos, `SELECT revision FROM session_todos WHERE session_id = ?`},
+		{sessionPlanResource, `SELECT revision FROM session_plans WHERE session_id = ?`},
+		{todosResource, `SELECT revision FROM session_todos WHERE session_id = ?`},
 	} {
 		var rev int64
-		err := tx.QueryRow(r.query, id).Scan(&rev)
+		err := tx.QueryRow(r.query, s.ID).Scan(&rev)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("delete session %q: %w", id, err)
+			return fmt.Errorf("delete session %q: %w", s.ID, err)
 		}
-		res := versioned.Resource{Kind: r.kind, Key: id, What: fmt.Sprintf("%s of session %q", r.kind, id), Revision: rev}
-		if err := res.Deleted(tx); err != nil {
+		if err := r.resource(s.ID, rev).Deleted(tx); err != nil {
 			return err
 		}
 	}

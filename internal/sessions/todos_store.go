@@ -52,6 +52,12 @@ func (st *Store) GetTodos(ctx context.Context, id string) (*TodoList, error) {
 	return l, err
 }
 
+// todosResource is the todo list of session id at revision rev (0: none
+// written) as a versioned resource.
+func todosResource(id string, rev int64) versioned.Resource {
+	return versioned.Resource{Kind: versioned.Todos, Key: id, What: fmt.Sprintf("todo list of session %q", id), Revision: rev}
+}
+
 // PutTodos replaces the todo list of session id. The list counts as
 // existing for preconditions once it has been written (If-None-Match: *
 // succeeds only on the first write). Writing the list it already has is a
@@ -73,7 +79,7 @@ func (st *Store) PutTodos(ctx context.Context, id string, in api.TodosWrite, pre
 		if err != nil {
 			return err
 		}
-		res := versioned.Resource{Kind: versioned.Todos, Key: id, What: fmt.Sprintf("todo list of session %q", id), Revision: cur.Revision}
+		res := todosResource(id, cur.Revision)
 		if err := res.Check(pre); err != nil {
 			return err
 		}

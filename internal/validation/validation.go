@@ -34,7 +34,7 @@ const (
 
 // rules maps each custom tag to its check, which returns the message a
 // client reads, or "" when the value is valid. Each rule is defined here
-// once and used as a struct tag (validate:"title") or through Rule.
+// once and used as a struct tag (validate:"title") or through RuleMessage.
 var rules = map[string]func(s string) string{
 	"session_id": matches(SessionID),
 	"plan_name":  matches(PlanName),
@@ -63,15 +63,6 @@ func text(limit int) func(string) string {
 		}
 		return ""
 	}
-}
-
-// Rule checks s against the custom rule tag and returns an invalid_argument
-// error naming field, or nil.
-func Rule(tag, field, s string) error {
-	if msg := rules[tag](s); msg != "" {
-		return apierr.Invalid(field, "%s", msg)
-	}
-	return nil
 }
 
 // RuleMessage returns what is wrong with s under the custom rule tag, or
