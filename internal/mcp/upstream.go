@@ -320,7 +320,7 @@ func (c localChecker) Filter(ctx context.Context, tools []sessions.Tool) (map[st
 }
 
 func (c localChecker) Check(ctx context.Context, t sessions.Tool) (bool, string, error) {
-	res, err := c.b.Sessions.CheckTool(ctx, c.session, c.b.Gate, t, t.Upstream)
+	res, err := c.b.Sessions.CheckTool(ctx, c.session, c.b.Gate, t)
 	if err != nil {
 		return false, "", err
 	}
