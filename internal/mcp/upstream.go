@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -61,13 +60,7 @@ func (u *Upstreams) ServeGate(w http.ResponseWriter, r *http.Request, name strin
 		return
 	}
 	up := u.upstream(g)
-	r = r.WithContext(context.WithValue(r.Context(), baseKey{}, baseURL(r)))
-	pw := &problemWriter{ResponseWriter: w}
-	up.handler.ServeHTTP(pw, r)
-	if pw.plain {
-		w.Header().Del("X-Content-Type-Options")
-		u.b.Problem(w, r, &apierr.Error{Code: statusCode(pw.status), Detail: strings.TrimSpace(pw.body.String())})
-	}
+	serveMCP(up.handler, u.b.Problem, w, r)
 }
 
 // upstream returns the proxy of registration g, made anew when the
