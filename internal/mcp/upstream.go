@@ -111,14 +111,15 @@ func (up *upstream) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 			for i, t := range tools {
 				infos[i] = infoOf(t)
 			}
-			keep, note := up.policy(ctx, sess).List(ctx, infos)
+			policy, mayWrite := up.policy(ctx, sess), up.mayWrite(ctx)
+			keep, note := policy.List(ctx, infos)
 			if note != "" {
 				up.u.b.Logger.Warn("gate offering read-only tools only", "gate", up.gate.Name, "why", note)
 			}
 			res := &sdk.ListToolsResult{Tools: []*sdk.Tool{}}
 			res.TTLMs, res.CacheScope = 0, "private"
 			for i, t := range tools {
-				if keep[t.Name] && (up.mayWrite(ctx) || up.policy(ctx, sess).readOnly(infos[i])) {
+				if keep[t.Name] && (mayWrite || policy.readOnly(infos[i])) {
 					res.Tools = append(res.Tools, t)
 				}
 			}
