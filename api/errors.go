@@ -1,5 +1,7 @@
 package api
 
+import "net/http"
+
 // Code is the stable, machine-readable error code of a problem document:
 // the field clients switch on. The HTTP status of each is listed in
 // API.md's error table (and served by internal/http).
@@ -30,6 +32,32 @@ const (
 	CodeUnavailable          Code = "unavailable"
 	CodeInternal             Code = "internal"
 )
+
+// CodeForStatus is the code an HTTP status stands for in an answer that is
+// not a problem document (a proxy's, or a library's plain-text error):
+// only the statuses that stand for one code have one; "" for the others.
+func CodeForStatus(status int) Code { return statusCodes[status] }
+
+var statusCodes = map[int]Code{
+	http.StatusBadRequest:                  CodeInvalidArgument,
+	http.StatusUnauthorized:                CodeUnauthenticated,
+	http.StatusForbidden:                   CodePermissionDenied,
+	http.StatusNotFound:                    CodeNotFound,
+	http.StatusMethodNotAllowed:            CodeMethodNotAllowed,
+	http.StatusNotAcceptable:               CodeNotAcceptable,
+	http.StatusGone:                        CodeCursorExpired,
+	http.StatusPreconditionRequired:        CodePreconditionRequired,
+	http.StatusRequestEntityTooLarge:       CodePayloadTooLarge,
+	http.StatusRequestHeaderFieldsTooLarge: CodeHeadersTooLarge,
+	http.StatusRequestTimeout:              CodeRequestTimeout,
+	http.StatusUnsupportedMediaType:        CodeUnsupportedMediaType,
+	http.StatusTooManyRequests:             CodeRateLimited,
+	http.StatusInternalServerError:         CodeInternal,
+	http.StatusBadGateway:                  CodeUnavailable,
+	http.StatusServiceUnavailable:          CodeUnavailable,
+	http.StatusGatewayTimeout:              CodeUnavailable,
+	http.StatusInsufficientStorage:         CodeInsufficientStorage,
+}
 
 // FieldError names one invalid field the way the client sent it, e.g.
 // "steps[3].deps[0]" or the header name "If-Match".

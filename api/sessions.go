@@ -188,6 +188,11 @@ type Tool struct {
 	Annotations *ToolAnnotations `json:"annotations,omitempty"`
 }
 
+// UpstreamMeta is the _meta key of a checked tool that names the tool
+// server it belongs to (a gate, such as planserver gate, says which
+// upstream it guards); it is recorded with a denial.
+const UpstreamMeta = "planserver/upstream"
+
 // ToolFilter is the body of POST …/tools/filter.
 type ToolFilter struct {
 	Tools []Tool `json:"tools"`

@@ -116,29 +116,6 @@ func CodeOf(err error) api.Code {
 	return ""
 }
 
-// statusCode is the code an answer's status stands for when the answer
-// is not a problem document: only the statuses that stand for one code.
-var statusCode = map[int]api.Code{
-	http.StatusBadRequest:                  api.CodeInvalidArgument,
-	http.StatusUnauthorized:                api.CodeUnauthenticated,
-	http.StatusForbidden:                   api.CodePermissionDenied,
-	http.StatusNotFound:                    api.CodeNotFound,
-	http.StatusMethodNotAllowed:            api.CodeMethodNotAllowed,
-	http.StatusNotAcceptable:               api.CodeNotAcceptable,
-	http.StatusGone:                        api.CodeCursorExpired,
-	http.StatusPreconditionRequired:        api.CodePreconditionRequired,
-	http.StatusRequestEntityTooLarge:       api.CodePayloadTooLarge,
-	http.StatusRequestHeaderFieldsTooLarge: api.CodeHeadersTooLarge,
-	http.StatusRequestTimeout:              api.CodeRequestTimeout,
-	http.StatusUnsupportedMediaType:        api.CodeUnsupportedMediaType,
-	http.StatusTooManyRequests:             api.CodeRateLimited,
-	http.StatusInternalServerError:         api.CodeInternal,
-	http.StatusBadGateway:                  api.CodeUnavailable,
-	http.StatusServiceUnavailable:          api.CodeUnavailable,
-	http.StatusGatewayTimeout:              api.CodeUnavailable,
-	http.StatusInsufficientStorage:         api.CodeInsufficientStorage,
-}
-
 // newError builds the *Error of an answer with status, header and body.
 func newError(method, path string, status int, header http.Header, body []byte) *Error {
 	e := &Error{Method: method, Path: path, Status: status, Raw: body}
@@ -146,7 +123,7 @@ func newError(method, path string, status int, header http.Header, body []byte) 
 		e.Code, e.Detail = e.Problem.Code, e.Problem.Detail
 		e.CurrentRevision, e.Fields = e.Problem.CurrentRevision, e.Problem.Errors
 	} else {
-		e.Code = statusCode[status]
+		e.Code = api.CodeForStatus(status)
 		e.Detail = strings.TrimSpace(string(body[:min(len(body), 512)]))
 	}
 	if s, err := strconv.Atoi(header.Get("Retry-After")); err == nil && s > 0 {

@@ -259,6 +259,20 @@ Revoke the token called NAME; it stays listed.
 Write an online, consistent copy of the database to FILE, which must not
 exist, while a server may keep serving it.
 `,
+	"gate add": `Usage: planserver gate add NAME URL [--read-only TOOLS] [flags]
+
+Register (or replace) the streamable-HTTP MCP server at URL as gate NAME:
+agents reach it through planserver at /mcp/gate/NAME, behind the plan-mode
+gate. Creates and migrates the database if it is missing.
+`,
+	"gate list": `Usage: planserver gate list [flags]
+
+List the registered gates: name, URL, extra read-only tools, last update.
+`,
+	"gate remove": `Usage: planserver gate remove NAME [flags]
+
+Remove gate NAME from the registry (DELETE /v1/gates/{name} does the same over HTTP).
+`,
 	"healthcheck": `Usage: planserver healthcheck [flags]
 
 Ask a running server's GET /healthz: exit 0 when it answers 200, 1

@@ -30,11 +30,23 @@ the servers first when moving for good.
 // copyDB is planserver copy.
 func copyDB(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("planserver copy", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, copyUsage) }
-	from := fs.String("from", "", "the database to copy: a SQLite file or a postgres:// URL")
-	to := fs.String("to", "", "the new, empty database to copy into: a SQLite file or a postgres:// URL")
+	// Help and errors are printed below: help on stdout like every other
+	// command's, errors on stderr.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	from := fs.String("from", "", "the database to copy: a SQLite `file` or a postgres:// URL")
+	to := fs.String("to", "", "the new, empty database to copy into: a SQLite `file` or a postgres:// URL")
+	if len(args) > 0 && isHelp(args[0]) {
+		printCopyHelp(stdout, fs)
+		return errHelp
+	}
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printCopyHelp(stdout, fs)
+			return errHelp
+		}
+		fmt.Fprintln(stderr, err)
+		fmt.Fprint(stderr, copyUsage)
 		return errUsage
 	}
 	if *from == "" || *to == "" || fs.NArg() > 0 {
@@ -71,4 +83,16 @@ func copyDB(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	fmt.Fprintf(stdout, "%s: copied %d rows to %s\n", src.Path, total, dst.Path)
 	return nil
+}
+
+// printCopyHelp writes copy's help: its usage, then its flags in
+// --double-dash form. copy reads no environment variables, so unlike
+// printHelp it names none.
+func printCopyHelp(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprint(w, copyUsage)
+	fmt.Fprintln(w, "\nFlags:")
+	fs.VisitAll(func(f *flag.Flag) {
+		placeholder, usage := flag.UnquoteUsage(f)
+		fmt.Fprintf(w, "  --%s %s\n        %s\n", f.Name, placeholder, usage)
+	})
 }

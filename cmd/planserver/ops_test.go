@@ -346,6 +346,12 @@ func TestHelpForEveryCommand(t *testing.T) {
 		{[]string{"token", "revoke", "--help"}, []string{"planserver token revoke NAME", "--db file"}, []string{"--role", "--addr"}},
 		{[]string{"backup", "--help"}, []string{"planserver backup FILE", "--db file", "PLANSERVER_DB"}, []string{"--addr", "--durability"}},
 		{[]string{"healthcheck", "--help"}, []string{"--addr host:port", "PLANSERVER_ADDR"}, []string{"--db"}},
+		{[]string{"copy", "--help"}, []string{"usage: planserver copy --from DB --to DB", "--from file", "--to file"}, []string{"PLANSERVER_", "--addr"}},
+		{[]string{"copy", "-h"}, []string{"usage: planserver copy --from DB --to DB"}, nil},
+		{[]string{"gate", "--help"}, []string{"planserver gate add NAME URL", "planserver gate list | remove NAME"}, nil},
+		{[]string{"gate", "add", "--help"}, []string{"Usage: planserver gate add NAME URL", "--read-only tools", "--db file", "PLANSERVER_DB"}, []string{"--addr"}},
+		{[]string{"gate", "list", "--help"}, []string{"Usage: planserver gate list", "--db file"}, []string{"--read-only", "--addr"}},
+		{[]string{"gate", "remove", "-h"}, []string{"Usage: planserver gate remove NAME", "--db file"}, []string{"--read-only", "--addr"}},
 	} {
 		var out, errOut bytes.Buffer
 		if err := run(context.Background(), c.args, noEnv, &out, &errOut); err != nil {
@@ -400,7 +406,7 @@ func TestWrongFlagIsOneLine(t *testing.T) {
 		}
 	}
 	// The exit statuses, through the binary.
-	for args, want := range map[string]int{"token create --help": 0, "migrate up --frobnicate": 2} {
+	for args, want := range map[string]int{"token create --help": 0, "copy --help": 0, "gate add --help": 0, "migrate up --frobnicate": 2} {
 		err := exec.Command(binary, strings.Fields(args)...).Run()
 		code := 0
 		var exit *exec.ExitError

@@ -18,7 +18,7 @@ func stepIDParam(r *http.Request) (string, error) {
 	raw := chi.URLParam(r, "step_id")
 	id, err := url.PathUnescape(raw)
 	if err != nil || !validation.StepID.MatchString(id) {
-		return "", apierr.Invalid("step_id", "step id %q must match %s", raw, validation.StepID.String())
+		return "", validation.BadStepID(raw)
 	}
 	return id, nil
 }
@@ -200,7 +200,7 @@ func (s *Server) listReports(w http.ResponseWriter, r *http.Request) error {
 	}
 	stepID := r.URL.Query().Get("step_id")
 	if stepID != "" && !validation.StepID.MatchString(stepID) {
-		return apierr.Invalid("step_id", "step id %q must match %s", stepID, validation.StepID.String())
+		return validation.BadStepID(stepID)
 	}
 	list, err := s.plans.Reports(r.Context(), name, stepID)
 	if err != nil {

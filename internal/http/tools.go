@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/sessions"
 )
@@ -24,11 +25,6 @@ type toolJSON struct {
 	// Annotations is decoded on its own so its errors name their path.
 	Annotations json.RawMessage `json:"annotations"`
 }
-
-// upstreamMeta is the _meta key of a checked tool that names the tool
-// server it belongs to (a gate, `planserver gate`, says which upstream it
-// guards), recorded with a denial.
-const upstreamMeta = "planserver/upstream"
 
 // annotationsJSON is MCP's ToolAnnotations; only readOnlyHint matters to
 // gating, but every hint must be a boolean.
@@ -55,9 +51,9 @@ func decodeTool(raw json.RawMessage, path string) (sessions.Tool, []apierr.Field
 		if err := json.Unmarshal(m, &meta); err != nil {
 			return sessions.Tool{}, []apierr.FieldError{{Field: joinPath(path, "_meta"), Message: "must be an object"}}, nil
 		}
-		if raw, ok := meta[upstreamMeta]; ok {
+		if raw, ok := meta[api.UpstreamMeta]; ok {
 			if err := json.Unmarshal(raw, &t.Upstream); err != nil || len(t.Upstream) > sessions.MaxToolName {
-				return sessions.Tool{}, []apierr.FieldError{{Field: joinPath(path, "_meta."+upstreamMeta),
+				return sessions.Tool{}, []apierr.FieldError{{Field: joinPath(path, "_meta."+api.UpstreamMeta),
 					Message: fmt.Sprintf("must be the tool server's name, a string of at most %d bytes", sessions.MaxToolName)}}, nil
 			}
 		}
@@ -161,7 +157,7 @@ func (s *Server) checkTool(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.sessions.CheckTool(r.Context(), id, s.gate, t, t.Upstream)
+	res, err := s.sessions.CheckTool(r.Context(), id, s.gate, t)
 	if err != nil {
 		return err
 	}

@@ -99,7 +99,7 @@ func (e *Endpoint) gateMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 			if sess != nil {
 				readOnly := op.ReadOnly
 				check, err := e.b.Sessions.CheckTool(ctx, sess.ID, e.b.Gate,
-					sessions.Tool{Name: op.Name, ReadOnlyHint: &readOnly}, Upstream)
+					sessions.Tool{Name: op.Name, ReadOnlyHint: &readOnly, Upstream: Upstream})
 				if err != nil {
 					return toolError(describe(err, op.Name)), nil
 				}

@@ -20,6 +20,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/plans"
@@ -129,15 +130,21 @@ Writes to shared plans take last_known_revision: on a version conflict, re-read 
 // allowed to connect by the server's guard; the base URL of the request is
 // kept for the review links the tools return.
 func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	serveMCP(e.handler, e.b.Problem, w, r)
+}
+
+// serveMCP serves r with h, an SDK handler, keeping the base URL of the
+// request for the review links the tools return. The SDK answers
+// transport errors (a wrong method or media type, a malformed body) in
+// plain text; every error of this server is a problem document, so those
+// are answered with problem instead.
+func serveMCP(h http.Handler, problem func(http.ResponseWriter, *http.Request, error), w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(context.WithValue(r.Context(), baseKey{}, baseURL(r)))
 	pw := &problemWriter{ResponseWriter: w}
-	e.handler.ServeHTTP(pw, r)
+	h.ServeHTTP(pw, r)
 	if pw.plain {
-		// The SDK answers transport errors (a wrong method or media type,
-		// a malformed body) in plain text; every error of this server is
-		// a problem document.
 		w.Header().Del("X-Content-Type-Options")
-		e.b.Problem(w, r, &apierr.Error{Code: statusCode(pw.status), Detail: strings.TrimSpace(pw.body.String())})
+		problem(w, r, &apierr.Error{Code: statusCode(pw.status), Detail: strings.TrimSpace(pw.body.String())})
 	}
 }
 
@@ -194,23 +201,15 @@ func (p *problemWriter) Flush() {
 func (p *problemWriter) Unwrap() http.ResponseWriter { return p.ResponseWriter }
 
 // statusCode is the error code of a transport error the SDK answered with
-// an HTTP status.
+// an HTTP status. The statuses the SDK answers a client's mistake with
+// have their usual code (api.CodeForStatus); any other is this server's
+// fault: internal, where api.CodeForStatus would give 401, 410, 429, 503
+// and others a code of their own.
 func statusCode(status int) apierr.Code {
 	switch status {
-	case http.StatusBadRequest:
-		return apierr.InvalidArgument
-	case http.StatusForbidden:
-		return apierr.PermissionDenied
-	case http.StatusNotFound:
-		return apierr.NotFound
-	case http.StatusMethodNotAllowed:
-		return apierr.MethodNotAllowed
-	case http.StatusRequestEntityTooLarge:
-		return apierr.PayloadTooLarge
-	case http.StatusUnsupportedMediaType:
-		return apierr.UnsupportedMediaType
-	case http.StatusNotAcceptable:
-		return apierr.NotAcceptable
+	case http.StatusBadRequest, http.StatusForbidden, http.StatusNotFound, http.StatusMethodNotAllowed,
+		http.StatusNotAcceptable, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType:
+		return api.CodeForStatus(status)
 	}
 	return apierr.Internal
 }

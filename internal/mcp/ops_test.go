@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/planserver/planserver/internal/apitest"
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/mcp"
+	"github.com/planserver/planserver/internal/plans"
 )
 
 // TestOperationsMatchRoutes holds the operations table to the HTTP API's
@@ -142,4 +144,36 @@ func TestToolsAsListed(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestLeaseDefaultAdvertised holds claim_step's description of
+// lease_seconds to the default the server applies when it is left out.
+func TestLeaseDefaultAdvertised(t *testing.T) {
+	env := apitest.New(t)
+	session(t, env, map[string]any{"id": "s"})
+	c := connect(t, env, clientOpts{session: "s"})
+	res, err := c.cs.ListTools(context.Background(), &sdk.ListToolsParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range res.Tools {
+		if tool.Name != "claim_step" {
+			continue
+		}
+		var in struct {
+			Properties map[string]struct {
+				Description string `json:"description"`
+			} `json:"properties"`
+		}
+		raw, _ := json.Marshal(tool.InputSchema)
+		if err := json.Unmarshal(raw, &in); err != nil {
+			t.Fatal(err)
+		}
+		desc := in.Properties["lease_seconds"].Description
+		if want := fmt.Sprintf("default %d)", plans.DefaultLeaseSeconds); !strings.Contains(desc, want) {
+			t.Fatalf("claim_step lease_seconds says %q, want it to name %q", desc, want)
+		}
+		return
+	}
+	t.Fatal("claim_step is not listed")
 }

@@ -167,7 +167,7 @@ func (c RemoteChecker) Check(ctx context.Context, t sessions.Tool) (bool, string
 		body["annotations"] = map[string]any{"readOnlyHint": *t.ReadOnlyHint}
 	}
 	if t.Upstream != "" {
-		body["_meta"] = map[string]any{"planserver/upstream": t.Upstream}
+		body["_meta"] = map[string]any{api.UpstreamMeta: t.Upstream}
 	}
 	var res api.CheckResult
 	if err := c.post(ctx, "tools/check", body, &res); err != nil {

@@ -66,7 +66,7 @@ func (e *Endpoint) claimStep(ctx context.Context, _ *sdk.CallToolRequest, in cla
 			return nil, nil, e.fail(tool, apierr.Invalid("owner", "picks among the ready steps; with step_id leave it out"))
 		}
 		if !validation.StepID.MatchString(*in.StepID) {
-			return nil, nil, e.fail(tool, apierr.Invalid("step_id", "step id %q must match %s", *in.StepID, validation.StepID.String()))
+			return nil, nil, e.fail(tool, validation.BadStepID(*in.StepID))
 		}
 		res, err = e.b.Plans.ClaimStep(ctx, in.Name, *in.StepID,
 			api.StepClaimRequest{Worker: in.Worker, LeaseSeconds: in.LeaseSeconds}, revision.Precondition{})
@@ -101,8 +101,11 @@ func (e *Endpoint) reportStep(ctx context.Context, _ *sdk.CallToolRequest, in re
 	if err := e.allow(ctx, tool, ""); err != nil {
 		return nil, nil, e.fail(tool, err)
 	}
-	if in.StepID == nil || !validation.StepID.MatchString(*in.StepID) {
+	if in.StepID == nil {
 		return nil, nil, e.fail(tool, apierr.Invalid("step_id", "is required: the id of the step the report is on"))
+	}
+	if !validation.StepID.MatchString(*in.StepID) {
+		return nil, nil, e.fail(tool, validation.BadStepID(*in.StepID))
 	}
 	rep, err := e.b.Plans.AddReport(ctx, in.Name, *in.StepID, in.ReportWrite, revision.Precondition{})
 	if err != nil {

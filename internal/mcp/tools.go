@@ -105,7 +105,7 @@ var argDocs = map[string]string{
 	"step_id":             "The step's id.",
 	"worker":              "Who works on the step (holds the claim); defaults to the bound session's id, else your token's name.",
 	"owner":               "Only steps of this owner (role or agent).",
-	"lease_seconds":       "How long the claim holds (default 900); claim again to renew.",
+	"lease_seconds":       fmt.Sprintf("How long the claim holds (default %d); claim again to renew.", plans.DefaultLeaseSeconds),
 	"ready":               "true: only the steps that can start now; false: only those that cannot.",
 	"offset":              "The first line of content to return, counting from 1.",
 	"limit":               "How many lines (read_plan) or plans (list_plans) to return.",

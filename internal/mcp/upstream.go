@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -61,13 +60,7 @@ func (u *Upstreams) ServeGate(w http.ResponseWriter, r *http.Request, name strin
 		return
 	}
 	up := u.upstream(g)
-	r = r.WithContext(context.WithValue(r.Context(), baseKey{}, baseURL(r)))
-	pw := &problemWriter{ResponseWriter: w}
-	up.handler.ServeHTTP(pw, r)
-	if pw.plain {
-		w.Header().Del("X-Content-Type-Options")
-		u.b.Problem(w, r, &apierr.Error{Code: statusCode(pw.status), Detail: strings.TrimSpace(pw.body.String())})
-	}
+	serveMCP(up.handler, u.b.Problem, w, r)
 }
 
 // upstream returns the proxy of registration g, made anew when the
@@ -118,14 +111,15 @@ func (up *upstream) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 			for i, t := range tools {
 				infos[i] = infoOf(t)
 			}
-			keep, note := up.policy(ctx, sess).List(ctx, infos)
+			policy, mayWrite := up.policy(ctx, sess), up.mayWrite(ctx)
+			keep, note := policy.List(ctx, infos)
 			if note != "" {
 				up.u.b.Logger.Warn("gate offering read-only tools only", "gate", up.gate.Name, "why", note)
 			}
 			res := &sdk.ListToolsResult{Tools: []*sdk.Tool{}}
 			res.TTLMs, res.CacheScope = 0, "private"
 			for i, t := range tools {
-				if keep[t.Name] && (up.mayWrite(ctx) || up.policy(ctx, sess).readOnly(infos[i])) {
+				if keep[t.Name] && (mayWrite || policy.readOnly(infos[i])) {
 					res.Tools = append(res.Tools, t)
 				}
 			}
@@ -320,7 +314,7 @@ func (c localChecker) Filter(ctx context.Context, tools []sessions.Tool) (map[st
 }
 
 func (c localChecker) Check(ctx context.Context, t sessions.Tool) (bool, string, error) {
-	res, err := c.b.Sessions.CheckTool(ctx, c.session, c.b.Gate, t, t.Upstream)
+	res, err := c.b.Sessions.CheckTool(ctx, c.session, c.b.Gate, t)
 	if err != nil {
 		return false, "", err
 	}

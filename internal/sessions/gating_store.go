@@ -20,10 +20,10 @@ type toolDenial struct {
 
 // CheckTool decides one tool call of session id with gate's policy and
 // records a denial as a tool_call.denied event. Allowed calls write
-// nothing, so the common case never waits for the writer. upstream names
-// the tool server the call is for ("" for a host's own tools). Errors:
-// not_found.
-func (st *Store) CheckTool(ctx context.Context, id string, gate Gate, t Tool, upstream string) (CheckResult, error) {
+// nothing, so the common case never waits for the writer. t.Upstream
+// names the tool server the call is for ("" for a host's own tools).
+// Errors: not_found.
+func (st *Store) CheckTool(ctx context.Context, id string, gate Gate, t Tool) (CheckResult, error) {
 	s, err := st.Get(ctx, id)
 	if err != nil {
 		return CheckResult{}, err
@@ -44,7 +44,7 @@ func (st *Store) CheckTool(ctx context.Context, id string, gate Gate, t Tool, up
 			return nil
 		}
 		_, err = events.Append(tx, events.New{Type: events.ToolCallDenied, Session: r.link().Ref(), Data: toolDenial{
-			Tool: t.Name, Reason: res.Reason, EffectiveMode: r.EffectiveMode, ModeSource: r.ModeSource, Upstream: upstream,
+			Tool: t.Name, Reason: res.Reason, EffectiveMode: r.EffectiveMode, ModeSource: r.ModeSource, Upstream: t.Upstream,
 		}})
 		return err
 	})

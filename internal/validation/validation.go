@@ -52,6 +52,12 @@ func matches(re *regexp.Regexp) func(string) string {
 	}
 }
 
+// BadStepID is the error of a step id that does not match StepID, quoting
+// it as it was sent; every transport answers a malformed step id with it.
+func BadStepID(sent string) error {
+	return apierr.Invalid("step_id", "step id %q must match %s", sent, StepID.String())
+}
+
 // text is the rule of a short text field: UTF-8, at most limit characters.
 func text(limit int) func(string) string {
 	return func(s string) string {
