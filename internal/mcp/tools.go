@@ -98,7 +98,7 @@ var argDocs = map[string]string{
 	"name":                "The shared plan's name: lowercase letters, digits, '-' and '_' (e.g. release, db-migration).",
 	"content":             "The full plan content (Markdown). Replaces the existing content.",
 	"title":               "Optional human-readable title; left out keeps the current one.",
-	"author":              "Optional label of who is writing (typically the agent's name); left out keeps the current one.",
+	"author":              "Optional label of who is writing (typically the agent's name); left out, the revision is your token's name (anonymous without auth).",
 	"status":              "A free-form status such as in-progress, blocked or done.",
 	"last_known_revision": "Optional optimistic-lock guard: the revision you last read. If the plan changed since, nothing is written and the error names the current revision. 0 means the plan must not exist yet.",
 	"rationale":           "Optional: why the plan is ready, for the human reviewer.",
