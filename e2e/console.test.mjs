@@ -5,6 +5,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { startServer, launchBrowser, watchPage, eventually, shoot } from './harness.mjs';
 
 let srv;
@@ -144,6 +145,14 @@ test('approve by keyboard: the session goes back to build mode', async () => {
   const outline = await page.evaluate(() => getComputedStyle(document.activeElement).outlineStyle);
   assert.notEqual(outline, 'none', 'the focused button shows no focus ring');
   await page.keyboard.press('Enter');
+  // Approval asks first, naming the revision and what it unlocks; the
+  // confirmation takes the focus, so Enter again approves.
+  const confirm = page.locator('[data-confirm="approve"]');
+  await confirm.waitFor();
+  assert.match(await confirm.textContent(), new RegExp(`Approve revision ${rev}\\?.*The agent leaves plan mode and can change files\\.`, 's'));
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset?.action), 'confirm-approve');
+  assert.equal((await admin.must(200, 'GET', '/v1/sessions/approve-me')).review.state, 'pending', 'approved before the confirmation');
+  await page.keyboard.press('Enter');
   await page.locator('[data-outcome="approved"]').waitFor();
 
   const s = await admin.must(200, 'GET', '/v1/sessions/approve-me');
@@ -195,6 +204,7 @@ test('the plan changes while the review page is open: the change is shown and th
   await page.getByRole('heading', { name: 'Plan revision 2' }).waitFor();
   assert.match(page.url(), /\/ui\/sessions\/rewrite\/review\?revision=2$/);
   await page.locator('[data-action="approve"]:not([disabled])').click();
+  await page.locator('[data-action="confirm-approve"]').click();
   await page.locator('[data-outcome="approved"]').waitFor();
   const s = await admin.must(200, 'GET', '/v1/sessions/rewrite');
   assert.equal(s.mode, 'build');
@@ -216,6 +226,7 @@ test('without the event feed, an approval of a rewritten plan is refused by the 
   await agent.must(200, 'PUT', '/v1/sessions/offline/plan', { content: '# Plan\n1. Rotate the signing key\n2. Delete the old key at once\n' });
   await agent.must(200, 'POST', '/v1/sessions/offline/plan/review', {});
   await page.locator('[data-action="approve"]').click();
+  await page.locator('[data-action="confirm-approve"]').click();
   const refusal = page.locator('[data-outcome="stale"]');
   await refusal.waitFor();
   assert.match(await refusal.textContent(), /refused.*revision 2/s);
@@ -425,6 +436,7 @@ test('after a rewrite the diff is against the last decided revision; any two rev
   assert.equal((await admin.must(200, 'GET', '/v1/sessions/comment-me')).review.state, 'pending');
   await page.locator('[data-action="cancel-comment"]').click();
   await page.locator('[data-action="approve"]').click();
+  await page.locator('[data-action="confirm-approve"]').click();
   await page.locator('[data-outcome="approved"]', { hasText: 'with 1 line comment' }).waitFor();
   const read = await agent.must(200, 'GET', '/v1/sessions/comment-me/plan');
   assert.equal(read.review.state, 'approved');
@@ -556,7 +568,9 @@ test('shared plans: list with progress, and the step graph drawn as a DAG, live'
   const row = page.locator('[data-plan="csv-upload"]');
   await row.waitFor();
   assert.match(await row.textContent(), /in-progress/);
-  assert.match(await row.textContent(), /architect/);
+  // The last revision is the claim alice's token made: every revision
+  // names who wrote it (architect wrote the first).
+  assert.match(await row.textContent(), /alice/);
   assert.match(await row.textContent(), /1\/4 complete, 1 in progress, 1 blocked/);
 
   await row.getByRole('link').click();
@@ -744,6 +758,115 @@ test('the review page at 1280×800: what changed since the rejection, with a com
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   assert.ok(overflow <= 0, `the review page scrolls sideways by ${overflow}px`);
   await shoot(page, 'review', { fullPage: true });
+  noProblems(problems, urls);
+  await context.close();
+});
+
+test('approving asks first; the question can be turned off, and the browser remembers', async () => {
+  const agent = await agentSession('confirm-me', 'Tidy the logs');
+  const rev = await planAndAsk(agent, 'confirm-me', '# Plan\n1. Drop the debug lines in log.go\n');
+  const { page, context, problems, urls } = await newPage();
+  await signIn(page, adminToken);
+  await page.goto(`${srv.url}/ui/sessions/confirm-me/review?revision=${rev}`);
+  await page.getByRole('heading', { name: `Plan revision ${rev}` }).waitFor();
+
+  // Cancel takes the question away and approves nothing.
+  await page.locator('[data-action="approve"]').click();
+  await page.locator('[data-confirm="approve"]').waitFor();
+  await page.locator('[data-action="cancel-approve"]').click();
+  await page.locator('[data-action="approve"]').waitFor();
+  assert.equal(await page.locator('[data-confirm="approve"]').count(), 0);
+  assert.equal((await admin.must(200, 'GET', '/v1/sessions/confirm-me')).review.state, 'pending');
+
+  // Turned off, and the page reloaded: one click approves.
+  const setting = page.locator('[data-setting="confirm-approve"]');
+  assert.equal(await setting.isChecked(), true);
+  await setting.uncheck();
+  await page.reload();
+  await page.getByRole('heading', { name: `Plan revision ${rev}` }).waitFor();
+  assert.equal(await page.locator('[data-setting="confirm-approve"]').isChecked(), false);
+  await page.locator('[data-action="approve"]').click();
+  await page.locator('[data-outcome="approved"]').waitFor();
+  assert.equal(await page.locator('[data-confirm="approve"]').count(), 0);
+  assert.equal((await admin.must(200, 'GET', '/v1/sessions/confirm-me')).review.state, 'approved');
+  noProblems(problems, urls);
+  await context.close();
+});
+
+test('a plan without steps shows no step panels', async () => {
+  await admin.must(201, 'PUT', '/v1/plans/prose-only', { content: '# Notes\n\nJust prose, no steps.\n' });
+  const { page, context, problems, urls } = await newPage();
+  await signIn(page, adminToken);
+  await page.goto(`${srv.url}/ui/plans/prose-only`);
+  await page.getByText('This plan has no structured steps.').waitFor();
+  assert.equal(await page.locator('[data-panels="steps"]').isVisible(), false);
+  assert.equal(await page.getByRole('heading', { name: 'Steps', exact: true }).isVisible(), false);
+  assert.equal(await page.getByText('Choose a step in the graph').isVisible(), false);
+  assert.equal(await page.locator('svg.dag').count(), 0);
+  noProblems(problems, urls);
+  await context.close();
+});
+
+// edgeCrossings samples every drawn edge of the step graph along its real
+// geometry (getPointAtLength, so curves count) and lists each edge that
+// passes through a node it does not connect.
+async function edgeCrossings(page) {
+  return page.locator('svg.dag').evaluate((root) => {
+    const boxes = [...root.querySelectorAll('g.node')].map((g) => {
+      const m = g.transform.baseVal.consolidate().matrix;
+      const r = g.querySelector('rect.box');
+      return { id: g.dataset.step, x: m.e, y: m.f, w: r.width.baseVal.value, h: r.height.baseVal.value };
+    });
+    const found = [];
+    for (const path of root.querySelectorAll('path.edge')) {
+      const { from, to } = path.dataset;
+      const len = path.getTotalLength();
+      for (let l = 0; l <= len; l += 2) {
+        const p = path.getPointAtLength(l);
+        const hit = boxes.find((b) => b.id !== from && b.id !== to &&
+          p.x > b.x + 1 && p.x < b.x + b.w - 1 && p.y > b.y + 1 && p.y < b.y + b.h - 1);
+        if (hit) {
+          found.push(`${from}→${to} passes through ${hit.id} at (${Math.round(p.x)}, ${Math.round(p.y)})`);
+          break;
+        }
+      }
+    }
+    return { found, edges: root.querySelectorAll('path.edge').length, nodes: boxes.length };
+  });
+}
+
+test('the step graph: no edge passes through a node it does not connect', async () => {
+  // The shipped example, as a user would upload it.
+  const yaml = readFileSync(new URL('../docs/examples/csv-upload-plan.yaml', import.meta.url), 'utf8');
+  const res = await fetch(`${srv.url}/v1/plans/example-csv`, {
+    method: 'PUT', body: yaml,
+    headers: { Authorization: `Bearer ${adminToken}`, 'Content-Type': 'application/yaml', Accept: 'application/json' },
+  });
+  assert.equal(res.status, 201, await res.text());
+  // 60 steps: a chain with skips of every length back to the start, and
+  // fan-ins, so long edges must find their way past whole layers.
+  const steps = [];
+  for (let i = 1; i <= 60; i += 1) {
+    const deps = new Set();
+    if (i > 1) deps.add(String(i - 1));
+    if (i > 6 && i % 3 === 0) deps.add(String(Math.max(1, i - 5 - (i % 11))));
+    if (i > 20 && i % 7 === 0) deps.add(String(i - 19));
+    if (i % 10 === 0) deps.add('1');
+    steps.push({ id: String(i), description: `Step ${i}`, owner: `agent-${i % 4}`, deps: [...deps] });
+  }
+  await admin.must(201, 'PUT', '/v1/plans/sixty', { content: '# Sixty steps\n', steps });
+
+  const { page, context, problems, urls } = await newPage();
+  await signIn(page, adminToken);
+  for (const [name, nodes] of [['example-csv', 4], ['sixty', 60]]) {
+    await page.goto(`${srv.url}/ui/plans/${name}`);
+    await page.locator('svg.dag g.node').first().waitFor();
+    const { found, edges, nodes: drawn } = await edgeCrossings(page);
+    assert.equal(drawn, nodes, `${name}: nodes drawn`);
+    const want = (await admin.must(200, 'GET', `/v1/plans/${name}`)).steps.reduce((n, s) => n + s.deps.length, 0);
+    assert.equal(edges, want, `${name}: one edge per dependency`);
+    assert.deepEqual(found, [], `${name}: edges through nodes`);
+  }
   noProblems(problems, urls);
   await context.close();
 });

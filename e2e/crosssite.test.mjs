@@ -142,6 +142,7 @@ test('the console on the server\'s own origin needs no token under --auth none, 
   await page.locator('[data-session="victim"] h2 a').click();
   await page.getByRole('heading', { name: 'Plan revision 1' }).waitFor();
   await page.getByRole('button', { name: 'Approve revision 1' }).click();
+  await page.locator('[data-action="confirm-approve"]').click();
   await page.locator('[data-outcome="approved"]').waitFor();
   const s = await api.must(200, 'GET', '/v1/sessions/victim');
   assert.equal(s.mode, 'build');

@@ -105,7 +105,8 @@ func TestPlanCreateReadUpdate(t *testing.T) {
 		}
 	}
 
-	// Left-out fields keep their value; "" and [] clear.
+	// Left-out fields keep their value; "" and [] clear. The author is
+	// the exception: a revision written without one is the writer's.
 	upd := putPlan(t, env, "release", map[string]any{"content": "# Plan v2\n", "author": "builder"}, http.StatusOK)
 	if upd.Title != "Release 1.0" || upd.Status != "draft" || string(upd.Steps) != steps || upd.Author != "builder" ||
 		upd.Revision != 2 || upd.CreatedAt != created.CreatedAt || upd.UpdatedAt < created.UpdatedAt {
@@ -115,7 +116,7 @@ func TestPlanCreateReadUpdate(t *testing.T) {
 		t.Errorf("PUT without a body succeeded")
 	}
 	cleared := putPlan(t, env, "release", `{"content":"# Plan v2\n","title":"","status":"","steps":[],"author":null}`, http.StatusOK)
-	if cleared.Title != "" || cleared.Status != "" || string(cleared.Steps) != "[]" || cleared.Author != "builder" || cleared.Revision != 3 {
+	if cleared.Title != "" || cleared.Status != "" || string(cleared.Steps) != "[]" || cleared.Author != "anonymous" || cleared.Revision != 3 {
 		t.Errorf("cleared = %+v", cleared)
 	}
 	// A PUT that changes nothing is still a write: each write bumps.
@@ -338,8 +339,8 @@ func TestPlanContentIsACheapEdit(t *testing.T) {
 	if r := env.Call("GET", "/v1/plans/big/content", nil, "Accept", "application/json"); r.Status != 406 {
 		t.Errorf("content as JSON: %d", r.Status)
 	}
-	// Upload: the body becomes the content, everything else stays, and the
-	// answer does not echo the body.
+	// Upload: the body becomes the content, everything else but the
+	// author (the writer's) stays, and the answer does not echo the body.
 	r = env.Call("PUT", "/v1/plans/big/content", "# Big plan\n\nedited\n", "Content-Type", "text/markdown", "If-Match", `"1"`)
 	if r.Status != 200 || r.Header.Get("ETag") != `"2"` {
 		t.Fatalf("PUT content: %d %s", r.Status, r.Body)
@@ -348,7 +349,7 @@ func TestPlanContentIsACheapEdit(t *testing.T) {
 		t.Errorf("PUT content answered %s", r.Body)
 	}
 	p := getPlan(t, env, "big")
-	if p.Content != "# Big plan\n\nedited\n" || p.Title != "Big" || p.Author != "a" || p.Status != "active" || !strings.Contains(string(p.Steps), `"owner":"o"`) {
+	if p.Content != "# Big plan\n\nedited\n" || p.Title != "Big" || p.Author != "anonymous" || p.Status != "active" || !strings.Contains(string(p.Steps), `"owner":"o"`) {
 		t.Errorf("after content PUT: %+v", p)
 	}
 	// text/plain is Markdown too; a form-encoded body (curl's default) is not.

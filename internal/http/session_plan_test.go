@@ -164,7 +164,9 @@ func TestPlanModeLoop(t *testing.T) {
 	}
 
 	p := writeSessionPlan(t, env, "main", "# Plan\n1. rewrite billing\n2. roll back on failure", 200, "Content-Type", "text/markdown")
-	if p.Revision != 2 || p.Author != "planner" {
+	// Written without an author: the writer's (anonymous under --auth
+	// none), not the previous revision's "planner".
+	if p.Revision != 2 || p.Author != "anonymous" {
 		t.Errorf("second revision: %+v", p)
 	}
 	_, s = act(t, env, "main", "review", nil, 200)

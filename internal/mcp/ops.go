@@ -35,7 +35,7 @@ var Operations = []Operation{
 	{Name: "write_plan", Title: "Write shared plan", Routes: []string{"PUT /v1/plans/{name}"}, Action: auth.WritePlans,
 		Destructive: true,
 		Description: "Create or update a shared plan by name. Replaces the entire plan content, so read it first to preserve anything you want to keep; " +
-			"title, author, status and steps left out keep their value. Each write bumps the revision. Pass the revision you last read as " +
+			"title, status and steps left out keep their value; author left out is you (your token's name). Each write bumps the revision. Pass the revision you last read as " +
 			"last_known_revision: if the plan changed since, the write is refused with the current revision, and you re-read and retry."},
 	{Name: "read_plan", Title: "Read shared plan", Routes: []string{"GET /v1/plans/{name}"}, Action: auth.ReadPlans,
 		ReadOnly: true, Idempotent: true,

@@ -278,7 +278,7 @@ func (st *Store) insert(tx *db.Tx, name string, rev int64, ch Change) error {
 	now := tx.NowText()
 	if _, err := tx.Exec(`INSERT INTO plans (name, title, author, status, revision, created_at, updated_at, steps, content_rev)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		name, deref(ch.Title), deref(ch.Author), deref(ch.Status), rev, now, now, ch.Steps.encode(), rev); err != nil {
+		name, deref(ch.Title), ch.authorOf(tx), deref(ch.Status), rev, now, now, ch.Steps.encode(), rev); err != nil {
 		return fmt.Errorf("create plan %q: %w", name, err)
 	}
 	if _, err := tx.Exec(`INSERT INTO plan_contents (name, content_rev, content) VALUES (?, ?, ?)`,
@@ -286,6 +286,17 @@ func (st *Store) insert(tx *db.Tx, name string, rev int64, ch Change) error {
 		return fmt.Errorf("create plan %q: %w", name, err)
 	}
 	return nil
+}
+
+// authorOf is the author of the revision c writes in tx: the one the
+// writer named, else the writer's own identity (the token's name, or
+// "anonymous"). A revision never shows the previous revision's author as
+// its own: history must say who wrote each one.
+func (c Change) authorOf(tx *db.Tx) string {
+	if c.Author != nil {
+		return *c.Author
+	}
+	return events.ActorFrom(tx.Context())
 }
 
 // bump applies ch to the plan whose current revision is h as revision
@@ -327,9 +338,9 @@ func (st *Store) bump(tx *db.Tx, name string, h *head, rev int64, ch Change, ren
 	// write for nothing).
 	set := `title = coalesce(?, title), steps = coalesce(?, steps), content_rev = ?, renewed = ?, revision = ?, updated_at = ?`
 	args := []any{nullable(ch.Title), steps, contentRev, boolInt(renewal), rev, tx.NowText()}
-	if ch.Author != nil && *ch.Author != h.author {
+	if author := ch.authorOf(tx); author != h.author {
 		set += `, author = ?`
-		args = append(args, *ch.Author)
+		args = append(args, author)
 	}
 	if ch.Status != nil && *ch.Status != h.status {
 		set += `, status = ?`

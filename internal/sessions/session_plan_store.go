@@ -240,10 +240,9 @@ func (st *Store) PutSessionPlan(ctx context.Context, id string, in api.SessionPl
 		if err := res.Check(pre); err != nil {
 			return err
 		}
+		// A revision written without an author is the writer's, never
+		// the previous revision's author's (as on shared plans).
 		author := events.ActorFrom(tx.Context())
-		if cur != nil {
-			author = cur.Author
-		}
 		if in.Author != nil {
 			author = *in.Author
 		}

@@ -1,10 +1,13 @@
-// dag.js draws a plan's steps as a directed acyclic graph in SVG: one row
-// per dependency depth (a step sits one row below its deepest dep), steps
-// in a row ordered to keep edges short, an arrow from each dep to the step
-// that waits for it. Each node shows the step's id, status, owner, who
-// holds its claim and until when, and its reports. Nodes are buttons:
-// Tab reaches them, Enter or Space selects one.
+// dag.js draws a plan's steps as a directed acyclic graph in SVG. The
+// layout is dagre's (the layered Sugiyama layout, vendored under
+// assets/vendor/dagre: scripts/update-dagre): a step sits below its deps,
+// steps in a layer are ordered to cross few edges, and an edge that skips
+// layers runs through a lane of its own between the nodes it passes. Each
+// node shows the step's id, status, owner, who holds its claim and until
+// when, and its reports. Nodes are buttons: Tab reaches them, Enter or
+// Space selects one.
 
+import dagre from '../vendor/dagre/dagre.esm.js';
 import { svg } from './dom.js';
 
 const NODE_W = 240;
@@ -12,6 +15,8 @@ const NODE_H = 92;
 const GAP_X = 28;
 const GAP_Y = 56;
 const PAD = 16;
+// INSET keeps an edge's ends this far from a node's corners.
+const INSET = 16;
 
 // layers assigns each step its depth: 0 without deps, else one more than
 // its deepest dep. Unknown deps are ignored (the server refuses them).
@@ -38,6 +43,87 @@ export function layers(steps) {
     (rows[d] ||= []).push(s);
   }
   return rows.map((r) => r || []);
+}
+
+// layout places the steps with dagre: pos maps a step id to its node's top
+// left corner, routes maps "dep\u0000id" to the points of its edge, from
+// the dep's bottom edge to the step's top edge.
+//
+// dagre routes an edge that skips layers through dummy nodes that it keeps
+// clear of the real ones, but it joins its points with straight lines that
+// may clip a neighbour's corner where they leave a node's side. So the
+// route is rebuilt from dagre's lanes: every node of a layer has the same
+// height, an edge crosses a layer only vertically, at its lane's x, and
+// bends only in the gaps between layers, where no node is. It leaves its
+// dep from the bottom and enters its step from the top.
+export function layout(steps) {
+  const g = new dagre.graphlib.Graph();
+  g.setGraph({ rankdir: 'TB', nodesep: GAP_X, ranksep: GAP_Y / 2, edgesep: GAP_X / 2, marginx: PAD, marginy: PAD });
+  g.setDefaultEdgeLabel(() => ({}));
+  const known = new Set(steps.map((s) => s.id));
+  for (const s of steps) g.setNode(s.id, { width: NODE_W, height: NODE_H });
+  for (const s of steps) {
+    for (const dep of s.deps || []) if (known.has(dep)) g.setEdge(dep, s.id);
+  }
+  dagre.layout(g);
+  const pos = new Map();
+  const bands = new Set();
+  for (const s of steps) {
+    const n = g.node(s.id);
+    pos.set(s.id, { x: n.x - NODE_W / 2, y: n.y - NODE_H / 2 });
+    bands.add(n.y);
+  }
+  const inBand = (y) => [...bands].find((c) => Math.abs(y - c) < NODE_H / 2);
+  const clampX = (x, id) => {
+    const left = pos.get(id).x;
+    return Math.min(Math.max(x, left + INSET), left + NODE_W - INSET);
+  };
+  const routes = new Map();
+  for (const e of g.edges()) {
+    const pts = g.edge(e).points;
+    const from = pos.get(e.v);
+    const to = pos.get(e.w);
+    const route = [{ x: clampX(pts[0].x, e.v), y: from.y + NODE_H }];
+    for (const p of pts.slice(1, -1)) {
+      const band = inBand(p.y);
+      if (band === undefined) {
+        route.push({ x: p.x, y: p.y });
+      } else {
+        route.push({ x: p.x, y: band - NODE_H / 2 }, { x: p.x, y: band + NODE_H / 2 });
+      }
+    }
+    route.push({ x: clampX(pts[pts.length - 1].x, e.w), y: to.y });
+    routes.set(`${e.v}\u0000${e.w}`, route);
+  }
+  const { width, height } = g.graph();
+  return { pos, routes, width: Math.max(width, NODE_W + 2 * PAD), height: Math.max(height, NODE_H + 2 * PAD) };
+}
+
+// pathOf is the SVG path of a route: straight runs, with the corners
+// rounded a little so that lanes read as lines, not zigzags.
+function pathOf(route) {
+  const r = 8;
+  let d = `M${route[0].x},${route[0].y}`;
+  for (let i = 1; i < route.length; i += 1) {
+    const p = route[i];
+    const next = route[i + 1];
+    if (!next) {
+      d += ` L${p.x},${p.y}`;
+      break;
+    }
+    const prev = route[i - 1];
+    const inLen = Math.hypot(p.x - prev.x, p.y - prev.y);
+    const outLen = Math.hypot(next.x - p.x, next.y - p.y);
+    const k = Math.min(r, inLen / 2, outLen / 2);
+    if (k < 1) {
+      d += ` L${p.x},${p.y}`;
+      continue;
+    }
+    const a = { x: p.x - ((p.x - prev.x) / inLen) * k, y: p.y - ((p.y - prev.y) / inLen) * k };
+    const b = { x: p.x + ((next.x - p.x) / outLen) * k, y: p.y + ((next.y - p.y) / outLen) * k };
+    d += ` L${a.x},${a.y} Q${p.x},${p.y} ${b.x},${b.y}`;
+  }
+  return d;
 }
 
 function truncate(text, max) {
@@ -109,28 +195,7 @@ export function isReady(step, byId, now = Date.now()) {
 export function renderGraph(steps, { reports = new Map(), onSelect = () => {}, selected = null, now = Date.now() } = {}) {
   const rows = layers(steps);
   const byId = new Map(steps.map((s) => [s.id, s]));
-  // Order each row by the mean position of its deps (barycentre), so
-  // edges cross less.
-  const x = new Map();
-  rows.forEach((row, r) => {
-    if (r > 0) {
-      const bary = (s) => {
-        const xs = (s.deps || []).filter((d) => x.has(d)).map((d) => x.get(d));
-        return xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : Infinity;
-      };
-      row.sort((a, b) => bary(a) - bary(b));
-    }
-    row.forEach((s, k) => x.set(s.id, k));
-  });
-  const widest = Math.max(1, ...rows.map((r) => r.length));
-  const width = PAD * 2 + widest * NODE_W + (widest - 1) * GAP_X;
-  const height = PAD * 2 + rows.length * NODE_H + Math.max(0, rows.length - 1) * GAP_Y;
-  const pos = new Map();
-  rows.forEach((row, r) => {
-    const rowWidth = row.length * NODE_W + (row.length - 1) * GAP_X;
-    const left = (width - rowWidth) / 2;
-    row.forEach((s, k) => pos.set(s.id, { x: left + k * (NODE_W + GAP_X), y: PAD + r * (NODE_H + GAP_Y) }));
-  });
+  const { pos, routes, width, height } = layout(steps);
 
   const root = svg('svg', {
     class: 'dag',
@@ -146,22 +211,17 @@ export function renderGraph(steps, { reports = new Map(), onSelect = () => {}, s
 
   const edges = svg('g', { class: 'edges', 'aria-hidden': 'true' });
   for (const s of steps) {
-    const to = pos.get(s.id);
     for (const dep of s.deps || []) {
-      const from = pos.get(dep);
-      if (!from) continue;
-      const x1 = from.x + NODE_W / 2;
-      const y1 = from.y + NODE_H;
-      const x2 = to.x + NODE_W / 2;
-      const y2 = to.y - 2;
-      const my = (y1 + y2) / 2;
+      const route = routes.get(`${dep}\u0000${s.id}`);
+      if (!route) continue;
       const done = byId.get(dep)?.status === 'complete';
       edges.appendChild(svg('path', {
-        d: `M${x1},${y1} C${x1},${my} ${x2},${my} ${x2},${y2}`,
+        d: pathOf(route),
         class: done ? 'edge done' : 'edge',
         'marker-end': 'url(#arrow)',
         'data-from': dep,
         'data-to': s.id,
+        'data-route': route.map((p) => `${p.x},${p.y}`).join(' '),
       }));
     }
   }

@@ -146,7 +146,10 @@ export async function planView(main, [name], app) {
   const tableBox = h('section', { class: 'panel', 'aria-labelledby': 'steps-h' });
   const contentBox = h('section', { class: 'panel wide', 'aria-labelledby': 'content-h' });
   const revBox = h('section', { class: 'panel wide', 'aria-labelledby': 'revs-h' });
-  main.append(heading, meta, graphBox, h('div', { class: 'grid' }, stepBox, tableBox), contentBox, revBox);
+  // The step and steps panels only mean something when there are steps:
+  // drawGraph hides them for a plan without any.
+  const stepPanels = h('div', { class: 'grid', 'data-panels': 'steps' }, stepBox, tableBox);
+  main.append(heading, meta, graphBox, stepPanels, contentBox, revBox);
 
   let plan = null;
   let reports = new Map();
@@ -184,6 +187,7 @@ export async function planView(main, [name], app) {
 
   function drawGraph() {
     clear(graphBox).append(h('h2', { id: 'graph-h' }, 'Step graph'));
+    stepPanels.hidden = !plan.steps.length;
     if (!plan.steps.length) {
       graphBox.append(h('p', { class: 'muted' }, 'This plan has no structured steps.'));
       return;

@@ -22,6 +22,26 @@ const DECIDED = new Set(['approved', 'rejected']);
 
 // planLines numbers a plan's lines as the server does: a final newline
 // ends the last line rather than starting another.
+// CONFIRM_KEY holds "off" when the human chose to approve with one click.
+const CONFIRM_KEY = 'planserver.confirm-approve';
+
+function confirmApprovals() {
+  try {
+    return localStorage.getItem(CONFIRM_KEY) !== 'off';
+  } catch {
+    return true; // storage refused: ask, the safe default
+  }
+}
+
+function setConfirmApprovals(on) {
+  try {
+    if (on) localStorage.removeItem(CONFIRM_KEY);
+    else localStorage.setItem(CONFIRM_KEY, 'off');
+  } catch {
+    // Storage refused: the setting lasts until the page closes.
+  }
+}
+
 function planLines(content) {
   if (!content) return [];
   const lines = content.split('\n');
@@ -64,6 +84,7 @@ export async function reviewView(main, [id], app, query) {
   let newer = null;
   let outcome = null; // the result of a decision made on this page
   let busy = false;
+  let confirming = false; // the approval waits for its confirmation
   let formError = null;
   let revisions = []; // kept revisions, newest first
   let reviewLog = { current: session.review, reviews: [] }; // GET …/reviews
@@ -319,15 +340,53 @@ export async function reviewView(main, [id], app, query) {
       feedback,
       h('p', { id: 'feedback-help', class: 'muted' }, 'Sent with either decision, with the line comments; the agent reads them with its plan.'),
       formError ? h('p', { class: 'error', role: 'alert', 'data-field': 'decision-error' }, formError) : null,
-      h('div', { class: 'decide-buttons' },
+      confirming && !stale ? approvalConfirm() : h('div', { class: 'decide-buttons' },
         h('button', {
           type: 'button', class: 'primary', 'data-action': 'approve', disabled: stale || busy,
-          onclick: () => decide('approve'),
+          onclick: () => askApproval(),
         }, `Approve revision ${shown.revision}`),
         h('button', {
           type: 'button', class: 'danger', 'data-action': 'reject', disabled: stale || busy,
           onclick: () => decide('reject'),
-        }, `Reject revision ${shown.revision}`))]);
+        }, `Reject revision ${shown.revision}`)),
+      h('label', { class: 'setting' },
+        h('input', {
+          type: 'checkbox', 'data-setting': 'confirm-approve', checked: confirmApprovals(),
+          onchange: (e) => setConfirmApprovals(e.target.checked),
+        }), ' Ask for confirmation before approving (remembered in this browser)')]);
+  }
+
+  // askApproval starts an approval: it asks first, unless the human
+  // turned that off in this browser. The CLI asks y/N the same way.
+  function askApproval() {
+    if (commentOpen()) return;
+    if (!confirmApprovals()) {
+      decide('approve');
+      return;
+    }
+    confirming = true;
+    drawDecision();
+    decision.querySelector('[data-action=confirm-approve]')?.focus();
+  }
+
+  // approvalConfirm says what approving unlocks: the session leaves plan
+  // mode, unless an ancestor keeps it there.
+  function approvalConfirm() {
+    const inherited = session.effective_mode === 'plan' && session.mode_source && session.mode_source !== session.id;
+    return h('div', { class: 'confirm', role: 'alertdialog', 'aria-labelledby': 'approve-confirm-h', 'data-confirm': 'approve' },
+      h('p', { id: 'approve-confirm-h' }, h('strong', {}, `Approve revision ${shown.revision}?`)),
+      h('p', {}, inherited
+        ? `The session's own mode becomes build, but it stays in plan mode while ${session.mode_source} is in plan mode.`
+        : 'The agent leaves plan mode and can change files.'),
+      h('p', { class: 'actions' },
+        h('button', {
+          type: 'button', class: 'primary', 'data-action': 'confirm-approve',
+          onclick: () => { confirming = false; decide('approve'); },
+        }, `Approve revision ${shown.revision}`),
+        h('button', {
+          type: 'button', 'data-action': 'cancel-approve',
+          onclick: () => { confirming = false; drawDecision(); decision.querySelector('[data-action=approve]')?.focus(); },
+        }, 'Cancel')));
   }
 
   function drawAll() {
@@ -362,16 +421,22 @@ export async function reviewView(main, [id], app, query) {
     drawDecision();
   }
 
+  // commentOpen holds a decision back while a comment is being written,
+  // and says so.
+  function commentOpen() {
+    const open = comments.composing();
+    if (!open) return false;
+    formError = `You are writing a comment on line ${open}: add it or cancel it first.`;
+    confirming = false;
+    drawDecision();
+    comments.focusComposer();
+    return true;
+  }
+
   // decide sends the approval or rejection of the revision on screen,
   // bound to it by If-Match, with the feedback and the line comments.
   async function decide(kind) {
-    const open = comments.composing();
-    if (open) {
-      formError = `You are writing a comment on line ${open}: add it or cancel it first.`;
-      drawDecision();
-      comments.focusComposer();
-      return;
-    }
+    if (commentOpen()) return;
     formError = null;
     busy = true;
     drawDecision();
