@@ -50,6 +50,11 @@ func stage(tmp string, ports []uint16, argv []string) (int, error) {
 	for _, p := range ports {
 		rules = append(rules, landlock.ConnectTCP(p))
 	}
+	if len(ports) > 0 {
+		// Kernels with Landlock ABI 10 restrict UDP as well: an allowed
+		// host must still be found by name.
+		rules = append(rules, landlock.ConnectSendUDP(53))
+	}
 	fd, flags, err := config.NewRulesetFD(rules...)
 	if err != nil {
 		return ExitUnavailable, fmt.Errorf("building the Landlock rules: %w", err)
