@@ -407,8 +407,11 @@ func sedScript(s string) string {
 			}
 			d := s[i]
 			i++
-			if !delimited(d) || !delimited(d) {
-				return fmt.Sprintf("has an unterminated %c command", cmd)
+			// The pattern, then the replacement (or y's two sets).
+			for part := 0; part < 2; part++ {
+				if !delimited(d) {
+					return fmt.Sprintf("has an unterminated %c command", cmd)
+				}
 			}
 			if cmd == 'y' {
 				break
