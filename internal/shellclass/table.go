@@ -195,6 +195,7 @@ func DefaultTable() *Table {
 	t.cmds["test"] = &rule{harmless: true, check: checkTest}
 	t.cmds["["] = &rule{harmless: true, check: checkTest}
 	t.cmds["read"] = &rule{harmless: true, check: checkRead}
+	t.cmds["set"] = &rule{harmless: true, check: checkSet}
 	// Commands that run another command: that command is judged.
 	t.cmds["xargs"] = &rule{harmless: true, check: checkXargs}
 	t.cmds["env"] = &rule{harmless: true, check: checkEnv}
