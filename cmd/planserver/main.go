@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/planserver/planserver/internal/sandbox"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -25,8 +27,11 @@ func main() {
 	context.AfterFunc(ctx, stop)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	var exit exitError
+	var status exitStatus
 	switch {
 	case err == nil:
+	case errors.As(err, &status):
+		os.Exit(int(status))
 	case errors.As(err, &exit):
 		fmt.Fprintln(os.Stderr, "planserver:", exit.err)
 		os.Exit(exit.code)
@@ -66,6 +71,7 @@ Usage:
   planserver healthcheck [--addr A]     exit 0 when a server at A answers /healthz
   planserver gate --session ID -- CMD   put a stdio MCP server behind the plan-mode gate
   planserver gate add NAME URL | list | remove NAME   the HTTP MCP servers of /mcp/gate/NAME
+  planserver sandbox --read-only [--allow-connect H:P,...] -- CMD   run CMD unable to write
   planserver version                    print the version
 
 Talking to a running server (--server URL, --token T, --json):
@@ -110,6 +116,10 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 	case "gate":
 		// The stdio proxy speaks MCP on the process's own stdin and stdout.
 		return gate(ctx, args[1:], getenv, os.Stdin, stdout, stderr)
+	case "sandbox":
+		return sandboxCmd(args[1:], stdout, stderr)
+	case sandbox.StageCommand:
+		return sandboxStage(args[1:])
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "planserver", version)
 		return nil
