@@ -377,9 +377,9 @@ type ListQuery struct {
 	ReviewState string `json:"review_state" validate:"omitempty,oneof=none pending approved rejected"`
 	// ExternalID keeps the session the host knows by that id (with
 	// ParentID: the one child of that parent).
-	ExternalID  string `json:"external_id" validate:"omitempty,external_id"`
-	Limit       int    `json:"limit" validate:"gte=0,lte=1000"`
-	PageToken   string `json:"page_token"`
+	ExternalID string `json:"external_id" validate:"omitempty,external_id"`
+	Limit      int    `json:"limit" validate:"gte=0,lte=1000"`
+	PageToken  string `json:"page_token"`
 }
 
 // DefaultPageSize is the page size when a list request names none.
