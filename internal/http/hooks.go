@@ -16,12 +16,13 @@ import (
 	"github.com/planserver/planserver/internal/mcp"
 	"github.com/planserver/planserver/internal/revision"
 	"github.com/planserver/planserver/internal/sessions"
+	"github.com/planserver/planserver/internal/shellclass"
 )
 
 // HookConfig is how POST /v1/hooks/{host} judges shell commands.
 type HookConfig struct {
-	// Classify proves shell commands read-only; nil proves none (every
-	// command not read-only is sandboxed or denied).
+	// Classify proves shell commands read-only; nil is shellclass with its
+	// default table.
 	Classify hooks.Classifier
 	// Sandbox is the read-only sandbox a command that is not proven
 	// read-only runs in, where the host can rewrite its input.
@@ -50,6 +51,14 @@ func (s *Server) hookPolicy() hooks.Policy {
 	for _, op := range mcp.Operations {
 		ops[op.Name] = op.ReadOnly
 	}
+	classify := s.cfg.Hooks.Classify
+	if classify == nil {
+		table := shellclass.DefaultTable()
+		classify = func(cmd string) (bool, string) {
+			v := shellclass.Classify(cmd, table)
+			return v.ReadOnly, v.Reason
+		}
+	}
 	return hooks.Policy{
 		Gate:       s.gate,
 		OwnServers: own,
@@ -57,7 +66,7 @@ func (s *Server) hookPolicy() hooks.Policy {
 			ro, ok := ops[name]
 			return ro, ok
 		},
-		Classify: s.cfg.Hooks.Classify,
+		Classify: classify,
 		Sandbox:  s.cfg.Hooks.Sandbox,
 	}
 }
