@@ -33,7 +33,8 @@ type HookConfig struct {
 }
 
 // AdapterHeader names the adapter that asks: planserver hook sends
-// "command"; a host calling the HTTP form directly sends none ("http").
+// "command", the opencode plugin "plugin"; a host calling the HTTP form
+// directly sends none ("http").
 const AdapterHeader = "Planserver-Hook-Adapter"
 
 // hookPolicy is the plan-mode policy of host hooks, built once.
@@ -82,8 +83,9 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) error {
 		return apierr.New(apierr.NotFound, "%v", err)
 	}
 	adapter := "http"
-	if r.Header.Get(AdapterHeader) == "command" {
-		adapter = "command"
+	switch v := r.Header.Get(AdapterHeader); v {
+	case "command", "plugin":
+		adapter = v
 	}
 	call, d := s.hookDecision(w, r, host, adapter)
 	w.Header().Set("Planserver-Hook-Decision", d.Outcome.String())
