@@ -59,7 +59,7 @@ type hookSettings struct {
 	// shellReadOnly is the --shell-read-only file that extends the shell
 	// table, for the commands the hook allows while planserver is down.
 	shellReadOnly string
-	timeout                            time.Duration
+	timeout       time.Duration
 	// tokenOnArgv records a --token given on the command line: refused.
 	tokenOnArgv bool
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/planserver/planserver/internal/apitest"
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/hooks"
-	"github.com/planserver/planserver/internal/sandbox"
 	planhttp "github.com/planserver/planserver/internal/http"
+	"github.com/planserver/planserver/internal/sandbox"
 )
 
 // fixture reads a host's documented hook input from testdata/hooks.
