@@ -15,7 +15,9 @@ func policy() Policy {
 	return Policy{
 		Gate:       sessions.NewGate(nil),
 		OwnServers: map[string]bool{"planserver": true},
-		OwnTool:    func(name string) (bool, bool) { return name == "read_plan", name == "read_plan" || name == "claim_step" },
+		OwnTool: func(name string) (bool, bool) {
+			return name == "read_plan", name == "read_plan" || name == "claim_step"
+		},
 		Classify: func(cmd string) (bool, string) {
 			v := shellclass.Classify(cmd, nil)
 			return v.ReadOnly, v.Reason
