@@ -71,6 +71,8 @@ Usage:
   planserver healthcheck [--addr A]     exit 0 when a server at A answers /healthz
   planserver gate --session ID -- CMD   put a stdio MCP server behind the plan-mode gate
   planserver gate add NAME URL | list | remove NAME   the HTTP MCP servers of /mcp/gate/NAME
+  planserver hook HOST                  a host's hook before every tool call (claude-code, gemini-cli, cursor, opencode)
+  planserver hook install|uninstall HOST   add the hook to the host's settings, or take it out
   planserver sandbox --read-only [--allow-connect H:P,...] -- CMD   run CMD unable to write
   planserver version                    print the version
 
@@ -113,6 +115,9 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 		return healthcheck(ctx, args[1:], getenv, stdout, stderr)
 	case "session", "plan", "review", "steps", "events":
 		return apiCommand(ctx, args, getenv, os.Stdin, stdout, stderr)
+	case "hook":
+		// A host's hook: its input on stdin, the host's output on stdout.
+		return hookCommand(ctx, args[1:], getenv, os.Stdin, stdout, stderr)
 	case "gate":
 		// The stdio proxy speaks MCP on the process's own stdin and stdout.
 		return gate(ctx, args[1:], getenv, os.Stdin, stdout, stderr)

@@ -1,0 +1,120 @@
+package hooks
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/planserver/planserver/internal/sessions"
+	"github.com/planserver/planserver/internal/shellclass"
+)
+
+func policy() Policy {
+	return Policy{
+		Gate:       sessions.NewGate(nil),
+		OwnServers: map[string]bool{"planserver": true},
+		OwnTool: func(name string) (bool, bool) {
+			return name == "read_plan", name == "read_plan" || name == "claim_step"
+		},
+		Classify: func(cmd string) (bool, string) {
+			v := shellclass.Classify(cmd, nil)
+			return v.ReadOnly, v.Reason
+		},
+	}
+}
+
+func planSession() *sessions.Session {
+	src := "root"
+	return &sessions.Session{ID: "child", EffectiveMode: sessions.Plan, ModeSource: &src}
+}
+
+// TestDecideNeverAsks: over every fixture of every host, plan mode answers
+// allow, deny, rewrite or review, never anything a click could lift; build
+// mode answers nothing.
+func TestDecideNeverAsks(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "testdata", "hooks", "*", "*.json"))
+	if err != nil || len(files) < 30 {
+		t.Fatalf("fixtures: %v (%d)", err, len(files))
+	}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		host, err := ParseHost(filepath.Base(filepath.Dir(f)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := Parse(host, raw)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if d := Decide(c, &sessions.Session{ID: "b", EffectiveMode: sessions.Build}, policy(), Facts{}); d.Outcome != None {
+			t.Errorf("%s in build mode: %v", f, d.Outcome)
+		}
+		d := Decide(c, planSession(), policy(), Facts{})
+		out := string(Render(host, c, d))
+		if strings.Contains(out, `"ask"`) || d.Outcome == None {
+			t.Errorf("%s in plan mode: %v %s", f, d.Outcome, out)
+		}
+		if d.Outcome == Deny && !strings.Contains(d.Reason, `"root"`) && !strings.Contains(d.Reason, "carried no") &&
+			!strings.Contains(d.Reason, "plan mode is active") {
+			t.Errorf("%s: the reason does not say which session holds plan mode: %s", f, d.Reason)
+		}
+	}
+}
+
+// TestFallbackReadsOnly: when planserver cannot be asked, reads and
+// read-only commands pass and nothing else does.
+func TestFallbackReadsOnly(t *testing.T) {
+	for _, c := range []struct {
+		call Call
+		want Outcome
+	}{
+		{Call{Tool: "Read", Kind: Read}, Allow},
+		{Call{Tool: "Agent", Kind: Agent}, Allow},
+		{Call{Tool: "Bash", Kind: Shell, Command: "git log --oneline | head"}, Allow},
+		{Call{Tool: "Bash", Kind: Shell, Command: "git log > out"}, Deny},
+		{Call{Tool: "Bash", Kind: Shell, Command: strings.Repeat("ls ", MaxCommand)}, Deny},
+		{Call{Tool: "Write", Kind: Write}, Deny},
+		{Call{Tool: "mcp__x__y", Kind: MCP}, Deny},
+		{Call{Tool: "ExitPlanMode", Kind: ExitPlan}, Deny},
+		{Call{Tool: "Zap", Kind: Unknown}, Deny},
+	} {
+		if d := Fallback(c.call, policy(), os.ErrDeadlineExceeded); d.Outcome != c.want {
+			t.Errorf("%s %q: %v, want %v", c.call.Tool, c.call.Command, d.Outcome, c.want)
+		}
+	}
+}
+
+// FuzzParseRender: no input makes an adapter panic, and every answer is
+// one JSON object; an input that cannot be read is refused.
+func FuzzParseRender(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "hooks", "*", "*.json"))
+	for _, file := range files {
+		raw, _ := os.ReadFile(file)
+		f.Add(filepath.Base(filepath.Dir(file)), raw)
+	}
+	f.Add("cursor", []byte(`{"hook_event_name":"beforeMCPExecution","tool_input":"{\"a\":"}`))
+	f.Fuzz(func(t *testing.T, hostName string, raw []byte) {
+		host, err := ParseHost(hostName)
+		if err != nil {
+			host = ClaudeCode
+		}
+		c, err := Parse(host, raw)
+		d := Decide(c, planSession(), policy(), Facts{})
+		if err != nil {
+			d = Refusal(err.Error())
+		}
+		var m map[string]any
+		if json.Unmarshal(Render(host, c, d), &m) != nil {
+			t.Fatalf("not JSON: %s", Render(host, c, d))
+		}
+		if err != nil && d.Outcome != Deny {
+			t.Fatalf("unreadable input not refused")
+		}
+	})
+}
