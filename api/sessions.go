@@ -86,6 +86,25 @@ type Session struct {
 	Revision   int64          `json:"revision"`
 	CreatedAt  string         `json:"created_at"`
 	UpdatedAt  string         `json:"updated_at"`
+	// ExternalID is the host's own id of this conversation (set at
+	// creation, unique among its parent's children), nil when none.
+	ExternalID *string `json:"external_id"`
+	// Enforcement lists the host hook adapters that decided tool calls of
+	// this session lately. It is an observation, not the session's state:
+	// it changes no revision.
+	Enforcement []Enforcement `json:"enforcement"`
+}
+
+// Enforcement is one host hook adapter that asked about a session.
+type Enforcement struct {
+	// Host is the agent host (claude-code, gemini-cli, cursor, opencode).
+	Host string `json:"host"`
+	// Adapter is how it asked: "command" (planserver hook) or "http"
+	// (POST /v1/hooks/{host}).
+	Adapter string `json:"adapter"`
+	// LastDecisionAt is when it last asked, to within
+	// EnforcementResolution.
+	LastDecisionAt string `json:"last_decision_at"`
 }
 
 // SessionCreate is the body of POST /v1/sessions. ID is optional: left out,
@@ -98,6 +117,9 @@ type SessionCreate struct {
 	Mode     string         `json:"mode,omitempty" validate:"omitempty,oneof=build plan"`
 	Harness  bool           `json:"harness"`
 	Metadata map[string]any `json:"metadata,omitempty"`
+	// ExternalID is the host's id of the conversation, unique among the
+	// parent's children.
+	ExternalID *string `json:"external_id,omitempty" validate:"omitnil,external_id"`
 }
 
 // SessionList is one page of GET /v1/sessions.

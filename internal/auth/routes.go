@@ -52,8 +52,12 @@ var Routes = map[string]Rule{
 	"POST /v1/sessions/{id}/plan/reject":              {Action: DecideReview, SessionParam: "id"},
 	"POST /v1/sessions/{id}/tools/filter":             {Action: FilterTools, SessionParam: "id"},
 	"POST /v1/sessions/{id}/tools/check":              {Action: CheckTool, SessionParam: "id"},
-	"PUT /v1/sessions/{id}/todos":                     {Action: WriteTodos, SessionParam: "id"},
-	"GET /v1/sessions/{id}/todos":                     {Action: ReadTodos, SessionParam: "id"},
+	// A host hook names its session in the query (?session= or ?parent=);
+	// the handler checks CheckTool (and CreateSession for a parent's new
+	// child, WriteSessionPlan and RequestReview for an exit-plan call).
+	"POST /v1/hooks/{host}":       {Action: CheckTool, Refined: true},
+	"PUT /v1/sessions/{id}/todos": {Action: WriteTodos, SessionParam: "id"},
+	"GET /v1/sessions/{id}/todos": {Action: ReadTodos, SessionParam: "id"},
 	// Shared plans, their steps and reports belong to no session: any
 	// agent may read and write them, a viewer only read them.
 	"GET /v1/plans":                                 {Action: ReadPlans},

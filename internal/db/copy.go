@@ -32,7 +32,7 @@ type copyTable struct {
 var copyTables = []copyTable{
 	{"sessions", "pk, id, title, agent, parent_id, mode, harness, metadata, review_state, review_plan_revision, " +
 		"review_rationale, review_feedback, review_requested_at, review_decided_at, review_decided_by, revision, " +
-		"created_at, updated_at, ancestry, review_comments", "pk"},
+		"created_at, updated_at, ancestry, review_comments, external_id, enforcement", "pk"},
 	{"session_plans", "session_id, content, author, revision, created_at, updated_at", "session_id"},
 	{"session_plan_revisions", "session_id, revision, content, author, updated_at", "session_id, revision"},
 	{"session_reviews", "id, session_id, plan_revision, state, rationale, requested_at, ended_at, ended_by, feedback, comments", "id"},

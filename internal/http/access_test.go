@@ -241,6 +241,12 @@ var accessTable = map[string][]accessCase{
 		want: map[caller]int{viewer: 403, agentIn: ok, agentOut: 404}}},
 	"POST /v1/sessions/{id}/tools/check": {{path: "/v1/sessions/tgt/tools/check", body: map[string]any{"name": "shell"},
 		want: map[caller]int{viewer: 403, agentIn: ok, agentOut: 404}}},
+	// A hook answers 200 in the host's format once the route lets the
+	// caller in: for a session outside an agent's scope that answer is a
+	// denial saying it was not found (TestHookAccess).
+	"POST /v1/hooks/{host}": {{path: "/v1/hooks/claude-code?session=tgt",
+		body: map[string]any{"hook_event_name": "PreToolUse", "session_id": "c", "tool_name": "Read", "tool_input": map[string]any{}},
+		want: map[caller]int{viewer: 403, agentIn: ok, agentOut: ok}}},
 	"PUT /v1/sessions/{id}/todos": {{path: "/v1/sessions/tgt/todos",
 		body: map[string]any{"todos": []map[string]any{{"content": "x", "status": "pending"}}},
 		want: map[caller]int{viewer: 403, agentIn: ok, agentOut: 404}}},

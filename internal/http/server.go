@@ -84,6 +84,9 @@ type Config struct {
 	// MaxEventStreams bounds the event streams open at once (503 above,
 	// see limits.go); 0 sets no bound.
 	MaxEventStreams int
+	// Hooks is how host hooks (POST /v1/hooks/{host}) judge shell
+	// commands and name planserver's own MCP server.
+	Hooks HookConfig
 }
 
 // Server is the planserver HTTP API.
@@ -244,6 +247,10 @@ func (s *Server) routes() chi.Router {
 		r.Get("/tokens", s.h(s.listTokens))
 		r.Get("/tokens/{name}", s.h(s.getToken))
 		r.Delete("/tokens/{name}", s.h(s.revokeToken))
+
+		// Host hooks (hooks.go): one decision home for planserver hook and
+		// hosts that call HTTP hooks.
+		r.Post("/hooks/{host}", s.h(s.hook))
 
 		r.Put("/gates/{name}", s.h(s.putGate))
 		r.Get("/gates", s.h(s.listGates))

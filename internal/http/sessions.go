@@ -91,13 +91,22 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := r.URL.Query()
+	parent := q.Get("parent_id")
+	if alias := q.Get("parent"); alias != "" {
+		// The host hooks' spelling (API.md: ?parent=&external_id=).
+		if parent != "" && parent != alias {
+			return apierr.Invalid("parent", "names %q while parent_id names %q; send one", alias, parent)
+		}
+		parent = alias
+	}
 	page, next, err := s.sessions.List(r.Context(), sessions.ListQuery{
 		// An agent sees its session and its descendants, whatever the
 		// filters; a parent_id outside them gives an empty page.
 		Subtree:     auth.PrincipalFrom(r.Context()).SessionPath,
-		ParentID:    q.Get("parent_id"),
+		ParentID:    parent,
 		Mode:        q.Get("mode"),
 		ReviewState: q.Get("review_state"),
+		ExternalID:  q.Get("external_id"),
 		Limit:       limit,
 		PageToken:   q.Get("page_token"),
 	})

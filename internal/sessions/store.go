@@ -52,7 +52,7 @@ func NewStore(d *db.DB, cfg Config) *Store {
 const sessionColumns = `pk, ancestry, id, title, agent, parent_id, mode, harness, metadata,
 	review_state, review_plan_revision, review_rationale, review_feedback,
 	review_requested_at, review_decided_at, review_decided_by, review_comments,
-	revision, created_at, updated_at`
+	revision, created_at, updated_at, external_id, enforcement`
 
 // record is a session as stored, with its identity, before its effective
 // mode is resolved from its chain.
@@ -75,13 +75,24 @@ func scanRecord(row scanner) (*record, error) {
 		harness  int
 		metadata string
 		comments string
+		external sql.NullString
+		enforced string
 	)
 	err := row.Scan(&r.pk, &r.ancestry, &r.ID, &r.Title, &r.Agent, &parent, &r.Mode, &harness, &metadata,
 		&r.Review.State, &r.Review.PlanRevision, &r.Review.Rationale, &r.Review.Feedback,
 		&r.Review.RequestedAt, &r.Review.DecidedAt, &r.Review.DecidedBy, &comments,
-		&r.Revision, &r.CreatedAt, &r.UpdatedAt)
+		&r.Revision, &r.CreatedAt, &r.UpdatedAt, &external, &enforced)
 	if err != nil {
 		return nil, err
+	}
+	if external.Valid {
+		r.ExternalID = &external.String
+	}
+	if err := json.Unmarshal([]byte(enforced), &r.Enforcement); err != nil {
+		return nil, fmt.Errorf("decode enforcement of session %q: %w", r.ID, err)
+	}
+	if r.Enforcement == nil {
+		r.Enforcement = []api.Enforcement{}
 	}
 	if parent.Valid {
 		r.ParentID = &parent.String
@@ -297,6 +308,10 @@ func (st *Store) Create(ctx context.Context, in api.SessionCreate) (*Session, er
 			return apierr.New(apierr.AlreadyExists, "session %q already exists", id)
 		}
 		self := Link{ID: id, Ancestry: "/", Mode: mode, Harness: in.Harness}
+		var external sql.NullString
+		if in.ExternalID != nil {
+			external = sql.NullString{String: *in.ExternalID, Valid: true}
+		}
 		var c Chain
 		var parent sql.NullString
 		if in.ParentID != "" {
@@ -313,6 +328,11 @@ func (st *Store) Create(ctx context.Context, in api.SessionCreate) (*Session, er
 			self.Ancestry = p.link().Path()
 			parent = sql.NullString{String: p.ID, Valid: true}
 		}
+		if external.Valid {
+			if err := externalIDFree(tx, self.Ancestry, in.ParentID, external.String); err != nil {
+				return err
+			}
+		}
 		c = append(c, self)
 		if eff, _ := c.Effective(); eff == Plan {
 			if err := harnessInPlan(id, []Link{self}, func(Link) *string { return c.ModeSource() }); err != nil {
@@ -325,9 +345,9 @@ func (st *Store) Create(ctx context.Context, in api.SessionCreate) (*Session, er
 		}
 		now := tx.NowText()
 		if err := tx.QueryRow(`INSERT INTO sessions
-			(ancestry, id, title, agent, parent_id, mode, harness, metadata, revision, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING pk`,
-			self.Ancestry, id, in.Title, in.Agent, parent, mode, boolInt(in.Harness), metadata, rev, now, now).Scan(&self.PK); err != nil {
+			(ancestry, id, title, agent, parent_id, mode, harness, metadata, revision, created_at, updated_at, external_id)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING pk`,
+			self.Ancestry, id, in.Title, in.Agent, parent, mode, boolInt(in.Harness), metadata, rev, now, now, external).Scan(&self.PK); err != nil {
 			return fmt.Errorf("create session %q: %w", id, err)
 		}
 		r, err := get(tx, id)
@@ -355,8 +375,11 @@ type ListQuery struct {
 	// ReviewState keeps the sessions whose review is in that state:
 	// pending ones are a reviewer's inbox.
 	ReviewState string `json:"review_state" validate:"omitempty,oneof=none pending approved rejected"`
-	Limit       int    `json:"limit" validate:"gte=0,lte=1000"`
-	PageToken   string `json:"page_token"`
+	// ExternalID keeps the session the host knows by that id (with
+	// ParentID: the one child of that parent).
+	ExternalID string `json:"external_id" validate:"omitempty,external_id"`
+	Limit      int    `json:"limit" validate:"gte=0,lte=1000"`
+	PageToken  string `json:"page_token"`
 }
 
 // DefaultPageSize is the page size when a list request names none.
@@ -372,7 +395,13 @@ func (st *Store) List(ctx context.Context, q ListQuery) ([]*Session, string, err
 	if limit == 0 {
 		limit = DefaultPageSize
 	}
-	fp := pagetoken.Fingerprint(q.ParentID, q.Mode, q.Subtree, q.ReviewState)
+	filters := []string{q.ParentID, q.Mode, q.Subtree, q.ReviewState}
+	if q.ExternalID != "" {
+		// Only when given, so that page tokens issued before the filter
+		// existed stay valid.
+		filters = append(filters, q.ExternalID)
+	}
+	fp := pagetoken.Fingerprint(filters...)
 	afterStr, err := pagetoken.Decode("sessions", fp, q.PageToken)
 	if err != nil {
 		return nil, "", err
@@ -388,6 +417,7 @@ func (st *Store) List(ctx context.Context, q ListQuery) ([]*Session, string, err
 	where.Equal("parent_id", q.ParentID)
 	where.Equal("mode", q.Mode)
 	where.Equal("review_state", q.ReviewState)
+	where.Equal("external_id", q.ExternalID)
 	if q.Subtree != "" {
 		lo, hi := events.SubtreeRange(q.Subtree)
 		where.Add("(ancestry || pk || '/') >= ? AND (ancestry || pk || '/') < ?", lo, hi)

@@ -41,6 +41,27 @@ var rules = map[string]func(s string) string{
 	"title":      text(MaxTitle),
 	"author":     text(MaxAuthor),
 	"status":     text(MaxStatus),
+	// external_id is a host's own conversation id (Claude Code's
+	// session_id, Cursor's conversation_id): hosts choose its shape, so any
+	// printable text up to MaxExternalID bytes.
+	"external_id": externalID,
+}
+
+// MaxExternalID bounds a session's external_id, in bytes.
+const MaxExternalID = 256
+
+func externalID(s string) string {
+	switch {
+	case s == "":
+		return "must not be empty"
+	case len(s) > MaxExternalID:
+		return fmt.Sprintf("must be at most %d bytes", MaxExternalID)
+	case !utf8.ValidString(s):
+		return "must be UTF-8 text"
+	case strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
+		return "must not contain control characters"
+	}
+	return ""
 }
 
 func matches(re *regexp.Regexp) func(string) string {

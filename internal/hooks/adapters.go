@@ -1,0 +1,485 @@
+package hooks
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Host is an agent host whose hooks planserver answers.
+type Host string
+
+// The hosts, by the names of planserver hook <host> and POST
+// /v1/hooks/{host}.
+const (
+	ClaudeCode Host = "claude-code"
+	GeminiCLI  Host = "gemini-cli"
+	Cursor     Host = "cursor"
+	OpenCode   Host = "opencode"
+)
+
+// Hosts lists every host, for messages and help.
+var Hosts = []Host{ClaudeCode, GeminiCLI, Cursor, OpenCode}
+
+// ParseHost returns the host named name, or an error listing the hosts.
+func ParseHost(name string) (Host, error) {
+	for _, h := range Hosts {
+		if string(h) == name {
+			return h, nil
+		}
+	}
+	names := make([]string, len(Hosts))
+	for i, h := range Hosts {
+		names[i] = string(h)
+	}
+	return "", fmt.Errorf("unknown host %q: want one of %s", name, strings.Join(names, ", "))
+}
+
+// MaxInput bounds one hook input. A host sends a Write call's whole file
+// content, so it is generous; a larger input is refused (fail closed).
+const MaxInput = 8 << 20
+
+// InputError is an input the adapter cannot read; the hook refuses the
+// call with it.
+type InputError struct{ msg string }
+
+func (e *InputError) Error() string { return e.msg }
+
+func inputErr(format string, args ...any) error {
+	return &InputError{msg: fmt.Sprintf(format, args...)}
+}
+
+// Parse reads host h's hook input. On an error it still returns what it
+// could read (the event, so that the refusal has the right shape).
+func Parse(h Host, raw []byte) (Call, error) {
+	c := Call{Host: h}
+	if len(raw) > MaxInput {
+		return c, inputErr("the hook input is %d bytes, above the limit of %d.", len(raw), MaxInput)
+	}
+	var m map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&m); err != nil || m == nil {
+		return c, inputErr("the hook input is not a JSON object (%s).", jsonErr(err))
+	}
+	if dec.More() {
+		return c, inputErr("the hook input holds more than one JSON value.")
+	}
+	var err error
+	switch h {
+	case ClaudeCode:
+		err = parseClaude(&c, m)
+	case GeminiCLI:
+		err = parseGemini(&c, m)
+	case Cursor:
+		err = parseCursor(&c, m)
+	case OpenCode:
+		err = parseOpenCode(&c, m)
+	default:
+		err = inputErr("unknown host %q.", h)
+	}
+	return c, err
+}
+
+func jsonErr(err error) string {
+	if err == nil {
+		return "null"
+	}
+	return err.Error()
+}
+
+// str reads member name of m as a string: "" when absent or null, an
+// error when it is another type.
+func str(m map[string]json.RawMessage, name string) (string, error) {
+	raw, ok := m[name]
+	if !ok || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", inputErr("%s must be a string.", name)
+	}
+	return s, nil
+}
+
+// strs reads several string members, stopping at the first error.
+func strs(m map[string]json.RawMessage, into map[string]*string) error {
+	names := make([]string, 0, len(into))
+	for n := range into {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		v, err := str(m, n)
+		if err != nil {
+			return err
+		}
+		*into[n] = v
+	}
+	return nil
+}
+
+// object reads member name of m as a JSON object (nil when absent). A
+// string holding a JSON object is read too: Cursor has sent tool_input
+// that way.
+func object(m map[string]json.RawMessage, name string) (map[string]json.RawMessage, error) {
+	raw, ok := m[name]
+	if !ok || string(raw) == "null" {
+		return nil, nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err == nil {
+		return obj, nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		if err := json.Unmarshal([]byte(s), &obj); err == nil && obj != nil {
+			return obj, nil
+		}
+	}
+	return nil, inputErr("%s must be a JSON object.", name)
+}
+
+// require says which member a call lacks.
+func require(what, value string) error {
+	if strings.TrimSpace(value) == "" {
+		return inputErr("the hook input has no %s.", what)
+	}
+	return nil
+}
+
+// splitMCP splits Claude Code's and Gemini CLI's mcp__server__tool.
+func splitMCP(name string) (server, tool string, ok bool) {
+	rest, found := strings.CutPrefix(name, "mcp__")
+	if !found {
+		return "", "", false
+	}
+	server, tool, found = strings.Cut(rest, "__")
+	return server, tool, found && server != "" && tool != ""
+}
+
+// The tools of each host, by kind. A tool on no list is Unknown.
+var claudeTools = map[string]Kind{
+	"Read": Read, "Glob": Read, "Grep": Read, "LS": Read, "WebSearch": Read, "WebFetch": Read,
+	"NotebookRead": Read, "BashOutput": Read, "ListMcpResourcesTool": Read, "ReadMcpResourceTool": Read,
+	"TodoWrite": Planning, "AskUserQuestion": Planning, "EnterPlanMode": Planning,
+	"Agent": Agent, "Task": Agent,
+	"Edit": Write, "Write": Write, "MultiEdit": Write, "NotebookEdit": Write,
+	"Bash":         Shell,
+	"ExitPlanMode": ExitPlan,
+}
+
+var geminiTools = map[string]Kind{
+	"read_file": Read, "read_many_files": Read, "list_directory": Read, "glob": Read,
+	"search_file_content": Read, "grep_search": Read, "google_web_search": Read, "web_fetch": Read,
+	"write_todos": Planning,
+	"write_file":  Write, "replace": Write, "edit": Write, "save_memory": Write,
+	"run_shell_command": Shell,
+}
+
+var cursorTools = map[string]Kind{
+	"Read": Read, "Grep": Read, "Glob": Read, "LS": Read, "SemanticSearch": Read, "CodebaseSearch": Read,
+	"WebSearch": Read, "WebFetch": Read, "FetchRules": Read, "ReadLints": Read,
+	"TodoWrite": Planning,
+	"Task":      Agent,
+	"Write":     Write, "Edit": Write, "StrReplace": Write, "MultiEdit": Write, "Delete": Write, "EditNotebook": Write,
+	"Shell": Shell,
+}
+
+var openCodeTools = map[string]Kind{
+	"read": Read, "glob": Read, "grep": Read, "list": Read, "webfetch": Read, "websearch": Read,
+	"codesearch": Read, "todoread": Read, "lsp": Read,
+	"todowrite": Planning,
+	"task":      Agent,
+	"edit":      Write, "write": Write, "patch": Write, "multiedit": Write, "apply_patch": Write,
+	"bash": Shell,
+}
+
+// classify fills in c's kind from its tool name and input.
+func classify(c *Call, tools map[string]Kind, commandField string) error {
+	if server, tool, ok := splitMCP(c.Tool); ok && c.Host != Cursor && c.Host != OpenCode {
+		c.Kind, c.MCPServer, c.MCPTool = MCP, server, tool
+		return nil
+	}
+	c.Kind = tools[c.Tool]
+	switch c.Kind {
+	case Shell:
+		cmd, err := str(c.Input, commandField)
+		if err != nil {
+			return err
+		}
+		c.Command, c.CommandField = cmd, commandField
+	case Read, Write:
+		for _, f := range []string{"file_path", "path", "filePath", "notebook_path", "absolute_path", "dir_path"} {
+			if p, err := str(c.Input, f); err == nil && p != "" {
+				c.Path = p
+				break
+			}
+		}
+	case ExitPlan:
+		plan, err := str(c.Input, "plan")
+		if err != nil {
+			return err
+		}
+		c.Plan = plan
+	}
+	return nil
+}
+
+// parseClaude reads Claude Code's PreToolUse input: {session_id,
+// transcript_path, cwd, permission_mode, hook_event_name, tool_name,
+// tool_input, tool_use_id, agent_id?, agent_type?}.
+func parseClaude(c *Call, m map[string]json.RawMessage) error {
+	if err := strs(m, map[string]*string{"hook_event_name": &c.Event, "session_id": &c.Conversation,
+		"tool_name": &c.Tool, "agent_id": &c.AgentID, "agent_type": &c.AgentType}); err != nil {
+		return err
+	}
+	if c.Event != "PreToolUse" {
+		return inputErr("hook_event_name is %q: planserver hook answers Claude Code's PreToolUse only.", c.Event)
+	}
+	if err := require("tool_name", c.Tool); err != nil {
+		return err
+	}
+	in, err := object(m, "tool_input")
+	if err != nil {
+		return err
+	}
+	c.Input, c.CanRewrite = in, true
+	return classify(c, claudeTools, "command")
+}
+
+// parseGemini reads Gemini CLI's BeforeTool input: {session_id,
+// transcript_path, cwd, hook_event_name, timestamp, tool_name,
+// tool_input, mcp_context?}.
+func parseGemini(c *Call, m map[string]json.RawMessage) error {
+	if err := strs(m, map[string]*string{"hook_event_name": &c.Event, "session_id": &c.Conversation,
+		"tool_name": &c.Tool}); err != nil {
+		return err
+	}
+	if c.Event != "BeforeTool" {
+		return inputErr("hook_event_name is %q: planserver hook answers Gemini CLI's BeforeTool only.", c.Event)
+	}
+	if err := require("tool_name", c.Tool); err != nil {
+		return err
+	}
+	in, err := object(m, "tool_input")
+	if err != nil {
+		return err
+	}
+	c.Input, c.CanRewrite = in, true
+	return classify(c, geminiTools, "command")
+}
+
+// The Cursor events planserver answers: each fires before the agent acts
+// and takes a permission.
+const (
+	cursorShell   = "beforeShellExecution"
+	cursorMCP     = "beforeMCPExecution"
+	cursorRead    = "beforeReadFile"
+	cursorPreTool = "preToolUse"
+)
+
+// CursorEvents are the Cursor hook events planserver hook install wires.
+var CursorEvents = []string{cursorShell, cursorMCP, cursorRead, cursorPreTool}
+
+// parseCursor reads Cursor's hook inputs: common {hook_event_name,
+// conversation_id, generation_id, workspace_roots} and per event
+// beforeShellExecution {command, cwd}, beforeMCPExecution {tool_name,
+// tool_input, url | command}, beforeReadFile {file_path, content},
+// preToolUse {tool_name, tool_input}.
+func parseCursor(c *Call, m map[string]json.RawMessage) error {
+	if err := strs(m, map[string]*string{"hook_event_name": &c.Event, "conversation_id": &c.Conversation}); err != nil {
+		return err
+	}
+	switch c.Event {
+	case cursorShell:
+		c.Tool, c.Kind = "Shell", Shell
+		cmd, err := str(m, "command")
+		if err != nil {
+			return err
+		}
+		c.Command = cmd
+		return require("command", cmd)
+	case cursorMCP:
+		c.Kind = MCP
+		if err := strs(m, map[string]*string{"tool_name": &c.MCPTool, "url": &c.MCPURL}); err != nil {
+			return err
+		}
+		c.Tool = c.MCPTool
+		if _, err := object(m, "tool_input"); err != nil {
+			return err
+		}
+		c.MCPServer = gateName(c.MCPURL)
+		return require("tool_name", c.MCPTool)
+	case cursorRead:
+		c.Tool, c.Kind = "Read", Read
+		p, err := str(m, "file_path")
+		if err != nil {
+			return err
+		}
+		c.Path = p
+		return nil
+	case cursorPreTool:
+		if err := strs(m, map[string]*string{"tool_name": &c.Tool}); err != nil {
+			return err
+		}
+		if err := require("tool_name", c.Tool); err != nil {
+			return err
+		}
+		in, err := object(m, "tool_input")
+		if err != nil {
+			return err
+		}
+		c.Input, c.CanRewrite = in, true
+		return classify(c, cursorTools, "command")
+	}
+	return inputErr("hook_event_name is %q: planserver hook answers Cursor's %s.", c.Event, strings.Join(CursorEvents, ", "))
+}
+
+// gateName returns the gate a Cursor MCP server's URL reaches through
+// planserver (…/mcp/gate/NAME), or "planserver" for planserver's own
+// /mcp, or "" when the URL is neither.
+func gateName(url string) string {
+	path := url
+	if i := strings.Index(path, "://"); i >= 0 {
+		path = path[i+3:]
+		if j := strings.IndexByte(path, '/'); j >= 0 {
+			path = path[j:]
+		} else {
+			path = "/"
+		}
+	}
+	path, _, _ = strings.Cut(path, "?")
+	if name, ok := strings.CutPrefix(path, "/mcp/gate/"); ok && name != "" && !strings.Contains(name, "/") {
+		return "gate:" + name
+	}
+	if strings.TrimSuffix(path, "/") == "/mcp" {
+		return "planserver"
+	}
+	return ""
+}
+
+// parseOpenCode reads what integrations/opencode/planserver.js sends from
+// tool.execute.before: {tool, sessionID, callID, args, agent?}.
+func parseOpenCode(c *Call, m map[string]json.RawMessage) error {
+	c.Event = "tool.execute.before"
+	if err := strs(m, map[string]*string{"tool": &c.Tool, "sessionID": &c.Conversation, "agent": &c.AgentType}); err != nil {
+		return err
+	}
+	if err := require("tool", c.Tool); err != nil {
+		return err
+	}
+	in, err := object(m, "args")
+	if err != nil {
+		return err
+	}
+	c.Input, c.CanRewrite = in, true
+	return classify(c, openCodeTools, "command")
+}
+
+// Render answers decision d in host h's output format for call c (as far
+// as it was read). It never fails: every answer is valid JSON.
+func Render(h Host, c Call, d Decision) []byte {
+	if d.Outcome == Review {
+		// The transport turns a review into ReviewDenial; one that did
+		// not is still a denial.
+		d.Outcome = Deny
+	}
+	var out any
+	switch h {
+	case ClaudeCode:
+		out = renderClaude(c, d)
+	case GeminiCLI:
+		out = renderGemini(d)
+	case Cursor:
+		out = renderCursor(c, d)
+	default:
+		out = renderOpenCode(d)
+	}
+	raw, err := json.Marshal(out)
+	if err != nil {
+		// Every value above is plain strings and maps of raw JSON that
+		// was valid when read; still, never answer anything but JSON.
+		raw, _ = json.Marshal(map[string]string{"decision": "deny", "reason": "planserver hook: internal error"})
+	}
+	return raw
+}
+
+func renderClaude(c Call, d Decision) any {
+	if d.Outcome == None {
+		return map[string]any{}
+	}
+	if c.Event != "" && c.Event != "PreToolUse" {
+		// Not a PreToolUse (a hook wired to the wrong event): the generic
+		// block every event understands.
+		return map[string]any{"decision": "block", "reason": d.Reason}
+	}
+	o := map[string]any{"hookEventName": "PreToolUse", "permissionDecisionReason": d.Reason}
+	switch d.Outcome {
+	case Allow:
+		o["permissionDecision"] = "allow"
+	case Rewrite:
+		o["permissionDecision"] = "allow"
+		o["updatedInput"] = d.Input
+	default:
+		o["permissionDecision"] = "deny"
+	}
+	return map[string]any{"hookSpecificOutput": o}
+}
+
+func renderGemini(d Decision) any {
+	switch d.Outcome {
+	case None:
+		return map[string]any{}
+	case Allow:
+		return map[string]any{"decision": "allow"}
+	case Rewrite:
+		return map[string]any{"decision": "allow", "hookSpecificOutput": map[string]any{"tool_input": d.Input}}
+	}
+	return map[string]any{"decision": "deny", "reason": d.Reason}
+}
+
+func renderCursor(c Call, d Decision) any {
+	switch d.Outcome {
+	case None:
+		return map[string]any{}
+	case Allow:
+		return map[string]any{"permission": "allow"}
+	case Rewrite:
+		if c.Event == cursorPreTool {
+			return map[string]any{"permission": "allow", "updated_input": d.Input}
+		}
+	}
+	return map[string]any{"permission": "deny", "user_message": "planserver: " + firstSentence(d.Reason), "agent_message": d.Reason}
+}
+
+func renderOpenCode(d Decision) any {
+	o := map[string]any{"decision": d.Outcome.String()}
+	if d.Reason != "" {
+		o["reason"] = d.Reason
+	}
+	if d.Outcome == Rewrite {
+		o["decision"] = "allow"
+		o["args"] = d.Input
+	}
+	return o
+}
+
+func firstSentence(s string) string {
+	if i := strings.Index(s, ". "); i > 0 && i < 300 {
+		return s[:i+1]
+	}
+	if len(s) > 300 {
+		return s[:300] + "…"
+	}
+	return s
+}
+
+// IsInputError reports whether err is an input the adapter could not
+// read.
+func IsInputError(err error) bool {
+	var ie *InputError
+	return errors.As(err, &ie)
+}

@@ -1,0 +1,342 @@
+// Package hooks owns what planserver answers an agent host's hook before
+// a tool call: the host's input normalized into a Call (adapters.go, one
+// adapter per host, each from its own documentation), the decision for a
+// session's effective mode (Decide, the one home of the rule), and the
+// answer in the host's own output format. It is pure: the transports (the
+// HTTP form POST /v1/hooks/{host}, the command planserver hook) load the
+// session and the facts, call Decide, and record what it says.
+package hooks
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/planserver/planserver/internal/sessions"
+)
+
+// Kind is what a tool call does, as far as plan mode is concerned.
+type Kind int
+
+// The kinds of tool call.
+const (
+	// Unknown is a tool the adapter does not know: denied in plan mode.
+	Unknown Kind = iota
+	// Read reads files or the web: allowed in plan mode.
+	Read
+	// Write edits, writes or deletes files: denied in plan mode.
+	Write
+	// Shell runs a command: allowed when proven read-only, else sandboxed
+	// where the host can rewrite its input, else denied.
+	Shell
+	// MCP calls a tool of an MCP server (mcp__server__tool).
+	MCP
+	// Agent launches a sub-agent: allowed, its own calls come back to the
+	// hook with the same session.
+	Agent
+	// Planning is a tool that only keeps the model's own notes (todo
+	// lists), asks the user, or enters plan mode: allowed.
+	Planning
+	// ExitPlan is the host's own exit-plan-mode tool (Claude Code's
+	// ExitPlanMode): it becomes planserver's review.
+	ExitPlan
+)
+
+var kindNames = map[Kind]string{Unknown: "unknown", Read: "read", Write: "write", Shell: "shell",
+	MCP: "mcp", Agent: "agent", Planning: "planning", ExitPlan: "exit_plan"}
+
+func (k Kind) String() string { return kindNames[k] }
+
+// Call is one tool call as the host described it, normalized.
+type Call struct {
+	Host Host
+	// Event is the host's hook event (PreToolUse, BeforeTool,
+	// beforeShellExecution, ...).
+	Event string
+	// Tool is the tool's name as the host sent it.
+	Tool string
+	Kind Kind
+	// Command is a shell call's command line.
+	Command string
+	// Path is the file a read or write names, for messages.
+	Path string
+	// MCPServer and MCPTool name an MCP call's server and tool; MCPURL is
+	// the server's URL where the host says it (Cursor).
+	MCPServer, MCPTool, MCPURL string
+	// Conversation is the host's own id of the conversation: Claude Code's
+	// and Gemini CLI's session_id, Cursor's conversation_id, opencode's
+	// sessionID. With --parent it picks the child session.
+	Conversation string
+	// AgentID and AgentType name the sub-agent that makes the call, when
+	// one does (Claude Code).
+	AgentID, AgentType string
+	// Plan is the plan an ExitPlan call carries.
+	Plan string
+	// Input is the tool's input as the host sent it, member by member, so
+	// that a rewrite changes only the command and keeps the rest.
+	Input map[string]json.RawMessage
+	// CommandField names the member of Input that holds the command.
+	CommandField string
+	// CanRewrite says the host runs a changed input this hook answers
+	// with (Claude Code's updatedInput, Gemini CLI's tool_input, Cursor's
+	// preToolUse updated_input, the opencode plugin's args).
+	CanRewrite bool
+}
+
+// Outcome is the kind of a decision.
+type Outcome int
+
+// The outcomes.
+const (
+	// None gives no decision: the host's own permissions apply. Build
+	// mode answers it, since an explicit allow would skip the host's own
+	// permission prompts.
+	None Outcome = iota
+	// Allow lets the call run as it is.
+	Allow
+	// Deny refuses the call; Reason reaches the model.
+	Deny
+	// Rewrite lets the call run with Input instead (a shell command
+	// inside the read-only sandbox).
+	Rewrite
+	// Review stores the call's Plan as the session plan, requests a
+	// review and denies the call with the review's link (ReviewDenial):
+	// the transport does the first two.
+	Review
+)
+
+var outcomeNames = map[Outcome]string{None: "none", Allow: "allow", Deny: "deny", Rewrite: "rewrite", Review: "review"}
+
+func (o Outcome) String() string { return outcomeNames[o] }
+
+// Decision is the answer for one call.
+type Decision struct {
+	Outcome Outcome
+	// Reason is written for the model: on a denial, what to do instead.
+	Reason string
+	// Input is the whole rewritten tool input (Rewrite), with only the
+	// command changed.
+	Input map[string]json.RawMessage
+	// Command is the rewritten command (Rewrite).
+	Command string
+}
+
+// Classifier proves a shell command read-only, or says why it cannot.
+type Classifier func(command string) (readOnly bool, reason string)
+
+// Sandbox is what the decision needs of the read-only sandbox.
+type Sandbox struct {
+	// Available says the sandbox, with its network rule, runs on this
+	// machine's kernel; Why says why not when it does not.
+	Available bool
+	Why       string
+	// Wrap returns command run inside planserver sandbox --read-only, with
+	// the network rule on.
+	Wrap func(command string) string
+}
+
+// Policy is how plan mode judges a host's tool calls.
+type Policy struct {
+	// Gate is the plan-mode tool policy of /mcp, which judges planserver's
+	// own MCP tools.
+	Gate sessions.Gate
+	// OwnServers are the names the hosts give planserver's own MCP
+	// server (mcp__<name>__tool).
+	OwnServers map[string]bool
+	// OwnTool says whether planserver's MCP tool name exists and is
+	// read-only.
+	OwnTool func(name string) (readOnly, known bool)
+	// Classify proves shell commands read-only; nil proves none.
+	Classify Classifier
+	Sandbox  Sandbox
+}
+
+// Facts are what the transport looked up for one call.
+type Facts struct {
+	// MCPReadOnly says the operator declared the call's MCP tool read-only
+	// (the gate registry's read_only_tools for a gate named like the
+	// server), the same declaration the MCP gate's policy honours.
+	MCPReadOnly bool
+	// Gated says the call reaches its server through planserver's
+	// /mcp/gate/NAME, which judges it there by the same mode.
+	Gated bool
+}
+
+// MaxCommand bounds the shell command the classifier is asked about: a
+// longer one is not proven read-only (it may still run sandboxed).
+const MaxCommand = 64 << 10
+
+// Decide is the rule, the one place it is decided: what a host's tool
+// call c of session s (its effective mode resolved) gets.
+func Decide(c Call, s *sessions.Session, p Policy, f Facts) Decision {
+	if s.EffectiveMode != sessions.Plan {
+		return Decision{Outcome: None}
+	}
+	switch c.Kind {
+	case Read, Agent, Planning:
+		return Decision{Outcome: Allow, Reason: fmt.Sprintf("plan mode allows %s (%s)", c.Tool, c.Kind)}
+	case ExitPlan:
+		if strings.TrimSpace(c.Plan) == "" {
+			return Decision{Outcome: Deny, Reason: fmt.Sprintf("[planserver: plan mode] %s carried no plan. %s "+
+				"Call %s again with the whole plan in its plan field; planserver stores it and asks a human to review it.",
+				c.Tool, modeSentence(s), c.Tool)}
+		}
+		return Decision{Outcome: Review}
+	case Shell:
+		return decideShell(c, s, p)
+	case MCP:
+		return decideMCP(c, s, p, f)
+	case Write:
+		return Decision{Outcome: Deny, Reason: fmt.Sprintf("[planserver: plan mode] %s changes files%s and is not available. %s "+
+			"You may read, search and run read-only commands while you plan. %s",
+			c.Tool, about(c.Path), modeSentence(s), nextStep(c.Host))}
+	}
+	return Decision{Outcome: Deny, Reason: fmt.Sprintf("[planserver: plan mode] %q is a tool planserver does not know, "+
+		"so plan mode refuses it (it might change something). %s You may read, search and run read-only commands while you plan. %s",
+		c.Tool, modeSentence(s), nextStep(c.Host))}
+}
+
+func decideShell(c Call, s *sessions.Session, p Policy) Decision {
+	why := "no classifier is configured"
+	switch {
+	case strings.TrimSpace(c.Command) == "":
+		return Decision{Outcome: Deny, Reason: fmt.Sprintf("[planserver: plan mode] %s carried no command.", c.Tool)}
+	case len(c.Command) > MaxCommand:
+		why = fmt.Sprintf("the command is longer than %d bytes", MaxCommand)
+	case p.Classify != nil:
+		ro, reason := p.Classify(c.Command)
+		if ro {
+			return Decision{Outcome: Allow, Reason: "read-only command: " + reason}
+		}
+		why = reason
+	}
+	if c.CanRewrite && p.Sandbox.Available && p.Sandbox.Wrap != nil && c.CommandField != "" {
+		wrapped := p.Sandbox.Wrap(c.Command)
+		raw, err := json.Marshal(wrapped)
+		if err == nil {
+			in := make(map[string]json.RawMessage, len(c.Input))
+			for k, v := range c.Input {
+				in[k] = v
+			}
+			in[c.CommandField] = raw
+			return Decision{Outcome: Rewrite, Input: in, Command: wrapped,
+				Reason: fmt.Sprintf("plan mode: the command is not proven read-only (%s), so it runs inside planserver's "+
+					"read-only sandbox: it can read everything, and any write fails with a permission error", why)}
+		}
+	}
+	sandboxWhy := "this host's hook cannot change the command to run it in the read-only sandbox"
+	if c.CanRewrite {
+		sandboxWhy = "the read-only sandbox is not available here"
+		if p.Sandbox.Why != "" {
+			sandboxWhy += " (" + p.Sandbox.Why + ")"
+		}
+	}
+	return Decision{Outcome: Deny, Reason: fmt.Sprintf("[planserver: plan mode] This command is not proven read-only: %s; "+
+		"and %s, so it is refused. %s Run only commands that read (ls, cat, grep, git log, git diff, find without -exec, ...), "+
+		"without redirections to files. %s", why, sandboxWhy, modeSentence(s), nextStep(c.Host))}
+}
+
+func decideMCP(c Call, s *sessions.Session, p Policy, f Facts) Decision {
+	if p.OwnServers[c.MCPServer] && p.OwnTool != nil {
+		if ro, known := p.OwnTool(c.MCPTool); known {
+			res := p.Gate.Check(s, sessions.Tool{Name: c.MCPTool, ReadOnlyHint: &ro})
+			if res.Allowed {
+				return Decision{Outcome: Allow, Reason: res.Reason}
+			}
+			return Decision{Outcome: Deny, Reason: res.Reason}
+		}
+	}
+	if f.Gated {
+		return Decision{Outcome: Allow, Reason: "the call goes through planserver's gate, which judges it by the session's mode"}
+	}
+	if f.MCPReadOnly {
+		return Decision{Outcome: Allow, Reason: fmt.Sprintf("the operator declared %q of %q read-only", c.MCPTool, c.MCPServer)}
+	}
+	server := c.MCPServer
+	if server == "" {
+		server = "an MCP server the hook cannot name"
+		if c.MCPURL != "" {
+			server = c.MCPURL
+		}
+	}
+	return Decision{Outcome: Deny, Reason: fmt.Sprintf("[planserver: plan mode] MCP tool %q of %s is not known to be read-only, "+
+		"so plan mode refuses it. %s An operator can declare it read-only (planserver gate add NAME URL --read-only TOOL, "+
+		"with NAME the server's name) or put the server behind planserver gate. %s", c.MCPTool, quoteServer(server), modeSentence(s), nextStep(c.Host))}
+}
+
+func quoteServer(name string) string {
+	if strings.HasPrefix(name, "an MCP") {
+		return name
+	}
+	return fmt.Sprintf("server %q", name)
+}
+
+// ReviewDenial is the answer to an ExitPlan call once its plan is stored
+// as revision rev of the session plan of session target and a review is
+// requested: a denial that tells the model to wait for the human.
+func ReviewDenial(target string, rev int64, url string) Decision {
+	return Decision{Outcome: Deny, Reason: fmt.Sprintf("[planserver: review requested] Your plan is saved as revision %d of "+
+		"session %q's plan and a human has been asked to review it: %s . Plan mode stays on until they approve it. "+
+		"Stop here and wait for the human: do not try to make changes, and do not call this tool again unless they ask you "+
+		"to change the plan. Once approved, your tools work again.", rev, target, url)}
+}
+
+// Refusal is the answer when the hook cannot decide (input it does not
+// understand, an unknown host, planserver unreachable while the call is
+// not a read): a denial that fails closed and says why.
+func Refusal(why string) Decision {
+	return Decision{Outcome: Deny, Reason: "[planserver hook] " + why + " The call is refused so that plan mode cannot be bypassed; " +
+		"reads keep working. Fix the hook's setup (planserver hook --help) or ask the user to."}
+}
+
+// Fallback is the answer when planserver cannot be asked (err says why):
+// the session's mode is unknown, so reads (and read-only commands,
+// sub-agent launches and note-taking) are allowed and everything else is
+// refused.
+func Fallback(c Call, p Policy, err error) Decision {
+	switch c.Kind {
+	case Read, Agent, Planning:
+		return Decision{Outcome: Allow, Reason: "planserver unreachable; reads are allowed"}
+	case Shell:
+		if p.Classify != nil && len(c.Command) <= MaxCommand && strings.TrimSpace(c.Command) != "" {
+			if ro, _ := p.Classify(c.Command); ro {
+				return Decision{Outcome: Allow, Reason: "planserver unreachable; read-only command allowed"}
+			}
+		}
+	}
+	return Refusal(fmt.Sprintf("planserver could not be asked whether this session is in plan mode (%v), and %s %q may change something.",
+		err, kindWord(c.Kind), c.Tool))
+}
+
+func kindWord(k Kind) string {
+	switch k {
+	case Shell:
+		return "the command of"
+	case MCP:
+		return "MCP tool"
+	}
+	return "tool"
+}
+
+func about(path string) string {
+	if path == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (%s)", path)
+}
+
+// nextStep says how to leave plan mode on host h.
+func nextStep(h Host) string {
+	if h == ClaudeCode {
+		return "Write your plan and call ExitPlanMode with it (or the write_session_plan and exit_plan_mode tools): a human reviews it, and once they approve, these tools work again."
+	}
+	return "Write your plan with the write_session_plan tool and ask for review with exit_plan_mode: once a human approves it, these tools work again."
+}
+
+// modeSentence says which session holds plan mode.
+func modeSentence(s *sessions.Session) string {
+	if s.ModeSource == nil || *s.ModeSource == s.ID {
+		return fmt.Sprintf("Session %q is in plan mode.", s.ID)
+	}
+	return fmt.Sprintf("Session %q is in plan mode because session %q is.", s.ID, *s.ModeSource)
+}

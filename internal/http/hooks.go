@@ -1,0 +1,258 @@
+package http
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/planserver/planserver/api"
+	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/auth"
+	"github.com/planserver/planserver/internal/hooks"
+	"github.com/planserver/planserver/internal/mcp"
+	"github.com/planserver/planserver/internal/revision"
+	"github.com/planserver/planserver/internal/sessions"
+)
+
+// HookConfig is how POST /v1/hooks/{host} judges shell commands.
+type HookConfig struct {
+	// Classify proves shell commands read-only; nil proves none (every
+	// command not read-only is sandboxed or denied).
+	Classify hooks.Classifier
+	// Sandbox is the read-only sandbox a command that is not proven
+	// read-only runs in, where the host can rewrite its input.
+	Sandbox hooks.Sandbox
+	// OwnServers are the names hosts give planserver's own MCP server
+	// (mcp__<name>__tool); "planserver" when empty.
+	OwnServers []string
+}
+
+// AdapterHeader names the adapter that asks: planserver hook sends
+// "command"; a host calling the HTTP form directly sends none ("http").
+const AdapterHeader = "Planserver-Hook-Adapter"
+
+// hookPolicy is the plan-mode policy of host hooks, built once.
+func (s *Server) hookPolicy() hooks.Policy {
+	own := map[string]bool{}
+	for _, n := range s.cfg.Hooks.OwnServers {
+		if n = strings.TrimSpace(n); n != "" {
+			own[n] = true
+		}
+	}
+	if len(own) == 0 {
+		own["planserver"] = true
+	}
+	ops := map[string]bool{}
+	for _, op := range mcp.Operations {
+		ops[op.Name] = op.ReadOnly
+	}
+	return hooks.Policy{
+		Gate:       s.gate,
+		OwnServers: own,
+		OwnTool: func(name string) (bool, bool) {
+			ro, ok := ops[name]
+			return ro, ok
+		},
+		Classify: s.cfg.Hooks.Classify,
+		Sandbox:  s.cfg.Hooks.Sandbox,
+	}
+}
+
+// hook is POST /v1/hooks/{host}: a host's hook input in, the host's hook
+// output out. Once the host is known every answer is 200 in the host's
+// format: a host treats an error status as "no decision" and runs the tool
+// (Claude Code does), so a request the hook cannot serve (a malformed
+// input, no such session, an unknown parent) is a denial that says why.
+func (s *Server) hook(w http.ResponseWriter, r *http.Request) error {
+	host, err := hooks.ParseHost(chi.URLParam(r, "host"))
+	if err != nil {
+		return apierr.New(apierr.NotFound, "%v", err)
+	}
+	adapter := "http"
+	if r.Header.Get(AdapterHeader) == "command" {
+		adapter = "command"
+	}
+	call, d := s.hookDecision(w, r, host, adapter)
+	w.Header().Set("Planserver-Hook-Decision", d.Outcome.String())
+	writeJSONBody(w, http.StatusOK, hooks.Render(host, call, d))
+	return nil
+}
+
+// hookDecision decides one hook call; it never fails, turning every error
+// into a refusal.
+func (s *Server) hookDecision(w http.ResponseWriter, r *http.Request, host hooks.Host, adapter string) (hooks.Call, hooks.Decision) {
+	ctx := r.Context()
+	refuse := func(call hooks.Call, err error) (hooks.Call, hooks.Decision) {
+		if e, ok := apierr.As(err); ok && e.Code != apierr.Internal {
+			return call, hooks.Refusal(e.Detail + ".")
+		}
+		if !hooks.IsInputError(err) {
+			s.log.ErrorContext(ctx, "hook", "host", host, "err", err)
+			return call, hooks.Refusal("planserver failed to decide (internal error; see its log).")
+		}
+		return call, hooks.Refusal(err.Error())
+	}
+	if _, err := requireMediaType(r, mediaJSON); err != nil {
+		return refuse(hooks.Call{Host: host}, err)
+	}
+	body, err := readBody(w, r, hooks.MaxInput+1)
+	if err != nil {
+		return refuse(hooks.Call{Host: host}, err)
+	}
+	call, err := hooks.Parse(host, body)
+	if err != nil {
+		return refuse(call, err)
+	}
+	sess, err := s.hookSession(ctx, r.URL.Query(), call)
+	if err != nil {
+		return refuse(call, err)
+	}
+	if err := s.sessions.NoteEnforcement(ctx, sess, string(host), adapter); err != nil {
+		// The decision does not depend on it: log, and answer.
+		s.log.WarnContext(ctx, "hook: enforcement not recorded", "session", sess.ID, "err", err)
+	}
+	policy := s.hookPolicy()
+	facts, err := s.hookFacts(ctx, call)
+	if err != nil {
+		return refuse(call, err)
+	}
+	d := hooks.Decide(call, sess, policy, facts)
+	switch d.Outcome {
+	case hooks.Review:
+		if d, err = s.hookReview(ctx, r, call, sess); err != nil {
+			return refuse(call, err)
+		}
+		reason := d.Reason
+		_, _, err = s.sessions.DenyToolCall(ctx, sess.ID, func(cur *sessions.Session) *sessions.HookDenial {
+			if cur.EffectiveMode != sessions.Plan {
+				return nil
+			}
+			return &sessions.HookDenial{Tool: call.Tool, Reason: reason, Host: string(host), Adapter: adapter, AgentID: call.AgentID}
+		})
+		if err != nil {
+			return refuse(call, err)
+		}
+	case hooks.Deny:
+		// Decide again where the denial is recorded: a mode changed since
+		// the read is honoured, and the event matches the answer.
+		var again hooks.Decision
+		_, _, err := s.sessions.DenyToolCall(ctx, sess.ID, func(cur *sessions.Session) *sessions.HookDenial {
+			again = hooks.Decide(call, cur, policy, facts)
+			if again.Outcome != hooks.Deny {
+				return nil
+			}
+			return &sessions.HookDenial{Tool: call.Tool, Reason: again.Reason, Host: string(host), Adapter: adapter, AgentID: call.AgentID}
+		})
+		if err != nil {
+			return refuse(call, err)
+		}
+		d = again
+	}
+	return call, d
+}
+
+// hookSession is the session a hook call acts for: ?session=ID, or the
+// child of ?parent=P that stands for the host's conversation (found or
+// created). The caller must be allowed to check tools of it.
+func (s *Server) hookSession(ctx context.Context, q url.Values, call hooks.Call) (*sessions.Session, error) {
+	id, parent := q.Get("session"), q.Get("parent")
+	switch {
+	case id != "" && parent != "":
+		return nil, apierr.Invalid("session", "name the session (?session=) or its parent (?parent=), not both")
+	case id != "":
+		if err := s.Authorize(ctx, auth.CheckTool, id, sessions.NotFound(id)); err != nil {
+			return nil, err
+		}
+		return s.sessions.Get(ctx, id)
+	case parent != "":
+		if call.Conversation == "" {
+			return nil, apierr.Invalid("parent", "the host sent no conversation id, so no child of %q can stand for it; use ?session=", parent)
+		}
+		if err := s.Authorize(ctx, auth.CheckTool, parent, sessions.UnknownParent(parent)); err != nil {
+			return nil, err
+		}
+		if err := s.Authorize(ctx, auth.CreateSession, parent, sessions.UnknownParent(parent)); err != nil {
+			return nil, err
+		}
+		sess, _, err := s.sessions.ChildFor(ctx, parent, call.Conversation, string(call.Host))
+		return sess, err
+	}
+	return nil, apierr.Invalid("session", "name the session with ?session=ID (or ?parent=ID to bind the host's conversation to a child of ID)")
+}
+
+// hookFacts looks up what Decide needs beyond the session: for an MCP call
+// to another server, whether the operator declared the tool read-only in
+// the gate registry (a gate named like the server).
+func (s *Server) hookFacts(ctx context.Context, call hooks.Call) (hooks.Facts, error) {
+	var f hooks.Facts
+	if call.Kind != hooks.MCP || call.MCPServer == "" {
+		return f, nil
+	}
+	name, behind := strings.CutPrefix(call.MCPServer, "gate:")
+	if mcp.ValidateGateName(name) != nil {
+		return f, nil
+	}
+	g, err := s.gates.Get(ctx, name)
+	if apierr.CodeOf(err) == apierr.NotFound {
+		return f, nil
+	}
+	if err != nil {
+		return f, err
+	}
+	if behind {
+		// The call goes through /mcp/gate/NAME, which judges it there.
+		f.Gated = true
+		return f, nil
+	}
+	for _, t := range g.ReadOnlyTools {
+		if t == call.MCPTool {
+			f.MCPReadOnly = true
+		}
+	}
+	return f, nil
+}
+
+// hookReview turns the host's exit-plan-mode call into planserver's
+// review: the plan becomes the next revision of the plan of the session
+// that holds plan mode (the call's session, or the ancestor it inherits
+// plan mode from, whose approval is what lifts it), and a review is
+// requested. The answer is the denial with the review's link.
+func (s *Server) hookReview(ctx context.Context, r *http.Request, call hooks.Call, sess *sessions.Session) (hooks.Decision, error) {
+	target := sess.ID
+	if sess.ModeSource != nil {
+		target = *sess.ModeSource
+	}
+	for _, a := range []auth.Action{auth.WriteSessionPlan, auth.RequestReview} {
+		if err := s.Authorize(ctx, a, target, sessions.NotFound(target)); err != nil {
+			return hooks.Decision{}, err
+		}
+	}
+	author := string(call.Host)
+	if call.AgentType != "" {
+		author += " (" + call.AgentType + ")"
+	}
+	plan, _, err := s.sessions.PutSessionPlan(ctx, target, api.SessionPlanWrite{Content: call.Plan, Author: &author},
+		s.cfg.MaxPlanBytes, revision.Precondition{})
+	if err != nil {
+		return hooks.Decision{}, err
+	}
+	rationale := fmt.Sprintf("%s asked to leave plan mode (%s)", call.Host, call.Tool)
+	if _, err := s.sessions.RequestReview(ctx, target, api.ReviewRequest{Rationale: &rationale}, revision.Precondition{}); err != nil {
+		return hooks.Decision{}, err
+	}
+	link := fmt.Sprintf("%s/ui/sessions/%s/review?revision=%d", baseURL(r), url.PathEscape(target), plan.Revision)
+	return hooks.ReviewDenial(target, plan.Revision, link), nil
+}
+
+// baseURL is the server's address as the caller reached it.
+func baseURL(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}

@@ -1,0 +1,355 @@
+package http_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/planserver/planserver/internal/apitest"
+	"github.com/planserver/planserver/internal/auth"
+	planhttp "github.com/planserver/planserver/internal/http"
+)
+
+// fixture reads a host's documented hook input from testdata/hooks.
+func fixture(t *testing.T, host, name string) []byte {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "testdata", "hooks", host, name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// hookCall posts raw to the HTTP form and returns the decision header and
+// the decoded answer; every answer must be 200 JSON.
+func hookCall(t *testing.T, env *apitest.Env, host, query string, raw []byte) (string, map[string]any) {
+	t.Helper()
+	r := env.Call("POST", "/v1/hooks/"+host+"?"+query, raw)
+	if r.Status != 200 {
+		t.Fatalf("hook %s?%s: %d %s", host, query, r.Status, r.Body)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(r.Body, &out); err != nil {
+		t.Fatalf("hook %s answered no JSON object: %s", host, r.Body)
+	}
+	return r.Header.Get("Planserver-Hook-Decision"), out
+}
+
+// verdict reads the permission out of a host's answer: allow, deny or ""
+// (no decision), and the reason the model gets.
+func verdict(t *testing.T, host string, out map[string]any) (string, string) {
+	t.Helper()
+	str := func(m map[string]any, k string) string { s, _ := m[k].(string); return s }
+	switch host {
+	case "claude-code":
+		h, _ := out["hookSpecificOutput"].(map[string]any)
+		if h == nil {
+			if str(out, "decision") == "block" {
+				// The block every Claude Code event understands.
+				return "deny", str(out, "reason")
+			}
+			return "", ""
+		}
+		if str(h, "hookEventName") != "PreToolUse" {
+			t.Errorf("claude-code answer without hookEventName PreToolUse: %v", out)
+		}
+		return str(h, "permissionDecision"), str(h, "permissionDecisionReason")
+	case "gemini-cli":
+		return str(out, "decision"), str(out, "reason")
+	case "cursor":
+		return str(out, "permission"), str(out, "agent_message")
+	}
+	d := str(out, "decision")
+	if d == "none" {
+		d = ""
+	}
+	return d, str(out, "reason")
+}
+
+// TestHookFixtures runs every documented input of every host through the
+// HTTP form in plan mode and in build mode.
+func TestHookFixtures(t *testing.T) {
+	env := apitest.New(t)
+	createSession(t, env, map[string]any{"id": "planning", "mode": "plan"})
+	createSession(t, env, map[string]any{"id": "building"})
+	// mcp__github__create_issue is declared read-only by no one; a gate
+	// that declares one tool read-only lets that one through.
+	if r := env.Call("PUT", "/v1/gates/memory", map[string]any{"url": "http://127.0.0.1:9/mcp", "read_only_tools": []string{"read_graph"}}); r.Status != 201 {
+		t.Fatalf("register gate: %d %s", r.Status, r.Body)
+	}
+	cases := []struct {
+		host, fixture string
+		plan          string // the plan-mode decision header
+		reasonHas     string
+	}{
+		{"claude-code", "read", "allow", ""},
+		{"claude-code", "write", "deny", "Write changes files (/path/to/file.txt)"},
+		{"claude-code", "edit", "deny", "ExitPlanMode"},
+		{"claude-code", "notebook_edit", "deny", "changes files"},
+		{"claude-code", "bash_redirect", "deny", "not proven read-only"},
+		{"claude-code", "agent", "allow", ""},
+		{"claude-code", "subagent_read", "allow", ""},
+		{"claude-code", "subagent_bash_redirect", "deny", "not proven read-only"},
+		{"claude-code", "todowrite", "allow", ""},
+		{"claude-code", "webfetch", "allow", ""},
+		{"claude-code", "mcp_memory", "deny", `MCP tool "create_entities" of server "memory"`},
+		{"claude-code", "mcp_planserver_write_plan", "allow", ""},
+		{"claude-code", "mcp_planserver_claim", "deny", "plan mode is active"},
+		{"claude-code", "unknown_tool", "deny", `"FrobnicateRepo" is a tool planserver does not know`},
+		{"gemini-cli", "read_file", "allow", ""},
+		{"gemini-cli", "write_file", "deny", "write_file changes files"},
+		{"gemini-cli", "replace", "deny", "write_session_plan"},
+		{"gemini-cli", "shell_rm", "deny", "not proven read-only"},
+		{"gemini-cli", "mcp_tool", "deny", `server "github"`},
+		{"cursor", "before_shell_npm_install", "deny", "cannot change the command"},
+		{"cursor", "before_mcp", "deny", "database_query"},
+		{"cursor", "before_mcp_object_input", "deny", "database_query"},
+		{"cursor", "before_read_file", "allow", ""},
+		{"cursor", "pre_tool_write", "deny", "Write changes files"},
+		{"opencode", "bash_write", "deny", "not proven read-only"},
+		{"opencode", "write", "deny", "write changes files"},
+		{"opencode", "read", "allow", ""},
+		{"opencode", "task", "allow", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.host+"/"+c.fixture, func(t *testing.T) {
+			raw := fixture(t, c.host, c.fixture)
+			dec, out := hookCall(t, env, c.host, "session=planning", raw)
+			perm, reason := verdict(t, c.host, out)
+			if dec != c.plan || perm != c.plan {
+				t.Errorf("plan mode: decision %q, answer %q (%v); want %q", dec, perm, out, c.plan)
+			}
+			if !strings.Contains(reason, c.reasonHas) {
+				t.Errorf("plan mode reason %q lacks %q", reason, c.reasonHas)
+			}
+			if perm == "ask" {
+				t.Errorf("plan mode answered ask: %v", out)
+			}
+			dec, out = hookCall(t, env, c.host, "session=building", raw)
+			if perm, _ := verdict(t, c.host, out); dec != "none" || perm != "" {
+				t.Errorf("build mode: decision %q, answer %v; want no decision", dec, out)
+			}
+			if c.host != "opencode" && len(out) != 0 {
+				t.Errorf("build mode answer %v, want {}", out)
+			}
+		})
+	}
+	// Every denial is one tool_call.denied naming host, tool and reason.
+	denied := eventData(t, env, "tool_call.denied", "planning")
+	want := 0
+	for _, c := range cases {
+		if c.plan == "deny" {
+			want++
+		}
+	}
+	if len(denied) != want {
+		t.Fatalf("tool_call.denied events = %d, want %d", len(denied), want)
+	}
+	if d := denied[0]; d["host"] != "claude-code" || d["tool"] != "Write" || d["adapter"] != "http" ||
+		d["effective_mode"] != "plan" || !strings.Contains(fmt.Sprint(d["reason"]), "changes files") {
+		t.Errorf("first denial event: %v", d)
+	}
+	for _, d := range denied {
+		if d["tool"] == "Bash" && d["agent_id"] == "a1b2c3" {
+			return
+		}
+	}
+	t.Errorf("no denial event names the sub-agent a1b2c3: %v", denied)
+}
+
+// TestHookMCPDeclaredReadOnly lets through an MCP tool the gate registry
+// declares read-only, and a Cursor call that goes through a planserver
+// gate.
+func TestHookMCPDeclaredReadOnly(t *testing.T) {
+	env := apitest.New(t)
+	createSession(t, env, map[string]any{"id": "p", "mode": "plan"})
+	if r := env.Call("PUT", "/v1/gates/memory", map[string]any{"url": "http://127.0.0.1:9/mcp", "read_only_tools": []string{"read_graph"}}); r.Status != 201 {
+		t.Fatalf("register gate: %d %s", r.Status, r.Body)
+	}
+	in := `{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"mcp__memory__read_graph","tool_input":{}}`
+	if dec, out := hookCall(t, env, "claude-code", "session=p", []byte(in)); dec != "allow" {
+		t.Errorf("declared read-only tool: %s %v", dec, out)
+	}
+	in = `{"hook_event_name":"beforeMCPExecution","conversation_id":"c","tool_name":"create_entities","tool_input":{},"url":"http://127.0.0.1:8080/mcp/gate/memory"}`
+	if dec, out := hookCall(t, env, "cursor", "session=p", []byte(in)); dec != "allow" {
+		t.Errorf("a call through /mcp/gate/memory is judged there: %s %v", dec, out)
+	}
+	in = `{"hook_event_name":"beforeMCPExecution","conversation_id":"c","tool_name":"create_entities","tool_input":{},"url":"http://127.0.0.1:8080/mcp/gate/nosuch"}`
+	if dec, _ := hookCall(t, env, "cursor", "session=p", []byte(in)); dec != "deny" {
+		t.Errorf("an unknown gate: %s", dec)
+	}
+}
+
+// TestHookExitPlanModeReview: ExitPlanMode stores the plan, requests the
+// review and is denied with the console link; after the human approves,
+// the hook gives no decision. The review is the plan-mode holder's: a
+// child bound with ?parent= asks the parent's reviewer.
+func TestHookExitPlanModeReview(t *testing.T) {
+	env := apitest.New(t)
+	createSession(t, env, map[string]any{"id": "p", "mode": "plan"})
+	raw := fixture(t, "claude-code", "exit_plan_mode")
+	dec, out := hookCall(t, env, "claude-code", "parent=p", raw)
+	perm, reason := verdict(t, "claude-code", out)
+	if dec != "deny" || perm != "deny" || !strings.Contains(reason, "/ui/sessions/p/review?revision=1") ||
+		!strings.Contains(reason, "wait for the human") {
+		t.Fatalf("ExitPlanMode: %s %v", dec, out)
+	}
+	plan := env.Call("GET", "/v1/sessions/p/plan", nil)
+	var p struct {
+		Content, Author string
+		Revision        int64
+	}
+	plan.JSON(t, &p)
+	if plan.Status != 200 || !strings.HasPrefix(p.Content, "# Plan") || p.Author != "claude-code" || p.Revision != 1 {
+		t.Fatalf("stored plan: %d %s", plan.Status, plan.Body)
+	}
+	if s := getSession(t, env, "p"); s.Review.State != "pending" || s.Review.PlanRevision == nil || *s.Review.PlanRevision != 1 {
+		t.Fatalf("review not requested: %+v", s.Review)
+	}
+	// A second ExitPlanMode is the next revision.
+	hookCall(t, env, "claude-code", "parent=p", []byte(strings.Replace(string(raw), "# Plan", "# Plan v2", 1)))
+	if r := env.Call("POST", "/v1/sessions/p/plan/approve", map[string]any{}, "If-Match", `"2"`); r.Status != 200 {
+		t.Fatalf("approve: %d %s", r.Status, r.Body)
+	}
+	dec, out = hookCall(t, env, "claude-code", "parent=p", fixture(t, "claude-code", "write"))
+	if dec != "none" || len(out) != 0 {
+		t.Errorf("after approval Write gets %s %v, want no decision", dec, out)
+	}
+	if n := len(eventData(t, env, "session.review_requested", "p")); n != 2 {
+		t.Errorf("review_requested events = %d, want 2", n)
+	}
+}
+
+// TestHookParentBinding: ?parent=P finds or creates the child of P that
+// stands for the host's conversation, once, and records enforcement.
+func TestHookParentBinding(t *testing.T) {
+	env := apitest.New(t)
+	createSession(t, env, map[string]any{"id": "p", "mode": "plan"})
+	for i := 0; i < 3; i++ {
+		if dec, _ := hookCall(t, env, "claude-code", "parent=p", fixture(t, "claude-code", "write")); dec != "deny" {
+			t.Fatalf("call %d: %s", i, dec)
+		}
+	}
+	r := env.Call("GET", "/v1/sessions?parent=p&external_id=abc123", nil)
+	var list struct{ Sessions []session }
+	r.JSON(t, &list)
+	if r.Status != 200 || len(list.Sessions) != 1 {
+		t.Fatalf("children of p for abc123: %d %s", r.Status, r.Body)
+	}
+	child := list.Sessions[0]
+	if child.ExternalID == nil || *child.ExternalID != "abc123" || child.EffectiveMode != "plan" || child.Mode != "build" {
+		t.Errorf("child: %+v", child)
+	}
+	if len(child.Enforcement) != 1 || child.Enforcement[0].Host != "claude-code" || child.Enforcement[0].Adapter != "http" ||
+		child.Enforcement[0].LastDecisionAt == "" {
+		t.Errorf("enforcement: %+v", child.Enforcement)
+	}
+	if n := countRows(t, env, "sessions", "parent_id = 'p'"); n != 1 {
+		t.Errorf("children of p = %d, want 1", n)
+	}
+	// The command adapter is a second entry; the denials are the child's.
+	env.Call("POST", "/v1/hooks/claude-code?parent=p", fixture(t, "claude-code", "read"), "Planserver-Hook-Adapter", "command")
+	if s := getSession(t, env, child.ID); len(s.Enforcement) != 2 || s.Enforcement[1].Adapter != "command" {
+		t.Errorf("enforcement after a command call: %+v", s.Enforcement)
+	}
+	if n := len(eventData(t, env, "tool_call.denied", child.ID)); n != 3 {
+		t.Errorf("denials of the child = %d, want 3", n)
+	}
+	// The user's mode switch on p covers the child.
+	setMode(t, env, "p", "build", 200)
+	if dec, _ := hookCall(t, env, "claude-code", "parent=p", fixture(t, "claude-code", "write")); dec != "none" {
+		t.Errorf("after p went to build: %s", dec)
+	}
+	// external_id is unique among a parent's children.
+	createSession(t, env, map[string]any{"parent_id": "p", "external_id": "x"})
+	if r := env.Call("POST", "/v1/sessions", map[string]any{"parent_id": "p", "external_id": "x"}); r.Status != 409 || r.Code() != "already_exists" {
+		t.Errorf("duplicate external_id: %d %s", r.Status, r.Body)
+	}
+	createSession(t, env, map[string]any{"external_id": "x"}) // another parent: free
+	if r := env.Bad("POST", "/v1/sessions", map[string]any{"external_id": "bad\nid"}); r.Status != 400 {
+		t.Errorf("external_id with a newline: %d %s", r.Status, r.Body)
+	}
+	if r := env.Call("GET", "/v1/sessions?parent=p&parent_id=q", nil); r.Status != 400 {
+		t.Errorf("parent and parent_id disagree: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestHookBadInput: whatever the input, once the host is known the answer
+// is a 200 denial in the host's format that says why, never a crash or an
+// error status a host would run the tool on.
+func TestHookBadInput(t *testing.T) {
+	env := apitest.New(t)
+	createSession(t, env, map[string]any{"id": "p", "mode": "plan"})
+	createSession(t, env, map[string]any{"id": "b"})
+	huge := `{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{"content":"` +
+		strings.Repeat("x", 9<<20) + `"}}`
+	cases := []struct {
+		name, host, query, body, reasonHas string
+	}{
+		{"not json", "claude-code", "session=p", `not json`, "not a JSON object"},
+		{"array", "gemini-cli", "session=p", `[1,2]`, "not a JSON object"},
+		{"two values", "cursor", "session=p", `{} {}`, "more than one JSON value"},
+		{"wrong event", "claude-code", "session=p", `{"hook_event_name":"PostToolUse","tool_name":"Write"}`, "PreToolUse only"},
+		{"no tool", "claude-code", "session=p", `{"hook_event_name":"PreToolUse"}`, "no tool_name"},
+		{"tool input not an object", "claude-code", "session=p", `{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":7}`, "tool_input must be a JSON object"},
+		{"tool name not a string", "gemini-cli", "session=p", `{"hook_event_name":"BeforeTool","tool_name":5}`, "tool_name must be a string"},
+		{"unknown cursor event", "cursor", "session=p", `{"hook_event_name":"afterFileEdit"}`, "beforeShellExecution"},
+		{"no session", "claude-code", "", string(fixture(t, "claude-code", "read")), "?session="},
+		{"unknown session", "claude-code", "session=nobody", string(fixture(t, "claude-code", "read")), `"nobody" not found`},
+		{"unknown parent", "claude-code", "parent=nobody", string(fixture(t, "claude-code", "read")), `no session "nobody"`},
+		{"both", "claude-code", "session=p&parent=p", string(fixture(t, "claude-code", "read")), "not both"},
+		{"huge", "claude-code", "session=b", huge, "larger than"},
+		{"no conversation for parent", "opencode", "parent=p", `{"tool":"read","args":{}}`, "no conversation id"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := env.Bad("POST", "/v1/hooks/"+c.host+"?"+c.query, []byte(c.body))
+			var out map[string]any
+			if r.Status != 200 || json.Unmarshal(r.Body, &out) != nil {
+				t.Fatalf("%d %.300s", r.Status, r.Body)
+			}
+			perm, reason := verdict(t, c.host, out)
+			if perm != "deny" || !strings.Contains(reason, c.reasonHas) || !strings.Contains(reason, "[planserver hook]") {
+				t.Errorf("answer %q %q, want a denial saying %q", perm, reason, c.reasonHas)
+			}
+		})
+	}
+	if r := env.Bad("POST", "/v1/hooks/vscode?session=p", []byte(`{}`)); r.Status != 404 || r.Code() != "not_found" ||
+		!strings.Contains(string(r.Body), "claude-code, gemini-cli, cursor, opencode") {
+		t.Errorf("unknown host: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestHookAccess: an agent token decides its own subtree's calls and can
+// bind children under its session; another session is a denial that
+// cannot tell "outside your scope" from "does not exist".
+func TestHookAccess(t *testing.T) {
+	env := apitest.New(t, func(c *planhttp.Config) { c.Auth = "token" })
+	admin := env.As(env.Token(auth.Admin, "admin", ""))
+	createSession(t, admin, map[string]any{"id": "mine", "mode": "plan"})
+	createSession(t, admin, map[string]any{"id": "theirs", "mode": "plan"})
+	agent := env.As(env.Token(auth.Agent, "agent", "mine"))
+	if dec, _ := hookCall(t, agent, "claude-code", "session=mine", fixture(t, "claude-code", "write")); dec != "deny" {
+		t.Errorf("own session: %s", dec)
+	}
+	if dec, _ := hookCall(t, agent, "claude-code", "parent=mine", fixture(t, "claude-code", "read")); dec != "allow" {
+		t.Errorf("child of own session: %s", dec)
+	}
+	_, out := hookCall(t, agent, "claude-code", "session=theirs", fixture(t, "claude-code", "read"))
+	_, none := hookCall(t, agent, "claude-code", "session=nosuch", fixture(t, "claude-code", "read"))
+	_, r1 := verdict(t, "claude-code", out)
+	_, r2 := verdict(t, "claude-code", none)
+	if !strings.Contains(r1, `session "theirs" not found`) || strings.Replace(r1, "theirs", "nosuch", 1) != r2 {
+		t.Errorf("outside the scope: %q vs %q", r1, r2)
+	}
+	_, out = hookCall(t, agent, "claude-code", "parent=theirs", fixture(t, "claude-code", "read"))
+	if _, r := verdict(t, "claude-code", out); !strings.Contains(r, `no session "theirs"`) {
+		t.Errorf("binding under another session: %q", r)
+	}
+	if r := env.Call("POST", "/v1/hooks/claude-code?session=mine", fixture(t, "claude-code", "read")); r.Status != 401 {
+		t.Errorf("no token: %d", r.Status)
+	}
+}
