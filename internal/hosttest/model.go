@@ -48,6 +48,10 @@ type Turn struct {
 type Call struct {
 	Name  string
 	Input any
+	// InputFrom, when set, makes the input from the request being
+	// answered: for inputs only the host knows, such as the plan file
+	// path Claude Code names in its plan-mode instructions.
+	InputFrom func(request []byte) any
 }
 
 // Script is the turns of one conversation. Marker is a word (unique to the
@@ -236,7 +240,11 @@ func (m *Model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var calls []wireCall
 	for n, c := range answer.Calls {
-		input, err := json.Marshal(c.Input)
+		in := c.Input
+		if c.InputFrom != nil {
+			in = c.InputFrom(body)
+		}
+		input, err := json.Marshal(in)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
