@@ -15,6 +15,7 @@ import (
 	"github.com/planserver/planserver/internal/events"
 	planhttp "github.com/planserver/planserver/internal/http"
 	"github.com/planserver/planserver/internal/sessions"
+	"github.com/planserver/planserver/internal/shellclass"
 )
 
 // config is every setting of planserver, filled from flags, then from
@@ -41,6 +42,7 @@ type config struct {
 	MaxConnections       int
 	MaxEventStreams      int
 	SkipIntegrityCheck   bool
+	ShellReadOnly        string
 }
 
 // defaultAddr is where serve listens and healthcheck asks.
@@ -104,7 +106,27 @@ func flagSet(name string, cfg *config) *flag.FlagSet {
 			"(0: the file-descriptor limit less 64 and 3 per database connection)")
 	fs.IntVar(&cfg.MaxEventStreams, "max-event-streams", 0,
 		"event `streams` open at once; above it GET /v1/events as SSE is 503 (0: 3/4 of --max-connections)")
+	addShellReadOnlyFlag(fs, cfg)
 	return fs
+}
+
+// addShellReadOnlyFlag declares --shell-read-only, the file that extends
+// the read-only shell table of plan mode's hooks (docs/sandbox.md): for
+// serve (the HTTP hook) and for the hook command.
+func addShellReadOnlyFlag(fs *flag.FlagSet, cfg *config) {
+	fs.StringVar(&cfg.ShellReadOnly, "shell-read-only", "",
+		"YAML `file` whose shell_read_only section adds commands to the read-only shell table (empty: the built-in table)")
+}
+
+// shellTable is the read-only shell table: the built-in one extended by
+// --shell-read-only. A file that is missing or wrong is an error, never a
+// silently smaller or larger table.
+func (c *config) shellTable() (*shellclass.Table, error) {
+	t, err := shellclass.LoadFile(c.ShellReadOnly)
+	if err != nil {
+		return nil, fmt.Errorf("--shell-read-only: %w", err)
+	}
+	return t, nil
 }
 
 // envName is the environment variable of a flag: --max-plan-bytes is
@@ -310,6 +332,9 @@ func (c *config) validateServe() error {
 	}
 	if c.PlanHistory < 1 {
 		return fmt.Errorf("--plan-history %d: keep at least 1 revision (the current one)", c.PlanHistory)
+	}
+	if _, err := c.shellTable(); err != nil {
+		return err
 	}
 	return c.validateAccess()
 }

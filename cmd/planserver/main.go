@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/planserver/planserver/internal/sandbox"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -25,8 +27,11 @@ func main() {
 	context.AfterFunc(ctx, stop)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	var exit exitError
+	var status exitStatus
 	switch {
 	case err == nil:
+	case errors.As(err, &status):
+		os.Exit(int(status))
 	case errors.As(err, &exit):
 		fmt.Fprintln(os.Stderr, "planserver:", exit.err)
 		os.Exit(exit.code)
@@ -66,6 +71,9 @@ Usage:
   planserver healthcheck [--addr A]     exit 0 when a server at A answers /healthz
   planserver gate --session ID -- CMD   put a stdio MCP server behind the plan-mode gate
   planserver gate add NAME URL | list | remove NAME   the HTTP MCP servers of /mcp/gate/NAME
+  planserver hook HOST                  a host's hook before every tool call (claude-code, gemini-cli, cursor, opencode)
+  planserver hook install|uninstall HOST   add the hook to the host's settings, or take it out
+  planserver sandbox --read-only [--allow-connect H:P,...] -- CMD   run CMD unable to write
   planserver version                    print the version
 
 Talking to a running server (--server URL, --token T, --json):
@@ -107,9 +115,16 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 		return healthcheck(ctx, args[1:], getenv, stdout, stderr)
 	case "session", "plan", "review", "steps", "events":
 		return apiCommand(ctx, args, getenv, os.Stdin, stdout, stderr)
+	case "hook":
+		// A host's hook: its input on stdin, the host's output on stdout.
+		return hookCommand(ctx, args[1:], getenv, os.Stdin, stdout, stderr)
 	case "gate":
 		// The stdio proxy speaks MCP on the process's own stdin and stdout.
 		return gate(ctx, args[1:], getenv, os.Stdin, stdout, stderr)
+	case "sandbox":
+		return sandboxCmd(args[1:], stdout, stderr)
+	case sandbox.StageCommand:
+		return sandboxStage(args[1:])
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "planserver", version)
 		return nil

@@ -16,12 +16,13 @@ import (
 	"github.com/planserver/planserver/internal/mcp"
 	"github.com/planserver/planserver/internal/revision"
 	"github.com/planserver/planserver/internal/sessions"
+	"github.com/planserver/planserver/internal/shellclass"
 )
 
 // HookConfig is how POST /v1/hooks/{host} judges shell commands.
 type HookConfig struct {
-	// Classify proves shell commands read-only; nil proves none (every
-	// command not read-only is sandboxed or denied).
+	// Classify proves shell commands read-only; nil is shellclass with its
+	// default table.
 	Classify hooks.Classifier
 	// Sandbox is the read-only sandbox a command that is not proven
 	// read-only runs in, where the host can rewrite its input.
@@ -32,7 +33,8 @@ type HookConfig struct {
 }
 
 // AdapterHeader names the adapter that asks: planserver hook sends
-// "command"; a host calling the HTTP form directly sends none ("http").
+// "command", the opencode plugin "plugin"; a host calling the HTTP form
+// directly sends none ("http").
 const AdapterHeader = "Planserver-Hook-Adapter"
 
 // hookPolicy is the plan-mode policy of host hooks, built once.
@@ -50,6 +52,14 @@ func (s *Server) hookPolicy() hooks.Policy {
 	for _, op := range mcp.Operations {
 		ops[op.Name] = op.ReadOnly
 	}
+	classify := s.cfg.Hooks.Classify
+	if classify == nil {
+		table := shellclass.DefaultTable()
+		classify = func(cmd string) (bool, string) {
+			v := shellclass.Classify(cmd, table)
+			return v.ReadOnly, v.Reason
+		}
+	}
 	return hooks.Policy{
 		Gate:       s.gate,
 		OwnServers: own,
@@ -57,7 +67,7 @@ func (s *Server) hookPolicy() hooks.Policy {
 			ro, ok := ops[name]
 			return ro, ok
 		},
-		Classify: s.cfg.Hooks.Classify,
+		Classify: classify,
 		Sandbox:  s.cfg.Hooks.Sandbox,
 	}
 }
@@ -73,8 +83,9 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) error {
 		return apierr.New(apierr.NotFound, "%v", err)
 	}
 	adapter := "http"
-	if r.Header.Get(AdapterHeader) == "command" {
-		adapter = "command"
+	switch v := r.Header.Get(AdapterHeader); v {
+	case "command", "plugin":
+		adapter = v
 	}
 	call, d := s.hookDecision(w, r, host, adapter)
 	w.Header().Set("Planserver-Hook-Decision", d.Outcome.String())

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The hook command is tested as a host runs it: the built binary, its input
+// on stdin, against a planserver serve subprocess (or none, or one that
+// never answers).
+
+func hookFixture(t *testing.T, host, name string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "testdata", "hooks", host, name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
+}
+
+// runHookCmd runs planserver hook with stdin and returns its decoded answer;
+// it must exit 0 with one JSON object on stdout, whatever happened.
+func runHookCmd(t *testing.T, serverURL, stdin string, env []string, args ...string) (map[string]any, cliResult) {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"hook"}, args...)...)
+	cmd.Env = append(os.Environ(), "PLANSERVER_URL="+serverURL, "PLANSERVER_TOKEN=", "PLANSERVER_SESSION=", "PLANSERVER_PARENT=")
+	cmd.Env = append(cmd.Env, env...)
+	var out, errOut strings.Builder
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), &out, &errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("planserver hook %v: %v\n%s%s", args, err, out.String(), errOut.String())
+	}
+	r := cliResult{stdout: out.String(), stderr: errOut.String()}
+	var m map[string]any
+	if strings.Count(strings.TrimSpace(r.stdout), "\n") != 0 || json.Unmarshal([]byte(r.stdout), &m) != nil {
+		t.Fatalf("planserver hook %v printed no single JSON object: %q (stderr %q)", args, r.stdout, r.stderr)
+	}
+	return m, r
+}
+
+// claudeDecision reads Claude Code's permissionDecision ("" for none).
+func claudeDecision(m map[string]any) (string, string) {
+	h, _ := m["hookSpecificOutput"].(map[string]any)
+	if h == nil {
+		return "", ""
+	}
+	d, _ := h["permissionDecision"].(string)
+	r, _ := h["permissionDecisionReason"].(string)
+	return d, r
+}
+
+func TestHookCommandDecides(t *testing.T) {
+	p := start(t, filepath.Join(t.TempDir(), "p.db"))
+	url := "http://" + p.addr
+	mustCall(t, p, "POST", "/v1/sessions", `{"id":"planning","mode":"plan"}`, 201)
+	mustCall(t, p, "POST", "/v1/sessions", `{"id":"building"}`, 201)
+	plan := []string{"PLANSERVER_SESSION=planning"}
+	for _, c := range []struct{ host, fixture, want string }{
+		{"claude-code", "read", "allow"},
+		{"claude-code", "bash_ls", "allow"},
+		{"claude-code", "write", "deny"},
+		{"claude-code", "bash_redirect", "deny"},
+		{"claude-code", "agent", "allow"},
+		{"claude-code", "subagent_read", "allow"},
+		{"claude-code", "subagent_bash_redirect", "deny"},
+	} {
+		m, _ := runHookCmd(t, url, hookFixture(t, c.host, c.fixture), plan, c.host)
+		if d, reason := claudeDecision(m); d != c.want {
+			t.Errorf("%s in plan mode: %q %q, want %q", c.fixture, d, reason, c.want)
+		}
+		m, _ = runHookCmd(t, url, hookFixture(t, c.host, c.fixture), nil, c.host, "--session", "building")
+		if len(m) != 0 {
+			t.Errorf("%s in build mode: %v, want {}", c.fixture, m)
+		}
+	}
+	m, _ := runHookCmd(t, url, hookFixture(t, "gemini-cli", "write_file"), plan, "gemini-cli")
+	if m["decision"] != "deny" || !strings.Contains(m["reason"].(string), "write_file changes files") {
+		t.Errorf("gemini write_file: %v", m)
+	}
+	m, _ = runHookCmd(t, url, hookFixture(t, "cursor", "before_shell_npm_install"), plan, "cursor")
+	if m["permission"] != "deny" || m["agent_message"] == "" {
+		t.Errorf("cursor npm install: %v", m)
+	}
+	m, _ = runHookCmd(t, url, hookFixture(t, "opencode", "write"), plan, "opencode")
+	if m["decision"] != "deny" {
+		t.Errorf("opencode write: %v", m)
+	}
+	// Each denial is an event naming host, tool, reason and the adapter;
+	// the sub-agent's call is judged with the same session.
+	_, body := p.call(t, "GET", "/v1/events?session_id=planning&types=tool_call.denied", "", "Accept", "application/json")
+	var evs struct {
+		Events []struct{ Data map[string]any } `json:"events"`
+	}
+	if err := json.Unmarshal(body, &evs); err != nil {
+		t.Fatal(err)
+	}
+	sub := false
+	for _, e := range evs.Events {
+		if e.Data["adapter"] != "command" || e.Data["host"] == nil || e.Data["reason"] == "" {
+			t.Errorf("denial event %v", e.Data)
+		}
+		sub = sub || e.Data["agent_id"] == "a1b2c3"
+	}
+	if len(evs.Events) != 6 || !sub {
+		t.Errorf("denial events: %d (sub-agent seen: %v): %s", len(evs.Events), sub, body)
+	}
+	_, body = p.call(t, "GET", "/v1/sessions/planning", "")
+	if !strings.Contains(string(body), `"adapter":"command"`) {
+		t.Errorf("enforcement not recorded: %s", body)
+	}
+}
+
+// TestHookCommandExitPlanMode: ExitPlanMode becomes the review; after the
+// human approves, the hook stays out of the way.
+func TestHookCommandExitPlanMode(t *testing.T) {
+	p := start(t, filepath.Join(t.TempDir(), "p.db"))
+	url := "http://" + p.addr
+	mustCall(t, p, "POST", "/v1/sessions", `{"id":"root","mode":"plan"}`, 201)
+	env := []string{"PLANSERVER_PARENT=root"}
+	m, _ := runHookCmd(t, url, hookFixture(t, "claude-code", "exit_plan_mode"), env, "claude-code")
+	d, reason := claudeDecision(m)
+	if d != "deny" || !strings.Contains(reason, "http://"+p.addr+"/ui/sessions/root/review?revision=1") {
+		t.Fatalf("ExitPlanMode: %q %q", d, reason)
+	}
+	mustCall(t, p, "POST", "/v1/sessions/root/plan/approve", `{}`, 200, "If-Match", `"1"`)
+	if m, _ := runHookCmd(t, url, hookFixture(t, "claude-code", "write"), env, "claude-code"); len(m) != 0 {
+		t.Errorf("Write after approval: %v, want no decision", m)
+	}
+	_, body := p.call(t, "GET", "/v1/sessions?parent=root&external_id=abc123", "")
+	if !strings.Contains(string(body), `"external_id":"abc123"`) || !strings.Contains(string(body), `"adapter":"command"`) {
+		t.Errorf("bound child: %s", body)
+	}
+}
+
+// TestHookCommandFailsClosed: with planserver down, hanging, or the hook
+// misconfigured, reads are allowed and everything else is denied, as JSON
+// with exit status 0, within the bounded time.
+func TestHookCommandFailsClosed(t *testing.T) {
+	down := "http://" + freeAddr(t)
+	hang, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hang.Close()
+	go func() {
+		for {
+			c, err := hang.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, never answered
+		}
+	}()
+	hanging := "http://" + hang.Addr().String()
+	session := []string{"PLANSERVER_SESSION=s"}
+	for _, server := range []string{down, hanging} {
+		for _, c := range []struct{ fixture, want string }{
+			{"read", "allow"}, {"bash_ls", "allow"}, {"write", "deny"}, {"bash_redirect", "deny"}, {"edit", "deny"},
+		} {
+			begin := time.Now()
+			m, r := runHookCmd(t, server, hookFixture(t, "claude-code", c.fixture), session, "claude-code", "--timeout", "300ms")
+			if took := time.Since(begin); took > 5*time.Second {
+				t.Errorf("%s against %s took %s: not bounded", c.fixture, server, took)
+			}
+			d, reason := claudeDecision(m)
+			if d != c.want {
+				t.Errorf("%s against %s: %q %q, want %q", c.fixture, server, d, reason, c.want)
+			}
+			if d == "deny" && !strings.Contains(reason, "could not be asked") {
+				t.Errorf("denial does not say why: %q", reason)
+			}
+			if !strings.Contains(r.stderr, "planserver") {
+				t.Errorf("nothing on stderr: %q", r.stderr)
+			}
+		}
+	}
+	// Malformed input, unknown host, huge input: a denial, exit 0.
+	for _, c := range []struct{ host, in string }{
+		{"claude-code", "not json"},
+		{"claude-code", `{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":"x"}`},
+		{"gemini-cli", `[]`},
+		{"cursor", `{"hook_event_name":"beforeNothing"}`},
+		{"claude-code", `{"hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{"content":"` + strings.Repeat("y", 9<<20) + `"}}`},
+	} {
+		m, _ := runHookCmd(t, down, c.in, session, c.host)
+		denied := m["decision"] == "deny" || m["permission"] == "deny"
+		if d, _ := claudeDecision(m); d == "deny" {
+			denied = true
+		}
+		if !denied {
+			t.Errorf("%s %.60q: %v", c.host, c.in, m)
+		}
+	}
+	m, _ := runHookCmd(t, down, "{}", session, "vscode")
+	if m["decision"] != "block" || m["permission"] != "deny" {
+		t.Errorf("unknown host: %v", m)
+	}
+	// A token on the command line is refused and never echoed.
+	m, r := runHookCmd(t, down, hookFixture(t, "claude-code", "write"), session, "claude-code", "--token", "sekrit-token")
+	if d, reason := claudeDecision(m); d != "deny" || !strings.Contains(reason, "--token is refused") ||
+		strings.Contains(r.stdout+r.stderr, "sekrit-token") {
+		t.Errorf("--token on argv: %v %q", m, r.stderr)
+	}
+	// No session configured: reads only.
+	if m, _ := runHookCmd(t, down, hookFixture(t, "claude-code", "write"), nil, "claude-code"); !strings.Contains(
+		m["hookSpecificOutput"].(map[string]any)["permissionDecisionReason"].(string), "no session is configured") {
+		t.Errorf("no session: %v", m)
+	}
+}
+
+// TestHookCommandTokenFile: with --auth token the hook authenticates from
+// --token-file (or PLANSERVER_TOKEN), and a wrong token fails closed.
+func TestHookCommandTokenFile(t *testing.T) {
+	dbPath := filepath.Join(t.TempDir(), "p.db")
+	admin := strings.TrimSpace(ok(t, &proc{}, "token", "create", "--db", dbPath, "--role", "admin", "--name", "root"))
+	p := start(t, dbPath, "--auth", "token")
+	mustCall(t, p, "POST", "/v1/sessions", `{"id":"s","mode":"plan"}`, 201, "Authorization", "Bearer "+admin)
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(admin+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + p.addr
+	m, _ := runHookCmd(t, url, hookFixture(t, "claude-code", "write"), []string{"PLANSERVER_SESSION=s"}, "claude-code", "--token-file", tokenFile)
+	if d, reason := claudeDecision(m); d != "deny" || !strings.Contains(reason, "plan mode") || strings.Contains(reason, "could not be asked") {
+		t.Errorf("with the token file: %q %q", d, reason)
+	}
+	m, _ = runHookCmd(t, url, hookFixture(t, "claude-code", "write"), []string{"PLANSERVER_SESSION=s", "PLANSERVER_TOKEN=wrong"}, "claude-code")
+	if d, reason := claudeDecision(m); d != "deny" || !strings.Contains(reason, "401") {
+		t.Errorf("a wrong token: %q %q", d, reason)
+	}
+	m, _ = runHookCmd(t, url, hookFixture(t, "claude-code", "read"), []string{"PLANSERVER_SESSION=s", "PLANSERVER_TOKEN=wrong"}, "claude-code")
+	if d, _ := claudeDecision(m); d != "allow" {
+		t.Errorf("a read with a wrong token: %q", d)
+	}
+}

@@ -1,0 +1,105 @@
+package sandbox
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// wrapCases are commands whose text must reach bash -c unchanged.
+var wrapCases = map[string]string{
+	"plain":          "ls -la",
+	"single quotes":  `echo 'it'\''s' "it's" 'a''b'`,
+	"here-document":  "cat <<'EOF'\n$HOME `x` 'q' \"d\"\nEOF\ncat <<EOF\n$((1+2))\nEOF",
+	"newlines":       "echo one\necho two\n\n\necho three\n",
+	"binary-looking": "printf '%s' '\x01\x02\x1b[31m\x7f\x80\xfe\xff' # \xc3\x28",
+	"expansions":     `echo $HOME ${PATH%%:*} $(echo sub) ` + "`echo bq`" + ` !! \$ \\ *`,
+	"quote at ends":  `'`,
+	"empty":          "",
+}
+
+// TestWrapCommandQuoting runs the wrapped line with bash, with a stand-in
+// for planserver that prints its arguments NUL-separated: bash must hand
+// it exactly sandbox --read-only [--allow-connect L] -- bash -c COMMAND.
+func TestWrapCommandQuoting(t *testing.T) {
+	dir := t.TempDir()
+	dump := filepath.Join(dir, "it's a planserver")
+	if err := os.WriteFile(dump, []byte("#!/bin/sh\nfor a; do printf '%s\\0' \"$a\"; done\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, command := range wrapCases {
+		for _, allow := range [][]string{nil, {"127.0.0.1:8080", "example.com:443"}} {
+			line, err := WrapCommand(dump, command, allow)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			out, err := exec.Command("bash", "-c", line).Output()
+			if err != nil {
+				t.Fatalf("%s: bash -c %q: %v", name, line, err)
+			}
+			want := []string{"sandbox", "--read-only"}
+			if allow != nil {
+				want = append(want, "--allow-connect", strings.Join(allow, ","))
+			}
+			want = append(want, "--", "bash", "-c", command)
+			got := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+			if strings.Join(got, "\x00") != strings.Join(want, "\x00") {
+				t.Errorf("%s: bash passed %q, want %q", name, got, want)
+			}
+		}
+	}
+}
+
+// TestWrapCommandRunsTheSame runs each command through the real sandbox
+// (the test binary as planserver) and directly: same output, same status.
+func TestWrapCommandRunsTheSame(t *testing.T) {
+	needSandbox(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The stand-in answers "sandbox --read-only -- …" by running Run, as
+	// planserver's own command does.
+	for name, command := range wrapCases {
+		line, err := WrapCommand(exe, command, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wrapped := exec.Command("bash", "-c", line)
+		wrapped.Env = append(os.Environ(), "SANDBOX_TEST_CLI=1")
+		var got, want bytes.Buffer
+		wrapped.Stdout = &got
+		errWrapped := wrapped.Run()
+		plain := exec.Command("bash", "-c", command)
+		plain.Stdout = &want
+		errPlain := plain.Run()
+		if got.String() != want.String() || exitCode(errWrapped) != exitCode(errPlain) {
+			t.Errorf("%s: sandboxed %q (%v), direct %q (%v)", name, got.String(), errWrapped, want.String(), errPlain)
+		}
+	}
+}
+
+func exitCode(err error) int {
+	if exit, ok := err.(*exec.ExitError); ok {
+		return exit.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
+
+func TestWrapCommandRefusesNUL(t *testing.T) {
+	if _, err := WrapCommand("/bin/planserver", "echo a\x00b", nil); err == nil {
+		t.Error("a command with NUL was wrapped")
+	}
+	if _, err := WrapCommand("/bin/planserver", "ls", []string{"nohost"}); err == nil {
+		t.Error("a bad --allow-connect was wrapped")
+	}
+	if _, err := WrapCommand("", "ls", nil); err == nil {
+		t.Error("an empty planserver path was wrapped")
+	}
+}
