@@ -43,9 +43,17 @@ func TestMain(m *testing.M) {
 	}
 	// PLANSERVER_BIN names a binary built already (make test-hosts
 	// builds it with make build); otherwise it is built here.
-	binary = os.Getenv("PLANSERVER_BIN")
-	if binary == "" {
-		binary = filepath.Join(dir, "planserver")
+	// Hosts run it as "planserver" from PATH, so it is that name here.
+	binary = filepath.Join(dir, "planserver")
+	if prebuilt := os.Getenv("PLANSERVER_BIN"); prebuilt != "" {
+		abs, err := filepath.Abs(prebuilt)
+		if err == nil {
+			err = os.Symlink(abs, binary)
+		}
+		if err != nil {
+			panic(err)
+		}
+	} else {
 		build := exec.Command("go", "build", "-trimpath", "-o", binary, "../../cmd/planserver")
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		build.Stderr = os.Stderr
