@@ -28,6 +28,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -52,6 +54,65 @@ type Call struct {
 	// answered: for inputs only the host knows, such as the plan file
 	// path Claude Code names in its plan-mode instructions.
 	InputFrom func(request []byte) any
+	// NameFrom, when set, picks the tool's name from the request: for a
+	// tool whose name the host makes up (an MCP tool, which each host
+	// prefixes its own way); ToolEndingIn is the usual one.
+	NameFrom func(request []byte) string
+}
+
+// ToolEndingIn picks, from the tools a request offers the model, the one
+// whose name ends in suffix (write_session_plan finds Claude Code's
+// mcp__planserver__write_session_plan and opencode's
+// planserver_write_session_plan alike); "" when none does, which a host
+// reports as an unknown tool and the test sees in the tool result.
+func ToolEndingIn(suffix string) func(request []byte) string {
+	return func(request []byte) string {
+		for _, name := range OfferedTools(request) {
+			if strings.HasSuffix(name, suffix) {
+				return name
+			}
+		}
+		return ""
+	}
+}
+
+// OfferedTools lists the names of the tools a request offers the model
+// (Anthropic, chat completions, Responses and Gemini requests).
+func OfferedTools(request []byte) []string {
+	var req struct {
+		Tools []struct {
+			Type  string `json:"type"`
+			Name  string `json:"name"`
+			Tools []struct {
+				Name string `json:"name"`
+			} `json:"tools"` // a Responses namespace (Codex's MCP servers)
+			Function *struct {
+				Name string `json:"name"`
+			} `json:"function"`
+			FunctionDeclarations []struct {
+				Name string `json:"name"`
+			} `json:"functionDeclarations"`
+		} `json:"tools"`
+	}
+	_ = json.Unmarshal(request, &req)
+	var names []string
+	for _, t := range req.Tools {
+		switch {
+		case t.Type == "namespace":
+			// Codex calls a namespaced tool by its joined name.
+			for _, f := range t.Tools {
+				names = append(names, t.Name+"__"+f.Name)
+			}
+		case t.Name != "":
+			names = append(names, t.Name)
+		case t.Function != nil:
+			names = append(names, t.Function.Name)
+		}
+		for _, f := range t.FunctionDeclarations {
+			names = append(names, f.Name)
+		}
+	}
+	return names
 }
 
 // Script is the turns of one conversation. Marker is a word (unique to the
@@ -160,8 +221,12 @@ func (m *Model) locate(body []byte, hasTools bool) (int, int) {
 	return -1, -1
 }
 
-// firstUserText reports whether the first user message of an Anthropic,
-// chat-completions, Responses or Gemini request body contains marker.
+// firstUserText reports whether a user message of an Anthropic,
+// chat-completions, Responses or Gemini request body contains marker (not
+// always the first: Codex sends its environment as a user message before
+// the prompt). It is asked only of a conversation that carries no call ids
+// yet, so a marker quoted later (a sub-agent's prompt in its parent's
+// history) cannot mislead it.
 func firstUserText(body []byte, marker string) bool {
 	var req struct {
 		Messages []json.RawMessage `json:"messages"` // Anthropic, chat completions
@@ -187,8 +252,8 @@ func firstUserText(body []byte, marker string) bool {
 			Role string `json:"role"`
 		}
 		_ = json.Unmarshal(raw, &msg)
-		if msg.Role == "user" {
-			return strings.Contains(string(raw), marker)
+		if msg.Role == "user" && strings.Contains(string(raw), marker) {
+			return true
 		}
 	}
 	return false
@@ -244,12 +309,16 @@ func (m *Model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if c.InputFrom != nil {
 			in = c.InputFrom(body)
 		}
+		name := c.Name
+		if c.NameFrom != nil {
+			name = c.NameFrom(body)
+		}
 		input, err := json.Marshal(in)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		calls = append(calls, wireCall{id: CallID(api, script, turn, n), name: c.Name, input: input})
+		calls = append(calls, wireCall{id: CallID(api, script, turn, n), name: name, input: input})
 	}
 	switch api {
 	case "anthropic":
@@ -267,6 +336,11 @@ func (m *Model) record(path string, body []byte, script, turn int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.requests = append(m.requests, Request{Path: path, Body: body, Script: script, Turn: turn})
+	// HOSTTEST_DUMP names a directory to keep every request in, for
+	// finding out what a new host version sends.
+	if dir := os.Getenv("HOSTTEST_DUMP"); dir != "" {
+		_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%d.json", strings.ReplaceAll(strings.Trim(path, "/"), "/", "_"), len(m.requests))), body, 0o644)
+	}
 }
 
 type wireCall struct {
@@ -392,8 +466,14 @@ func writeResponses(w http.ResponseWriter, text string, calls []wireCall) {
 			"content": []obj{{"type": "output_text", "text": text, "annotations": []obj{}}}})
 	}
 	for _, c := range calls {
-		output = append(output, obj{"type": "function_call", "id": "fc_" + c.id, "call_id": c.id, "name": c.name,
-			"arguments": string(c.input), "status": "completed"})
+		item := obj{"type": "function_call", "id": "fc_" + c.id, "call_id": c.id, "name": c.name,
+			"arguments": string(c.input), "status": "completed"}
+		// A tool of a namespace (OfferedTools joins them with "__") is
+		// called by its own name within the namespace.
+		if i := strings.LastIndex(c.name, "__"); i > 0 && strings.HasPrefix(c.name, "mcp__") {
+			item["namespace"], item["name"] = c.name[:i], c.name[i+2:]
+		}
+		output = append(output, item)
 	}
 	for i, item := range output {
 		sse(w, "response.output_item.added", obj{"type": "response.output_item.added", "output_index": i, "item": item})

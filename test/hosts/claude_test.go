@@ -43,6 +43,9 @@ func claude(t *testing.T, model *hosttest.Model, egress *hosttest.Egress, dir, p
 		"CLAUDE_CODE_ENABLE_TELEMETRY=0",
 		"CLAUDE_CODE_DISABLE_TERMINAL_TITLE=1",
 		"IS_SANDBOX=1", // --dangerously-skip-permissions refuses root otherwise
+		// MCP tools offered to the model directly, not deferred behind
+		// ToolSearch, so a test sees the host list them.
+		"ENABLE_TOOL_SEARCH=false",
 	}, env...), bin, args...)
 }
 
