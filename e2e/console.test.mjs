@@ -643,6 +643,10 @@ test('the session page: tree, where plan mode comes from, mode switch with its w
   assert.equal(await page.locator('[data-field="mode"]').textContent(), 'build');
   assert.match(await page.locator('[data-field="effective_mode"]').textContent(), /plan/);
   assert.match(await page.locator('[data-field="mode_source"]').textContent(), /plan mode comes from tree/);
+  // No host hook has asked about it: plan mode warns that the host's own
+  // tools may not be held.
+  assert.equal(await page.locator('[data-field="enforcement"]').textContent(), 'no host hook seen');
+  await page.locator('[data-field="enforcement-warning"]').waitFor();
   // The tree: its parent above it, its child below.
   await page.locator('.tree [data-session="tree"]').waitFor();
   await page.locator('.tree .children [data-session="tree.worker.sub"]').waitFor();
@@ -654,9 +658,14 @@ test('the session page: tree, where plan mode comes from, mode switch with its w
   await page.locator('.history li', { hasText: 'session.created' }).first().waitFor();
   await page.locator('.history code', { hasText: 'todos.updated' }).waitFor();
 
+  // A hook asks about tree: its page names the host and warns no more.
+  await agent.must(200, 'POST', '/v1/hooks/claude-code?session=tree',
+    { session_id: 'c1', hook_event_name: 'PreToolUse', tool_name: 'Read', tool_input: { file_path: '/etc/hostname' } });
   // Leaving plan mode directly warns that it cancels the pending review.
   await page.locator('.tree a', { hasText: 'Release 2.0' }).click();
   await page.getByRole('heading', { name: 'Release 2.0' }).waitFor();
+  assert.match(await page.locator('[data-field="enforcement"]').textContent(), /claude-code \(http, last/);
+  assert.equal(await page.locator('[data-field="enforcement-warning"]').count(), 0);
   await page.locator('[data-action="toggle-mode"]').click();
   const confirm = page.getByRole('alertdialog');
   await confirm.waitFor();

@@ -43,6 +43,9 @@ type config struct {
 	MaxEventStreams      int
 	SkipIntegrityCheck   bool
 	ShellReadOnly        string
+	// Host hooks.
+	HookSandboxAllowConnect string
+	HookMCPServers          string
 }
 
 // defaultAddr is where serve listens and healthcheck asks.
@@ -107,6 +110,11 @@ func flagSet(name string, cfg *config) *flag.FlagSet {
 	fs.IntVar(&cfg.MaxEventStreams, "max-event-streams", 0,
 		"event `streams` open at once; above it GET /v1/events as SSE is 503 (0: 3/4 of --max-connections)")
 	addShellReadOnlyFlag(fs, cfg)
+	// Host hooks (POST /v1/hooks/{host}; docs/hosts.md).
+	fs.StringVar(&cfg.HookSandboxAllowConnect, "hook-sandbox-allow-connect", "",
+		"`host:port` list a plan-mode command run in the read-only sandbox may still connect to (empty: none; planserver's own port is refused)")
+	fs.StringVar(&cfg.HookMCPServers, "hook-mcp-servers", "planserver",
+		"comma-separated `names` hosts give planserver's own MCP server (mcp__NAME__tool): its tools are judged by the mode as on /mcp")
 	return fs
 }
 

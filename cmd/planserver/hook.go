@@ -40,6 +40,7 @@ Settings (flags win over the environment):
   --server    PLANSERVER_URL      planserver's URL (default http://127.0.0.1:8080)
   --session   PLANSERVER_SESSION  the session whose mode applies
   --parent    PLANSERVER_PARENT   bind each host conversation to a child of this session
+  --shell-read-only FILE          the shell table's extension, as serve's (for reads while planserver is down)
   --token-file, PLANSERVER_TOKEN  the bearer token, from a file or the environment.
               Never on the command line: hosts print the hook command in their
               error messages, so --token is refused.
@@ -55,7 +56,10 @@ const hookTimeout = 5 * time.Second
 // hookSettings are planserver hook's settings.
 type hookSettings struct {
 	server, tokenFile, session, parent string
-	timeout                            time.Duration
+	// shellReadOnly is the --shell-read-only file that extends the shell
+	// table, for the commands the hook allows while planserver is down.
+	shellReadOnly string
+	timeout       time.Duration
 	// tokenOnArgv records a --token given on the command line: refused.
 	tokenOnArgv bool
 }
@@ -123,7 +127,6 @@ func runHook(ctx context.Context, hostName string, args []string, getenv func(st
 		write(anyHostDeny(hooks.Refusal(hostErr.Error() + ".").Reason))
 		return
 	}
-	policy := hookLocalPolicy()
 	raw, err := io.ReadAll(io.LimitReader(stdin, hooks.MaxInput+1))
 	if err != nil {
 		write(hooks.Render(host, call, hooks.Refusal(fmt.Sprintf("the hook input could not be read (%v).", err))))
@@ -135,6 +138,7 @@ func runHook(ctx context.Context, hostName string, args []string, getenv func(st
 		return
 	}
 	set, err := hookFlags(args, getenv)
+	policy := hookLocalPolicy(set.shellReadOnly)
 	if err == nil && set.tokenOnArgv {
 		err = errors.New("--token is refused on the command line (hosts print the hook command in their errors); " +
 			"set PLANSERVER_TOKEN or --token-file")
@@ -162,9 +166,13 @@ func runHook(ctx context.Context, hostName string, args []string, getenv func(st
 
 // hookLocalPolicy is what the hook judges by itself when planserver cannot
 // be asked: which commands are read-only.
-func hookLocalPolicy() hooks.Policy {
+func hookLocalPolicy(shellReadOnly string) hooks.Policy {
+	table, err := shellclass.LoadFile(shellReadOnly)
+	if err != nil {
+		table = shellclass.DefaultTable()
+	}
 	return hooks.Policy{Classify: func(cmd string) (bool, string) {
-		v := shellclass.Classify(cmd, nil)
+		v := shellclass.Classify(cmd, table)
 		return v.ReadOnly, v.Reason
 	}}
 }
@@ -180,6 +188,7 @@ func hookFlags(args []string, getenv func(string) string) (hookSettings, error) 
 	fs.StringVar(&set.session, "session", "", "")
 	fs.StringVar(&set.parent, "parent", "", "")
 	fs.DurationVar(&set.timeout, "timeout", hookTimeout, "")
+	fs.StringVar(&set.shellReadOnly, "shell-read-only", "", "")
 	if err := fs.Parse(args); err != nil {
 		return set, fmt.Errorf("bad arguments: %s", flagErrorText(err))
 	}

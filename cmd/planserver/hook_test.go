@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/planserver/planserver/internal/sandbox"
 )
 
 // The hook command is tested as a host runs it: the built binary, its input
@@ -61,14 +63,22 @@ func TestHookCommandDecides(t *testing.T) {
 	mustCall(t, p, "POST", "/v1/sessions", `{"id":"planning","mode":"plan"}`, 201)
 	mustCall(t, p, "POST", "/v1/sessions", `{"id":"building"}`, 201)
 	plan := []string{"PLANSERVER_SESSION=planning"}
+	// A write through the shell runs in the sandbox where this kernel has
+	// one (TestHookCommandSandboxes runs it), and is denied where not.
+	shellWrite, denials := "allow", 4
+	if _, err := sandbox.Available(); err != nil {
+		t.Logf("no sandbox on this kernel (%v): shell writes are denied", err)
+		shellWrite, denials = "deny", 6
+	}
 	for _, c := range []struct{ host, fixture, want string }{
 		{"claude-code", "read", "allow"},
 		{"claude-code", "bash_ls", "allow"},
 		{"claude-code", "write", "deny"},
-		{"claude-code", "bash_redirect", "deny"},
+		{"claude-code", "bash_redirect", shellWrite},
 		{"claude-code", "agent", "allow"},
 		{"claude-code", "subagent_read", "allow"},
-		{"claude-code", "subagent_bash_redirect", "deny"},
+		{"claude-code", "subagent_bash_redirect", shellWrite},
+		{"claude-code", "subagent_write", "deny"},
 	} {
 		m, _ := runHookCmd(t, url, hookFixture(t, c.host, c.fixture), plan, c.host)
 		if d, reason := claudeDecision(m); d != c.want {
@@ -107,7 +117,7 @@ func TestHookCommandDecides(t *testing.T) {
 		}
 		sub = sub || e.Data["agent_id"] == "a1b2c3"
 	}
-	if len(evs.Events) != 6 || !sub {
+	if len(evs.Events) != denials+1 || !sub {
 		t.Errorf("denial events: %d (sub-agent seen: %v): %s", len(evs.Events), sub, body)
 	}
 	_, body = p.call(t, "GET", "/v1/sessions/planning", "")
@@ -237,5 +247,49 @@ func TestHookCommandTokenFile(t *testing.T) {
 	m, _ = runHookCmd(t, url, hookFixture(t, "claude-code", "read"), []string{"PLANSERVER_SESSION=s", "PLANSERVER_TOKEN=wrong"}, "claude-code")
 	if d, _ := claudeDecision(m); d != "allow" {
 		t.Errorf("a read with a wrong token: %q", d)
+	}
+}
+
+// TestHookCommandSandboxes runs what the hook answers: a command not proven
+// read-only comes back wrapped in planserver sandbox --read-only, and run
+// as Claude Code would run it, it cannot write the working directory nor
+// reach planserver, while its output comes back; any text survives the
+// quoting.
+func TestHookCommandSandboxes(t *testing.T) {
+	if _, err := sandbox.Available(); err != nil {
+		t.Skipf("this kernel cannot run the sandbox, so the hook denies instead (TestHookSandboxRewrite covers that): %v", err)
+	}
+	p := start(t, filepath.Join(t.TempDir(), "p.db"))
+	mustCall(t, p, "POST", "/v1/sessions", `{"id":"s","mode":"plan"}`, 201)
+	dir := t.TempDir()
+	_, port, _ := net.SplitHostPort(p.addr)
+	for _, c := range []struct {
+		command, wantOut string
+		wantFail         bool
+	}{
+		{"echo hi > marker.txt", "", true},
+		{"touch marker.txt", "", true},
+		{"exec 3<>/dev/tcp/127.0.0.1/" + port + " && echo reached planserver", "", true},
+		{"cat <<'EOF'\nit's \"quoted\" $HOME `x`\nEOF\ntouch marker.txt 2>/dev/null; exit 0", "it's \"quoted\" $HOME `x`\n", false},
+		{"printf '%s\\n' 'a\nb' | wc -l; rm -f x 2>/dev/null; echo done >&2", "2\n", false},
+	} {
+		in, _ := json.Marshal(map[string]any{"session_id": "c", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+			"tool_input": map[string]any{"command": c.command, "description": "d", "timeout": 1000, "run_in_background": false}})
+		m, _ := runHookCmd(t, "http://"+p.addr, string(in), []string{"PLANSERVER_SESSION=s"}, "claude-code")
+		h, _ := m["hookSpecificOutput"].(map[string]any)
+		upd, _ := h["updatedInput"].(map[string]any)
+		cmdline, _ := upd["command"].(string)
+		if h["permissionDecision"] != "allow" || !strings.Contains(cmdline, " sandbox --read-only ") || upd["description"] != "d" {
+			t.Fatalf("%q: %v", c.command, m)
+		}
+		run := exec.Command("bash", "-c", cmdline)
+		run.Dir = dir
+		out, err := run.Output()
+		if failed := err != nil; failed != c.wantFail || (!c.wantFail && string(out) != c.wantOut) {
+			t.Errorf("%q in the sandbox: err %v, out %q; want failure %v, out %q", c.command, err, out, c.wantFail, c.wantOut)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("the sandboxed commands wrote %v", entries)
 	}
 }

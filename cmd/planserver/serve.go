@@ -71,7 +71,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	gcPercent, gcSource := tuneGC(getenv)
 	log.Info("garbage collector", slog.Int("gc_percent", gcPercent), slog.String("source", gcSource))
 
+	hookCfg, err := hookConfig(&cfg)
+	if err != nil {
+		return err
+	}
+	if hookCfg.Sandbox.Why != "" {
+		log.Warn("host hooks: the read-only sandbox is not available; in plan mode, shell commands not proven read-only are denied",
+			slog.String("why", hookCfg.Sandbox.Why))
+	}
 	api := planhttp.New(planhttp.Config{
+		Hooks:                hookCfg,
 		DB:                   store,
 		Logger:               log,
 		MaxBodyBytes:         cfg.MaxBodyBytes,

@@ -131,8 +131,9 @@ type Sandbox struct {
 	Available bool
 	Why       string
 	// Wrap returns command run inside planserver sandbox --read-only, with
-	// the network rule on.
-	Wrap func(command string) string
+	// the network rule on, or an error when it cannot be wrapped (a NUL
+	// byte).
+	Wrap func(command string) (string, error)
 }
 
 // Policy is how plan mode judges a host's tool calls.
@@ -211,9 +212,16 @@ func decideShell(c Call, s *sessions.Session, p Policy) Decision {
 		why = reason
 	}
 	if c.CanRewrite && p.Sandbox.Available && p.Sandbox.Wrap != nil && c.CommandField != "" {
-		wrapped := p.Sandbox.Wrap(c.Command)
-		raw, err := json.Marshal(wrapped)
+		wrapped, err := p.Sandbox.Wrap(c.Command)
+		var raw []byte
 		if err == nil {
+			raw, err = json.Marshal(wrapped)
+		}
+		if err != nil {
+			return Decision{Outcome: Deny, Reason: fmt.Sprintf("[planserver: plan mode] This command is not proven read-only (%s), "+
+				"and it cannot run in the read-only sandbox (%v), so it is refused. %s %s", why, err, modeSentence(s), nextStep(c.Host))}
+		}
+		{
 			in := make(map[string]json.RawMessage, len(c.Input))
 			for k, v := range c.Input {
 				in[k] = v

@@ -10,7 +10,9 @@ import (
 
 	"github.com/planserver/planserver/internal/apitest"
 	"github.com/planserver/planserver/internal/auth"
+	"github.com/planserver/planserver/internal/hooks"
 	planhttp "github.com/planserver/planserver/internal/http"
+	"github.com/planserver/planserver/internal/sandbox"
 )
 
 // fixture reads a host's documented hook input from testdata/hooks.
@@ -355,5 +357,72 @@ func TestHookAccess(t *testing.T) {
 	}
 	if r := env.Call("POST", "/v1/hooks/claude-code?session=mine", fixture(t, "claude-code", "read")); r.Status != 401 {
 		t.Errorf("no token: %d", r.Status)
+	}
+}
+
+// TestHookSandboxRewrite: where the sandbox is available and the host can
+// rewrite the input, a command not proven read-only runs inside planserver
+// sandbox --read-only: the whole input comes back with only the command
+// changed. Where the host cannot rewrite it (Cursor's
+// beforeShellExecution), or the sandbox is missing, it is denied.
+func TestHookSandboxRewrite(t *testing.T) {
+	wrap := func(cmd string) (string, error) { return sandbox.WrapCommand("/opt/planserver", cmd, nil) }
+	env := apitest.New(t, func(c *planhttp.Config) {
+		c.Hooks.Sandbox = hooks.Sandbox{Available: true, Wrap: wrap}
+	})
+	createSession(t, env, map[string]any{"id": "p", "mode": "plan"})
+	want, _ := wrap("echo hi > marker.txt")
+
+	dec, out := hookCall(t, env, "claude-code", "session=p", fixture(t, "claude-code", "bash_redirect"))
+	h, _ := out["hookSpecificOutput"].(map[string]any)
+	in, _ := h["updatedInput"].(map[string]any)
+	if dec != "rewrite" || h["permissionDecision"] != "allow" || in["command"] != want ||
+		in["description"] != "Write a marker" || in["timeout"] != float64(120000) || in["run_in_background"] != false || len(in) != 4 {
+		t.Errorf("claude-code rewrite: %s %v", dec, out)
+	}
+	if !strings.Contains(h["permissionDecisionReason"].(string), "marker.txt") {
+		t.Errorf("the reason does not say why: %v", h["permissionDecisionReason"])
+	}
+	dec, out = hookCall(t, env, "gemini-cli", "session=p", fixture(t, "gemini-cli", "shell_rm"))
+	gin, _ := out["hookSpecificOutput"].(map[string]any)["tool_input"].(map[string]any)
+	if w, _ := wrap("rm -rf build"); dec != "rewrite" || out["decision"] != "allow" || gin["command"] != w || gin["description"] != "Clean" {
+		t.Errorf("gemini-cli rewrite: %s %v", dec, out)
+	}
+	dec, out = hookCall(t, env, "cursor", "session=p", fixture(t, "cursor", "pre_tool_shell"))
+	cin, _ := out["updated_input"].(map[string]any)
+	if w, _ := wrap("go generate ./..."); dec != "rewrite" || out["permission"] != "allow" || cin["command"] != w || cin["cwd"] != "/path/to/project" {
+		t.Errorf("cursor preToolUse rewrite: %s %v", dec, out)
+	}
+	if dec, out := hookCall(t, env, "cursor", "session=p", fixture(t, "cursor", "before_shell_npm_install")); dec != "deny" ||
+		!strings.Contains(out["agent_message"].(string), "cannot change the command") {
+		t.Errorf("cursor beforeShellExecution cannot be rewritten: %s %v", dec, out)
+	}
+	dec, out = hookCall(t, env, "opencode", "session=p", fixture(t, "opencode", "bash_write"))
+	oargs, _ := out["args"].(map[string]any)
+	if dec != "rewrite" || out["decision"] != "allow" || oargs["command"] != want || oargs["description"] != "Write a marker" {
+		t.Errorf("opencode rewrite: %s %v", dec, out)
+	}
+	// A read-only command runs unchanged.
+	if dec, _ := hookCall(t, env, "claude-code", "session=p", fixture(t, "claude-code", "bash_ls")); dec != "allow" {
+		t.Errorf("ls: %s", dec)
+	}
+	// A NUL byte cannot be passed to a shell: denied, not run unsandboxed.
+	nul := `{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"printf 'a\u0000b' > f"}}`
+	if dec, out := hookCall(t, env, "claude-code", "session=p", []byte(nul)); dec != "deny" {
+		t.Errorf("NUL command: %s %v", dec, out)
+	}
+	// Rewrites are not denials: no event for them.
+	if n := len(eventData(t, env, "tool_call.denied", "p")); n != 2 {
+		t.Errorf("denials = %d, want 2 (cursor's shell, the NUL command)", n)
+	}
+
+	// Without the sandbox the same command is denied, saying why.
+	off := apitest.New(t, func(c *planhttp.Config) {
+		c.Hooks.Sandbox = hooks.Sandbox{Why: "Landlock ABI 2 is below 4"}
+	})
+	createSession(t, off, map[string]any{"id": "p", "mode": "plan"})
+	_, out = hookCall(t, off, "claude-code", "session=p", fixture(t, "claude-code", "bash_redirect"))
+	if d, r := verdict(t, "claude-code", out); d != "deny" || !strings.Contains(r, "Landlock ABI 2 is below 4") {
+		t.Errorf("no sandbox: %q %q", d, r)
 	}
 }

@@ -99,6 +99,23 @@ export async function sessionView(main, [id], app) {
       h('span', {}, 'updated ', time(session.updated_at))));
   }
 
+  // drawEnforcement lists the host hooks that decided this session's tool
+  // calls lately, and warns when plan mode has none: then nothing is seen
+  // holding the host's own shell and file tools (docs/hosts.md).
+  function drawEnforcement(s) {
+    const seen = s.enforcement ?? [];
+    modeBox.append(h('dl', { class: 'facts' },
+      h('dt', {}, 'Enforced by'),
+      h('dd', { 'data-field': 'enforcement' }, seen.length === 0 ? 'no host hook seen'
+        : seen.map((e, i) => h('span', {}, i > 0 ? ', ' : '', `${e.host} (${e.adapter}, last `, time(e.last_decision_at), ')')))));
+    if (s.effective_mode === 'plan' && seen.length === 0) {
+      modeBox.append(h('div', { class: 'notice warn', role: 'note', 'data-field': 'enforcement-warning' },
+        h('p', {}, h('strong', {}, 'No host hook has been seen enforcing plan mode for this session.')),
+        h('p', {}, 'Its MCP tools follow the mode, but the host\'s own shell and file tools may not: install the hook with ',
+          h('code', {}, 'planserver hook install HOST'), ' (see docs/hosts.md).')));
+    }
+  }
+
   function drawMode() {
     clear(modeBox).append(h('h2', { id: 'mode-h' }, 'Mode'));
     const s = session;
@@ -110,6 +127,7 @@ export async function sessionView(main, [id], app) {
       modeBox.append(h('p', { class: 'muted' },
         `Its own mode is ${s.mode}, but an ancestor keeps it in plan mode: switch that ancestor to change what its tools may do.`));
     }
+    drawEnforcement(s);
     if (!app.canWrite) {
       modeBox.append(h('p', { class: 'muted' }, 'Read-only: only an admin changes modes.'));
       return;

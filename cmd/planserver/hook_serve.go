@@ -1,0 +1,80 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strings"
+
+	"github.com/planserver/planserver/internal/hooks"
+	planhttp "github.com/planserver/planserver/internal/http"
+	"github.com/planserver/planserver/internal/sandbox"
+	"github.com/planserver/planserver/internal/shellclass"
+)
+
+// hookConfig is how serve's host hooks judge shell commands: the shell
+// table (--shell-read-only), and the read-only sandbox where this kernel
+// runs it. The sandbox's network rule is always on, and never lets a
+// command reach planserver itself: under --auth none any local caller is
+// an admin, so a sandboxed curl to planserver could lift plan mode.
+func hookConfig(cfg *config) (planhttp.HookConfig, error) {
+	table, err := cfg.shellTable()
+	if err != nil {
+		return planhttp.HookConfig{}, err
+	}
+	hc := planhttp.HookConfig{
+		Classify: func(cmd string) (bool, string) {
+			v := shellclass.Classify(cmd, table)
+			return v.ReadOnly, v.Reason
+		},
+	}
+	for _, n := range strings.Split(cfg.HookMCPServers, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			hc.OwnServers = append(hc.OwnServers, n)
+		}
+	}
+	allow, err := sandboxAllowList(cfg.HookSandboxAllowConnect, cfg.Addr)
+	if err != nil {
+		return hc, err
+	}
+	if _, err := sandbox.Available(); err != nil {
+		hc.Sandbox = hooks.Sandbox{Why: err.Error()}
+		return hc, nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		hc.Sandbox = hooks.Sandbox{Why: fmt.Sprintf("planserver cannot find its own path (%v)", err)}
+		return hc, nil
+	}
+	hc.Sandbox = hooks.Sandbox{Available: true, Wrap: func(cmd string) (string, error) {
+		return sandbox.WrapCommand(self, cmd, allow)
+	}}
+	return hc, nil
+}
+
+// sandboxAllowList checks --hook-sandbox-allow-connect: host:port entries,
+// none on planserver's own port (Landlock matches ports, not addresses, so
+// allowing that port anywhere would allow planserver).
+func sandboxAllowList(list, addr string) ([]string, error) {
+	var out []string
+	for _, e := range strings.Split(list, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	ports, err := sandbox.ParseAllowConnect(out)
+	if err != nil {
+		return nil, fmt.Errorf("--hook-sandbox-allow-connect: %w", err)
+	}
+	_, own, err := net.SplitHostPort(addr)
+	if err != nil {
+		return out, nil
+	}
+	for _, p := range ports {
+		if fmt.Sprint(p) == own {
+			return nil, fmt.Errorf("--hook-sandbox-allow-connect names port %d, planserver's own (--addr %s): "+
+				"a sandboxed command could then reach planserver and lift plan mode", p, addr)
+		}
+	}
+	return out, nil
+}
