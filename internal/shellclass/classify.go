@@ -321,6 +321,14 @@ func (c *classifier) call(x *syntax.CallExpr) string {
 	// The command comes first so that the reason names it (env X=1 rm:
 	// rm), then what its assignments would change.
 	for _, as := range x.Assigns {
+		if len(x.Args) > 0 && as.Name != nil && as.Name.Value == "IFS" && as.Index == nil {
+			// IFS=… before a command changes only how that command
+			// (read, in while IFS= read -r line) splits its input.
+			if r := c.word(as.Value); r != "" {
+				return r
+			}
+			continue
+		}
 		if r := c.assign(as); r != "" {
 			return r
 		}
