@@ -302,3 +302,46 @@ func hookForms(t *testing.T) []string {
 	}
 	return forms
 }
+
+// planSession starts planserver (--auth none) with session cc in plan
+// mode, and a project directory.
+func planSession(t *testing.T) (*server, string) {
+	t.Helper()
+	srv := startServer(t, "--auth", "none")
+	srv.call("POST", "/v1/sessions", `{"id":"cc","title":"Claude Code"}`, 201, nil)
+	srv.call("PATCH", "/v1/sessions/cc/mode", `{"mode":"plan"}`, 200, nil)
+	return srv, project(t)
+}
+
+// TestClaudeCodeSandbox: in plan mode a Bash command the classifier cannot
+// prove read-only (Python writing a file) runs inside planserver sandbox
+// --read-only through Claude Code's updatedInput, and its write fails with
+// a permission error the model sees; the directory is unchanged.
+func TestClaudeCodeSandbox(t *testing.T) {
+	for _, form := range hookForms(t) {
+		t.Run(form, func(t *testing.T) {
+			srv, dir := planSession(t)
+			before := hashDir(t, dir)
+			egress := hosttest.StartEgress(t)
+			model := hosttest.Start(t, hosttest.Script{Marker: "SANDBOX-RUN", Turns: []hosttest.Turn{
+				hosttest.Use("Bash", map[string]any{"command": `python3 -c "print(open('main.go').read()); open('py.txt','w').write('x')"`, "description": "Python reads, then writes"}),
+				hosttest.Say("done"),
+			}})
+			out, err := claude(t, model, egress, dir, "SANDBOX-RUN: run python", hookEnv(srv.URL, "cc"), "--settings", hookSettings(t, form, srv.URL, "cc"))
+			if err != nil {
+				t.Fatalf("claude: %v\n%s", err, out)
+			}
+			if after := hashDir(t, dir); after != before {
+				t.Errorf("the sandboxed command changed the working directory:\n%s", listDir(t, dir))
+			}
+			r, ok := model.ToolResult(hosttest.CallID("anthropic", 0, 0, 0))
+			if !ok {
+				t.Fatalf("no tool result reached the model; claude said:\n%s", out)
+			}
+			// It ran (its read printed main.go), and its write failed.
+			if !strings.Contains(r, "package main") || !strings.Contains(r, "PermissionError") {
+				t.Errorf("python in the sandbox: the model got %q, want main.go's text and a PermissionError", r)
+			}
+		})
+	}
+}
