@@ -213,7 +213,7 @@ func TestSnippetGeminiCLI(t *testing.T) {
 	egress := hosttest.StartEgress(t)
 	out, err := run(t, egress, t.TempDir(), 3*time.Minute,
 		[]string{"HOME=" + home, "GEMINI_API_KEY=scripted", "GOOGLE_GEMINI_BASE_URL=" + model.URL, "PLANSERVER_TOKEN=" + s.agent},
-		geminiBin, "-p", "SNIPPET-GEMINI: write the plan", "--yolo", "--model", "gemini-2.5-flash")
+		geminiBin, "-p", "SNIPPET-GEMINI: write the plan", "--yolo", "--skip-trust", "--model", "gemini-2.5-flash")
 	if err != nil {
 		t.Fatalf("gemini: %v\n%s", err, out)
 	}
