@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -153,7 +152,7 @@ func buildScript(dir, marker string) []hosttest.Script {
 // TestClaudeCodeSandbox cover Claude Code's own ExitPlanMode and the
 // sandboxed shell.
 func TestClaudeCodePlanMode(t *testing.T) {
-	for _, form := range hookForms(t) {
+	for _, form := range hookForms {
 		t.Run(form, func(t *testing.T) { testClaudeCodePlanMode(t, form) })
 	}
 }
@@ -292,16 +291,10 @@ func listDir(t *testing.T, dir string) string {
 	return b.String()
 }
 
-// hookForms are the forms of planserver's Claude Code hook this binary
-// offers: the HTTP form always, the command form once planserver hook
-// exists.
-func hookForms(t *testing.T) []string {
-	forms := []string{"http"}
-	if err := exec.Command(binary, "hook", "--help").Run(); err == nil {
-		forms = append(forms, "command")
-	}
-	return forms
-}
+// hookForms are the two forms of planserver's Claude Code hook: the HTTP
+// hook (POST /v1/hooks/claude-code) and the command (planserver hook
+// claude-code).
+var hookForms = []string{"http", "command"}
 
 // planSession starts planserver (--auth none) with session cc in plan
 // mode, and a project directory.
@@ -318,7 +311,7 @@ func planSession(t *testing.T) (*server, string) {
 // --read-only through Claude Code's updatedInput, and its write fails with
 // a permission error the model sees; the directory is unchanged.
 func TestClaudeCodeSandbox(t *testing.T) {
-	for _, form := range hookForms(t) {
+	for _, form := range hookForms {
 		t.Run(form, func(t *testing.T) {
 			srv, dir := planSession(t)
 			before := hashDir(t, dir)
