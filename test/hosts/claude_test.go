@@ -186,7 +186,7 @@ func testClaudeCodePlanMode(t *testing.T, form string) {
 	if ls := result(0, 0); !strings.Contains(ls, "main.go") || !strings.Contains(ls, "README.md") {
 		t.Errorf("ls in plan mode: %q, want the listing", ls)
 	}
-	for turn, what := range map[int]string{1: "Bash echo > marker.txt", 2: "Write", 4: "Edit"} {
+	for turn, what := range map[int]string{2: "Write", 4: "Edit"} {
 		if r := result(0, turn); !strings.Contains(r, "plan mode") {
 			t.Errorf("%s in plan mode: the model got %q, want planserver's plan-mode reason", what, r)
 		}
@@ -194,8 +194,13 @@ func testClaudeCodePlanMode(t *testing.T, form string) {
 	if !model.Played(1, 1) {
 		t.Fatalf("the sub-agent never came back after its Bash call; claude said:\n%s", out)
 	}
-	if r := result(1, 0); !strings.Contains(r, "plan mode") {
-		t.Errorf("the sub-agent's Bash write: the model got %q, want planserver's plan-mode reason", r)
+	// A shell write, the parent's or the sub-agent's: the classifier
+	// cannot prove it read-only, so it runs in the read-only sandbox and
+	// fails there (or, where the kernel has no sandbox, is denied).
+	for _, c := range [][2]int{{0, 1}, {1, 0}} {
+		if r := result(c[0], c[1]); !strings.Contains(r, "Permission denied") && !strings.Contains(r, "plan mode") {
+			t.Errorf("script %d turn %d, a shell write in plan mode: the model got %q, want the sandbox's permission error or planserver's reason", c[0], c[1], r)
+		}
 	}
 	// The model asks for review through planserver's own MCP tools, which
 	// the hook lets through in plan mode: the plan becomes the session
@@ -234,7 +239,7 @@ func testClaudeCodePlanMode(t *testing.T, form string) {
 	}
 	// Every denial is a tool_call.denied event naming the host and tool.
 	events := string(srv.call("GET", "/v1/events?session=cc&type=tool_call.denied", "", 200, nil))
-	for _, tool := range []string{"Bash", "Write", "Edit"} {
+	for _, tool := range []string{"Write", "Edit"} {
 		if !strings.Contains(events, `"`+tool+`"`) || !strings.Contains(events, "claude-code") {
 			t.Errorf("no tool_call.denied event for %s from claude-code in %s", tool, events)
 		}
