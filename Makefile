@@ -6,7 +6,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -s -w -X main.version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: run build test test-postgres test-ui lint bench stress fuzz fmt clean
+.PHONY: run build test test-postgres test-ui test-hosts lint bench stress fuzz fmt clean
 
 ## run: build, then serve on 127.0.0.1:8080 with the embedded SQLite default (planserver.db)
 # exec replaces the recipe's shell with the server, so the signal that stops
@@ -41,6 +41,14 @@ test-ui:
 	@test -d e2e/node_modules/playwright-core || (cd e2e && npm ci --no-audit --no-fund)
 	$(GO) build -o $(E2E_BIN) ./cmd/planserver
 	cd e2e && PLANSERVER_BIN=$(E2E_BIN) CHROMIUM=$(CHROMIUM) npm test
+
+## test-hosts: the real agent hosts (Claude Code, opencode, Codex, Gemini CLI
+## from npm, .ci/install-hosts) driven offline by a scripted model against
+## the real binary: plan mode through their hooks, and the MCP snippets of
+## docs/host-snippets.md (test/hosts)
+test-hosts: build
+	.ci/install-hosts
+	PLANSERVER_REQUIRE_HOSTS=1 PLANSERVER_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 20m -v ./test/hosts
 
 ## bench: the load benchmark, each scenario against its baseline (docs/benchmarks.md);
 ## with PLANSERVER_BENCH_POSTGRES set, the PostgreSQL scenarios too:
