@@ -6,7 +6,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -s -w -X main.version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: run build test test-postgres test-ui lint bench stress fuzz fmt clean
+.PHONY: run build test test-flaky test-postgres test-ui lint bench stress fuzz fmt clean
 
 ## run: build, then serve on 127.0.0.1:8080 with the embedded SQLite default (planserver.db)
 # exec replaces the recipe's shell with the server, so the signal that stops
@@ -22,6 +22,14 @@ build:
 ## test: every Go test, with the race detector (no browser needed)
 test:
 	$(GO) test -race -count=1 ./...
+
+## test-flaky: the flaky-test hunt: the suite N times under -race with a CPU
+## hog on every core, then the tests that failed and how often (.ci/test-flaky):
+##   make test-flaky N=3 PKGS='./cmd/planserver ./internal/http'
+N    ?= 10
+PKGS ?= ./...
+test-flaky:
+	GO=$(GO) .ci/test-flaky $(N) $(PKGS)
 
 ## test-postgres: the same suites on PostgreSQL (every test through apitest, the
 ## store tests), the multi-replica tests, copy and migrate on PostgreSQL. Needs
