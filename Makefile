@@ -8,12 +8,15 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: run build test test-flaky test-postgres test-ui lint bench stress fuzz fmt clean
 
-## run: build, then serve on 127.0.0.1:8080 with the embedded SQLite default (planserver.db)
+## run: build, then serve on 127.0.0.1:8080 with the embedded SQLite default
+## (planserver.db); ADDR picks another address: make run ADDR=127.0.0.1:9000
+## (or PLANSERVER_ADDR=127.0.0.1:9000 make run, or planserver serve --addr)
 # exec replaces the recipe's shell with the server, so the signal that stops
 # make (Ctrl-C, or SIGTERM, which make passes on) reaches the server itself:
 # `go run` would leave it running, orphaned, after a SIGTERM.
+ADDR ?=
 run: build
-	exec $(BIN) serve
+	exec $(BIN) serve $(if $(ADDR),--addr $(ADDR))
 
 ## build: a static binary in bin/
 build:
