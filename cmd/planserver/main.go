@@ -69,8 +69,9 @@ Usage:
   planserver version                    print the version
 
 Talking to a running server (--server URL, --token T, --json):
-  planserver session create|get|list|mode          sessions and their build/plan mode
-  planserver plan get|put|edit|status|history|diff  shared plans
+  planserver session create|get|list|mode|delete   sessions and their build/plan mode
+  planserver session plan show|put|edit | todos    a session's plan and todo list
+  planserver plan get|list|put|edit|status|history|diff|delete   shared plans
   planserver review list|show|approve|reject        review the plans of sessions
   planserver steps ready|claim|report               work through a plan's steps
   planserver events [--follow]                      the change log
