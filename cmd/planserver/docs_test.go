@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -233,4 +234,34 @@ func tail(s string, n int) string {
 		return "…" + s[len(s)-n:]
 	}
 	return s
+}
+
+// TestCLIReferenceIsCurrent: docs/cli.md is what 'planserver docs cli'
+// generates from the commands' own --help now, so a flag or command added
+// without regenerating it (make docs) fails here.
+func TestCLIReferenceIsCurrent(t *testing.T) {
+	want, err := cliReference(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join("..", "..", "docs", "cli.md"))
+	if err != nil {
+		t.Fatalf("%v: generate it with make docs", err)
+	}
+	if string(got) != want {
+		gl, wl := strings.Split(string(got), "\n"), strings.Split(want, "\n")
+		for i := 0; i < min(len(gl), len(wl)); i++ {
+			if gl[i] != wl[i] {
+				t.Fatalf("docs/cli.md is stale (run make docs): line %d is\n  %q\nwant\n  %q", i+1, gl[i], wl[i])
+			}
+		}
+		t.Fatalf("docs/cli.md is stale (run make docs): %d lines, want %d", len(gl), len(wl))
+	}
+	// It documents what the commands are, not a list kept by hand.
+	for _, c := range []string{"## planserver serve", "## planserver token create", "## planserver plan list",
+		"## planserver session plan edit", "## planserver gate add", "--if-match", "PLANSERVER_ADDR"} {
+		if !strings.Contains(want, c) {
+			t.Errorf("the reference lacks %q", c)
+		}
+	}
 }

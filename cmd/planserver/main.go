@@ -111,6 +111,9 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 	case "gate":
 		// The stdio proxy speaks MCP on the process's own stdin and stdout.
 		return gate(ctx, args[1:], getenv, os.Stdin, stdout, stderr)
+	case "docs":
+		// Not in the usage: it writes docs/cli.md (make docs).
+		return docsCommand(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "planserver", version)
 		return nil
