@@ -516,7 +516,9 @@ func limitsLogged(t *testing.T, p *proc) (fdLimit, conns, streams int) {
 // openStream asks for the event stream on a connection of its own. ok
 // reports a stream (its first line read); otherwise resp is the refusal.
 func openStream(addr string) (resp *http.Response, body []byte, ok bool, err error) {
-	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, ResponseHeaderTimeout: 5 * time.Second}}
+	// The timeouts tell a stream that is never answered from a slow one on
+	// a loaded machine; they are not what is measured.
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, ResponseHeaderTimeout: 20 * time.Second}}
 	req, _ := http.NewRequest("GET", "http://"+addr+"/v1/events", nil)
 	req.Header.Set("Accept", "text/event-stream")
 	if resp, err = client.Do(req); err != nil {
@@ -527,7 +529,7 @@ func openStream(addr string) (resp *http.Response, body []byte, ok bool, err err
 		resp.Body.Close()
 		return resp, body, false, err
 	}
-	stuck := time.AfterFunc(5*time.Second, func() { resp.Body.Close() })
+	stuck := time.AfterFunc(20*time.Second, func() { resp.Body.Close() })
 	line, err := bufio.NewReader(resp.Body).ReadString('\n')
 	stuck.Stop()
 	return resp, nil, err == nil && line == "retry: 3000\n", err
@@ -575,21 +577,25 @@ func TestEventStreamsAboveTheCapGet503(t *testing.T) {
 				t.Errorf("refusal %s without Retry-After %q: %s", code, r.resp.Header.Get("Retry-After"), r.body)
 			}
 		}
-		if r.took > 3*time.Second {
+		// Starved watchers used to wait for ever; a bound this far above
+		// an answer's cost tells that apart on a loaded machine too.
+		if r.took > 20*time.Second {
 			t.Errorf("a watcher waited %v for its answer", r.took)
 		}
 	}
 	if open != streams || refused != clients-streams {
 		t.Errorf("%d streams open and %d refused of %d; want %d open (max_event_streams)", open, refused, clients, streams)
 	}
+	// /healthz is answered, not starved (which was for ever): the bound is
+	// generous so that a busy machine does not read as starvation.
 	begin := time.Now()
-	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: time.Second}
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 20 * time.Second}
 	resp, err := client.Get("http://" + p.addr + "/healthz")
 	if err != nil {
-		t.Fatalf("/healthz with %d streams open: %v", open, err)
+		t.Fatalf("/healthz with %d streams open: %v (after %v)", open, err, time.Since(begin))
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 200 || time.Since(begin) > time.Second {
+	if resp.StatusCode != 200 {
 		t.Errorf("/healthz with %d streams open: %d after %v", open, resp.StatusCode, time.Since(begin))
 	}
 }
