@@ -49,7 +49,7 @@ test-postgres:
 	$(GO) test -race -count=1 -run 'Replica|Postgres|Copy' ./cmd/planserver
 
 ## test-ui: the browser tests in e2e/: Debian's Chromium, driven by
-## playwright-core, against the real binary (README: Review console)
+## playwright-core, against the real binary (docs/console.md)
 CHROMIUM ?= /usr/bin/chromium
 E2E_BIN  ?= $(CURDIR)/bin/planserver-e2e
 test-ui:

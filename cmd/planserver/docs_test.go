@@ -170,10 +170,11 @@ func walkthroughScript(lines []string) (string, int) {
 	}
 	// Line 1 is the title, never in a block: it carries the preamble.
 	// The streams left running are stopped with their children (the curl
-	// wrapper and curl) when the script ends. waitfor waits up to 60 s
+	// wrapper and curl) when the script ends; /proc lists a process's
+	// children without procps. waitfor waits up to 60 s
 	// for a pattern in a stream's output.
 	out[0] = `set -euo pipefail -o functrace; bgpids=(); ` +
-		`killtree() { local c; for c in $(pgrep -P "$1"); do killtree "$c"; done; kill "$1" 2>/dev/null || true; }; ` +
+		`killtree() { local c; for c in $(cat /proc/"$1"/task/*/children 2>/dev/null); do killtree "$c"; done; kill "$1" 2>/dev/null || true; }; ` +
 		`trap 'for p in "${bgpids[@]}"; do killtree "$p"; done' EXIT; ` +
 		`waitfor() { for _ in $(seq 600); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done; echo "no $2 in $1:" >&2; cat "$1" >&2; return 1; }; ` +
 		`trap 'export PLANSERVER_DOC_LINE=$LINENO' DEBUG`
