@@ -6,22 +6,38 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -s -w -X main.version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: run build test test-postgres test-ui test-hosts lint bench stress fuzz fmt clean
+.PHONY: run build docs test test-flaky test-postgres test-ui test-hosts lint bench stress fuzz fmt clean
 
-## run: build, then serve on 127.0.0.1:8080 with the embedded SQLite default (planserver.db)
+## run: build, then serve on 127.0.0.1:8080 with the embedded SQLite default
+## (planserver.db); ADDR picks another address: make run ADDR=127.0.0.1:9000
+## (or PLANSERVER_ADDR=127.0.0.1:9000 make run, or planserver serve --addr)
 # exec replaces the recipe's shell with the server, so the signal that stops
 # make (Ctrl-C, or SIGTERM, which make passes on) reaches the server itself:
 # `go run` would leave it running, orphaned, after a SIGTERM.
+ADDR ?=
 run: build
-	exec $(BIN) serve
+	exec $(BIN) serve $(if $(ADDR),--addr $(ADDR))
 
 ## build: a static binary in bin/
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/planserver
 
+## docs: regenerate docs/cli.md, the CLI reference, from the commands' --help
+## (TestCLIReferenceIsCurrent fails while it is stale)
+docs:
+	$(GO) run ./cmd/planserver docs cli > docs/cli.md.tmp && mv docs/cli.md.tmp docs/cli.md
+
 ## test: every Go test, with the race detector (no browser needed)
 test:
 	$(GO) test -race -count=1 ./...
+
+## test-flaky: the flaky-test hunt: the suite N times under -race with a CPU
+## hog on every core, then the tests that failed and how often (.ci/test-flaky):
+##   make test-flaky N=3 PKGS='./cmd/planserver ./internal/http'
+N    ?= 10
+PKGS ?= ./...
+test-flaky:
+	GO=$(GO) .ci/test-flaky $(N) $(PKGS)
 
 ## test-postgres: the same suites on PostgreSQL (every test through apitest, the
 ## store tests), the multi-replica tests, copy and migrate on PostgreSQL. Needs
@@ -33,7 +49,7 @@ test-postgres:
 	$(GO) test -race -count=1 -run 'Replica|Postgres|Copy' ./cmd/planserver
 
 ## test-ui: the browser tests in e2e/: Debian's Chromium, driven by
-## playwright-core, against the real binary (README: Review console)
+## playwright-core, against the real binary (docs/console.md)
 CHROMIUM ?= /usr/bin/chromium
 E2E_BIN  ?= $(CURDIR)/bin/planserver-e2e
 test-ui:

@@ -136,6 +136,81 @@ func (p *eventPrinter) print(e *api.Event) error {
 	if e.Revision > 0 {
 		rev = fmt.Sprintf(" r%d", e.Revision)
 	}
-	_, err := fmt.Fprintf(p.x.stdout, "%-6d %s  %-26s %s%s  by %s\n", e.Seq, e.Time, e.Type, subject, rev, e.Actor)
+	change := eventChange(e)
+	if change != "" {
+		change = " " + change
+	}
+	_, err := fmt.Fprintf(p.x.stdout, "%-6d %s  %-26s %s%s%s  by %s\n", e.Seq, e.Time, e.Type, subject, change, rev, e.Actor)
 	return err
+}
+
+// eventChange says in a few words what an event changed, from its data:
+// "plan→build" for a mode change, "step 3 failure" for a report. Empty
+// where the type says it all (session.created) or the data is not the
+// shape expected.
+func eventChange(e *api.Event) string {
+	var raw struct {
+		Mode           string          `json:"mode"`
+		PreviousMode   string          `json:"previous_mode"`
+		EffectiveMode  string          `json:"effective_mode"`
+		Status         string          `json:"status"`
+		PreviousStatus *string         `json:"previous_status"`
+		Revision       int64           `json:"revision"`
+		Tool           string          `json:"tool"`
+		Outcome        string          `json:"outcome"`
+		StepID         string          `json:"step_id"`
+		Worker         string          `json:"worker"`
+		Review         *api.Review     `json:"review"`
+		Step           *api.Step       `json:"step"`
+		Todos          json.RawMessage `json:"todos"`
+	}
+	if json.Unmarshal(e.Data, &raw) != nil {
+		return ""
+	}
+	switch e.Type {
+	case "session.mode_changed":
+		if raw.Mode == "" {
+			return ""
+		}
+		from := raw.PreviousMode
+		if from == "" {
+			from = "?"
+		}
+		s := from + "→" + raw.Mode
+		if raw.EffectiveMode != "" && raw.EffectiveMode != raw.Mode {
+			s += " (effective " + raw.EffectiveMode + ")"
+		}
+		return s
+	case "plan.status_changed":
+		if raw.PreviousStatus == nil {
+			return ""
+		}
+		return orNone(*raw.PreviousStatus) + "→" + orNone(raw.Status)
+	case "session.review_requested", "session.review_approved", "session.review_rejected":
+		if raw.Review != nil && raw.Review.PlanRevision != nil {
+			return fmt.Sprintf("plan revision %d", *raw.Review.PlanRevision)
+		}
+	case "tool_call.denied":
+		if raw.Tool != "" {
+			return "tool " + raw.Tool
+		}
+	case "step.claimed":
+		if raw.Step != nil && raw.Step.ClaimedBy != nil {
+			return "step " + raw.Step.ID + " by " + *raw.Step.ClaimedBy
+		}
+	case "step.updated":
+		if raw.Step != nil {
+			return "step " + raw.Step.ID + " " + raw.Step.Status
+		}
+	case "step.report_added":
+		if raw.StepID != "" {
+			return "step " + raw.StepID + " " + raw.Outcome
+		}
+	case "todos.updated":
+		var todos []json.RawMessage
+		if json.Unmarshal(raw.Todos, &todos) == nil && raw.Todos != nil {
+			return fmt.Sprintf("%d todos", len(todos))
+		}
+	}
+	return ""
 }

@@ -185,7 +185,7 @@ func TestCLIEventsList(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := ok(t, p, "events")
-	if !regexp.MustCompile(`(?m)^1\s+\S+\s+session\.created\s+a r1\s+by anonymous\n2 .*\n3\s+\S+\s+session\.mode_changed\s+b r2 .*\n4\s+\S+\s+plan\.created\s+plan p r1 `).MatchString(out) {
+	if !regexp.MustCompile(`(?m)^1\s+\S+\s+session\.created\s+a r1\s+by anonymous\n2 .*\n3\s+\S+\s+session\.mode_changed\s+b build→plan r2 .*\n4\s+\S+\s+plan\.created\s+plan p r1 `).MatchString(out) {
 		t.Errorf("events:\n%s", out)
 	}
 	lines := strings.Split(strings.TrimSpace(ok(t, p, "events", "--json", "--after", "1", "--types", "session.created,plan.created")), "\n")

@@ -80,20 +80,24 @@ type cliCommand struct {
 
 // cliGroups lists the API commands by their first word.
 var cliGroups = map[string][]*cliCommand{
-	"session": {sessionCreateCmd, sessionGetCmd, sessionListCmd, sessionModeCmd},
-	"plan":    {planGetCmd, planPutCmd, planEditCmd, planStatusCmd, planHistoryCmd, planDiffCmd},
-	"review":  {reviewListCmd, reviewShowCmd, reviewApproveCmd, reviewRejectCmd},
-	"steps":   {stepsReadyCmd, stepsClaimCmd, stepsReportCmd},
-	"events":  {eventsCmd},
+	"session": {sessionCreateCmd, sessionGetCmd, sessionListCmd, sessionModeCmd, sessionDeleteCmd,
+		sessionPlanShowCmd, sessionPlanPutCmd, sessionPlanEditCmd, sessionTodosCmd},
+	"plan":   {planGetCmd, planListCmd, planPutCmd, planEditCmd, planStatusCmd, planHistoryCmd, planDiffCmd, planDeleteCmd},
+	"review": {reviewListCmd, reviewShowCmd, reviewApproveCmd, reviewRejectCmd},
+	"steps":  {stepsReadyCmd, stepsClaimCmd, stepsReportCmd},
+	"events": {eventsCmd},
 }
 
 // cli is what an API command runs with.
 type cli struct {
 	// name is the command's, e.g. "plan edit".
-	name           string
-	ctx            context.Context
-	c              *client.Client
-	server         string
+	name   string
+	ctx    context.Context
+	c      *client.Client
+	server string
+	// serverFrom says where server came from, for messages that blame it:
+	// "--server", "PLANSERVER_URL" or "the default".
+	serverFrom     string
 	json           bool
 	getenv         func(string) string
 	stdin          io.Reader
@@ -114,11 +118,12 @@ func apiCommand(ctx context.Context, args []string, getenv func(string) string, 
 			cliGroupHelp(stdout, group, cmds)
 			return errHelp
 		}
-		if cmd = cliFind(cmds, group+" "+rest[0]); cmd == nil {
+		var used int
+		if cmd, used = cliLookup(cmds, group, rest); cmd == nil {
 			return usageError(stderr, "planserver "+group,
-				fmt.Sprintf("unknown action %q: want %s", rest[0], cliActions(cmds)))
+				fmt.Sprintf("unknown action %q: want %s", strings.Join(rest[:min(used, len(rest))], " "), cliActions(cmds)))
 		}
-		rest = rest[1:]
+		rest = rest[used:]
 	}
 	x := &cli{name: cmd.name, ctx: ctx, getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}
 	fs := flag.NewFlagSet("planserver "+cmd.name, flag.ContinueOnError)
@@ -144,17 +149,33 @@ func apiCommand(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	x.serverFrom = "the default"
+	if given["server"] {
+		x.serverFrom = "--server"
+	}
 	for name, env := range cliEnv {
 		if v := getenv(env); v != "" && !given[name] {
 			_ = fs.Set(name, v) // string flags take any value
+			if name == "server" {
+				x.serverFrom = env
+			}
 		}
 	}
 	x.c, err = client.New(x.server, client.WithToken(token), client.WithUserAgent("planserver-cli/"+version))
 	if err != nil {
+		// Blame where the value came from: a stale PLANSERVER_URL in the
+		// environment is not something the user typed.
+		if x.serverFrom == cliEnv["server"] {
+			return usageError(stderr, fs.Name(), fmt.Sprintf("%s=%q (from the environment): %v", x.serverFrom, x.server, err))
+		}
 		return usageError(stderr, fs.Name(), "--server: "+err.Error())
 	}
 	if err := runCmd(x, pos); err != nil && !errors.Is(err, errUsage) {
-		return cliFailure(x.server, err)
+		where := x.server + " (from " + x.serverFrom + ")"
+		if !given["server"] && x.serverFrom != cliEnv["server"] {
+			where = x.server + " (the default)"
+		}
+		return asTyped(cliFailure(where, err), pos)
 	} else if err != nil {
 		return err
 	}
@@ -189,20 +210,35 @@ func cliParse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-func cliFind(cmds []*cliCommand, name string) *cliCommand {
-	for _, c := range cmds {
-		if c.name == name {
-			return c
+// cliLookup finds the command of group that the first words of args name
+// ("plan" + "get", or "session" + "plan show") and how many words it took.
+// With none, used is how many words were tried.
+func cliLookup(cmds []*cliCommand, group string, args []string) (cmd *cliCommand, used int) {
+	name := group
+	for i, a := range args {
+		if strings.HasPrefix(a, "-") {
+			return nil, max(i, 1)
+		}
+		name += " " + a
+		prefix := false
+		for _, c := range cmds {
+			if c.name == name {
+				return c, i + 1
+			}
+			prefix = prefix || strings.HasPrefix(c.name, name+" ")
+		}
+		if !prefix {
+			return nil, i + 1
 		}
 	}
-	return nil
+	return nil, len(args)
 }
 
 // cliActions lists the actions of a group: "get, put or edit".
 func cliActions(cmds []*cliCommand) string {
 	names := make([]string, len(cmds))
 	for i, c := range cmds {
-		names[i] = c.name[strings.LastIndex(c.name, " ")+1:]
+		_, names[i], _ = strings.Cut(c.name, " ")
 	}
 	if len(names) == 1 {
 		return names[0]
@@ -262,6 +298,24 @@ func cliFailure(server string, err error) error {
 	return exitError{code: cliExitCode(err), err: errors.New(cliMessage(server, err))}
 }
 
+// asTyped shows the arguments in a failure's message as the user typed
+// them: the client escapes an id x/y as x%2Fy in the request path, and the
+// server's detail names the id as it arrived.
+func asTyped(err error, args []string) error {
+	var ee exitError
+	if !errors.As(err, &ee) {
+		return err
+	}
+	msg := ee.err.Error()
+	for _, a := range args {
+		if esc := url.PathEscape(a); esc != a {
+			msg = strings.ReplaceAll(msg, esc, a)
+		}
+	}
+	ee.err = errors.New(msg)
+	return ee
+}
+
 // cliMessage says what went wrong, for people.
 func cliMessage(server string, err error) string {
 	var ce *cliError
@@ -273,7 +327,12 @@ func cliMessage(server string, err error) string {
 	case errors.As(err, &e):
 		msg := e.Detail
 		if msg == "" {
-			msg = fmt.Sprintf("%s %s answered %d", e.Method, e.Path, e.Status)
+			msg = fmt.Sprintf("%s %s answered %d", e.Method, unescapePath(e.Path), e.Status)
+		}
+		// The detail of one invalid field is that field's message; of
+		// several, a count and the first: list each field once.
+		if len(e.Fields) > 1 {
+			msg = fmt.Sprintf("%d invalid fields", len(e.Fields))
 		}
 		if e.Code != "" {
 			msg += " (" + string(e.Code) + ")"
@@ -281,6 +340,9 @@ func cliMessage(server string, err error) string {
 			msg += fmt.Sprintf(" (%d)", e.Status)
 		}
 		for _, f := range e.Fields {
+			if len(e.Fields) == 1 && strings.Contains(e.Detail, f.Message) {
+				continue
+			}
 			msg += fmt.Sprintf("\n  %s: %s", f.Field, f.Message)
 		}
 		return msg
@@ -288,6 +350,15 @@ func cliMessage(server string, err error) string {
 		return fmt.Sprintf("cannot reach the planserver at %s: %v (is it running? set --server or PLANSERVER_URL)", server, ue.Err)
 	}
 	return err.Error()
+}
+
+// unescapePath shows a request path as the user typed its segments: the
+// client escapes an id x/y as x%2Fy on the wire.
+func unescapePath(p string) string {
+	if u, err := url.PathUnescape(p); err == nil {
+		return u
+	}
+	return p
 }
 
 // cliExitCode is the exit status of err's class.

@@ -180,18 +180,53 @@ func editPlan(x *cli, name string) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp("", fmt.Sprintf("planserver-%s-r%d-*.md", name, cur.Revision))
-	if err != nil {
+	e := &editing{x: x, what: "plan " + name, again: "planserver plan edit " + name,
+		file: fmt.Sprintf("planserver-%s-r%d-*.md", name, cur.Revision), base: cur.Revision}
+	rev, err := e.run(cur.Body, func(content string) (int64, error) {
+		sum, err := x.c.PutPlanContent(x.ctx, name, content, client.IfMatch(cur.Revision))
+		if err != nil {
+			return 0, err
+		}
+		e.out = sum
+		return sum.Revision, nil
+	})
+	if err != nil || rev == 0 {
 		return err
 	}
+	return x.out(e.out, func(w io.Writer) { fmt.Fprintf(w, "plan %s updated: revision %d\n", name, rev) })
+}
+
+// editing is one round of $EDITOR on a document read at revision base
+// (0: none yet), written back only if nobody wrote it meanwhile.
+type editing struct {
+	x *cli
+	// what names the document in messages ("plan release"); again is the
+	// command that edits it afresh; file the temporary file's pattern.
+	what, again, file string
+	base              int64
+	// out is what the write answered, for --json.
+	out any
+}
+
+// run opens $EDITOR (else $VISUAL, else vi) on body in a temporary file and
+// writes the result with write, which sends the precondition. It returns
+// the revision written, or 0 when the file was left unchanged. On a
+// conflict or a failed write nothing is written and the edited file is
+// kept: its path is in the message.
+func (e *editing) run(body string, write func(content string) (int64, error)) (int64, error) {
+	x := e.x
+	f, err := os.CreateTemp("", e.file)
+	if err != nil {
+		return 0, err
+	}
 	path := f.Name()
-	_, err = f.WriteString(cur.Body)
+	_, err = f.WriteString(body)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		os.Remove(path)
-		return err
+		return 0, err
 	}
 	editor := firstOf(x.getenv("EDITOR"), x.getenv("VISUAL"), "vi")
 	// Through the shell, as git does, so EDITOR may carry arguments
@@ -199,28 +234,126 @@ func editPlan(x *cli, name string) error {
 	cmd := exec.CommandContext(x.ctx, "/bin/sh", "-c", editor+` "$1"`, "editor", path)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = x.stdin, x.stdout, x.stderr
 	if err := cmd.Run(); err != nil {
-		return cliFail(err, "%s failed (%v): plan %s is unchanged; the file is kept in %s", editor, err, name, path)
+		return 0, cliFail(err, "%s failed (%v): %s is unchanged; the file is kept in %s", editor, err, e.what, path)
 	}
 	edited, err := os.ReadFile(path)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if string(edited) == cur.Body {
+	if string(edited) == body {
 		os.Remove(path)
-		fmt.Fprintf(x.stderr, "no changes: plan %s stays at revision %d\n", name, cur.Revision)
-		return nil
+		if e.base == 0 {
+			fmt.Fprintf(x.stderr, "no changes: %s is still not written\n", e.what)
+		} else {
+			fmt.Fprintf(x.stderr, "no changes: %s stays at revision %d\n", e.what, e.base)
+		}
+		return 0, nil
 	}
-	sum, err := x.c.PutPlanContent(x.ctx, name, string(edited), client.IfMatch(cur.Revision))
-	var e *client.Error
+	rev, err := write(string(edited))
+	var ce *client.Error
 	switch {
-	case errors.Is(err, client.ErrVersionConflict) && errors.As(err, &e) && e.CurrentRevision != nil:
-		return cliFail(err, "conflict: plan %s changed since you read revision %d (it is at revision %d now), so nothing was written.\n"+
-			"Your edit is kept in %s; run 'planserver plan edit %s' again and merge it in.", name, cur.Revision, *e.CurrentRevision, path, name)
+	case errors.Is(err, client.ErrVersionConflict) && errors.As(err, &ce) && ce.CurrentRevision != nil:
+		return 0, cliFail(err, "conflict: %s changed since you read revision %d (it is at revision %d now), so nothing was written.\n"+
+			"Your edit is kept in %s; run '%s' again and merge it in.", e.what, e.base, *ce.CurrentRevision, path, e.again)
+	case errors.Is(err, client.ErrAlreadyExists) && e.base == 0:
+		return 0, cliFail(err, "conflict: %s was written by someone else while you edited, so nothing was written.\n"+
+			"Your edit is kept in %s; run '%s' again and merge it in.", e.what, path, e.again)
 	case err != nil:
-		return cliFail(err, "%s; nothing was written. Your edit is kept in %s", cliMessage(x.server, err), path)
+		return 0, cliFail(err, "%s; nothing was written. Your edit is kept in %s", cliMessage(x.server, err), path)
 	}
 	os.Remove(path)
-	return x.out(sum, func(w io.Writer) { fmt.Fprintf(w, "plan %s updated: revision %d\n", name, sum.Revision) })
+	return rev, nil
+}
+
+var planListCmd = &cliCommand{
+	name: "plan list", args: "", minArgs: 0, maxArgs: 0,
+	summary: "list shared plans",
+	help: `List shared plans by name, with their status, author, revision and
+steps' progress (never their content), every page of them. --status and
+--author filter as GET /v1/plans does. --limit N prints one page of at most
+N plans and, when there are more, the --page-token that continues after it.
+`,
+	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+		var q client.PlanQuery
+		fs.StringVar(&q.Status, "status", "", "only plans with this `status`")
+		fs.StringVar(&q.Author, "author", "", "only plans by this `author`")
+		fs.IntVar(&q.Limit, "limit", 0, "one page of at most this many `plans` (1 to 1000; default: every page)")
+		fs.StringVar(&q.PageToken, "page-token", "", "continue after the page that gave this `token`")
+		return func(x *cli, _ []string) error {
+			if q.Limit < 0 {
+				return x.usage("--limit must be at least 1")
+			}
+			page := &api.PlanPage{Plans: []api.PlanSummary{}}
+			if q.Limit > 0 {
+				var err error
+				if page, err = x.c.ListPlans(x.ctx, q); err != nil {
+					return err
+				}
+			} else {
+				for p, err := range x.c.Plans(x.ctx, q) {
+					if err != nil {
+						return err
+					}
+					page.Plans = append(page.Plans, *p)
+				}
+			}
+			return x.out(page, func(w io.Writer) {
+				if len(page.Plans) == 0 {
+					fmt.Fprintln(w, "no plans"+planFilters(q))
+					return
+				}
+				rows := make([][]string, len(page.Plans))
+				for i, p := range page.Plans {
+					progress := "-"
+					if g := p.Progress; g.Total > 0 {
+						progress = fmt.Sprintf("%d/%d", g.Complete, g.Total)
+					}
+					rows[i] = []string{p.Name, strconv.FormatInt(p.Revision, 10), orNone(p.Status), orNone(p.Author),
+						progress, p.UpdatedAt, oneLine(p.Title, 40)}
+				}
+				table(w, "NAME\tREV\tSTATUS\tAUTHOR\tSTEPS DONE\tUPDATED\tTITLE", rows)
+				if page.NextPageToken != "" {
+					fmt.Fprintf(x.stderr, "more plans: add --page-token %s\n", page.NextPageToken)
+				}
+			})
+		}
+	},
+}
+
+// planFilters says which filters an empty list had.
+func planFilters(q client.PlanQuery) string {
+	var f []string
+	if q.Status != "" {
+		f = append(f, "status "+q.Status)
+	}
+	if q.Author != "" {
+		f = append(f, "author "+q.Author)
+	}
+	if len(f) == 0 {
+		return ""
+	}
+	return " with " + strings.Join(f, " and ")
+}
+
+var planDeleteCmd = &cliCommand{
+	name: "plan delete", args: "NAME", minArgs: 1, maxArgs: 1,
+	summary: "delete a shared plan",
+	help: `Delete a shared plan, its steps, reports and history. With --if-match,
+only if the plan is still at that revision (exit status 4 otherwise). A plan
+created again under the same name continues above its last revision.
+`,
+	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+		var rev int64
+		fs.Int64Var(&rev, "if-match", 0, "delete it only if the plan is still at this `revision`")
+		return func(x *cli, args []string) error {
+			if err := x.c.DeletePlan(x.ctx, args[0], ifMatch(rev)); err != nil {
+				return err
+			}
+			return x.out(map[string]any{"name": args[0], "deleted": true}, func(w io.Writer) {
+				fmt.Fprintf(w, "plan %s deleted\n", args[0])
+			})
+		}
+	},
 }
 
 var planStatusCmd = &cliCommand{

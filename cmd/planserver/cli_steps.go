@@ -27,6 +27,14 @@ expired lease) with every dependency complete, in plan order.
 			if err != nil {
 				return err
 			}
+			if len(list.Steps) == 0 && !x.json {
+				why, err := whyNoneReady(x, args[0], owner)
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintln(x.stdout, why)
+				return err
+			}
 			return x.out(list, func(w io.Writer) {
 				rows := make([][]string, len(list.Steps))
 				for i, s := range list.Steps {
@@ -59,7 +67,7 @@ is ready, nothing is written and the exit status is 3.
 		var lease time.Duration
 		fs.StringVar(&worker, "worker", "", "who takes the step (`name`, required)")
 		fs.StringVar(&owner, "owner", "", "only a step of this `owner` role")
-		fs.DurationVar(&lease, "lease", 0, "how long the claim holds without renewal, e.g. 10m (`duration`; default the server's, 5m)")
+		durationVar(fs, &lease, "lease", 0, "how long the claim holds without renewal, e.g. 10m (`duration`; default the server's, 5m)")
 		return func(x *cli, args []string) error {
 			if worker == "" {
 				return x.usage("--worker is required: name who takes the step")
@@ -149,4 +157,49 @@ seeds' JSON format (flags given too override its members).
 			})
 		}
 	},
+}
+
+// whyNoneReady says why no step of plan (of owner, when given) is ready:
+// "no step is ready: 2 wait on deps, 1 claimed".
+func whyNoneReady(x *cli, plan, owner string) (string, error) {
+	all, err := x.c.ListSteps(x.ctx, plan, client.StepQuery{Owner: owner})
+	if err != nil {
+		return "", err
+	}
+	what := "no step is ready"
+	if owner != "" {
+		what = "no step of owner " + owner + " is ready"
+	}
+	if len(all.Steps) == 0 {
+		if owner != "" {
+			return fmt.Sprintf("%s: plan %s has no step of that owner", what, plan), nil
+		}
+		return fmt.Sprintf("%s: plan %s has no steps", what, plan), nil
+	}
+	var waiting, claimed, blocked, complete int
+	for _, s := range all.Steps {
+		switch s.Status {
+		case "pending":
+			waiting++
+		case "in_progress":
+			claimed++
+		case "blocked":
+			blocked++
+		case "complete":
+			complete++
+		}
+	}
+	if complete == len(all.Steps) {
+		return fmt.Sprintf("%s: all %d are complete", what, complete), nil
+	}
+	var parts []string
+	for _, c := range []struct {
+		n    int
+		what string
+	}{{waiting, "wait on deps"}, {claimed, "claimed"}, {blocked, "blocked"}, {complete, "complete"}} {
+		if c.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c.n, c.what))
+		}
+	}
+	return what + ": " + strings.Join(parts, ", "), nil
 }

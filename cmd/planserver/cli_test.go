@@ -161,7 +161,7 @@ func TestCLISessions(t *testing.T) {
 	if msg := fails(t, p, cliExitNotFound, "session", "get", "nobody"); !strings.HasPrefix(msg, "planserver: ") || !strings.Contains(msg, "not_found") {
 		t.Errorf("missing: %s", msg)
 	}
-	if msg := fails(t, p, cliExitFailure, "session", "create", "--mode", "sideways"); !strings.Contains(msg, "invalid_argument") || !strings.Contains(msg, "\n  mode: ") {
+	if msg := fails(t, p, cliExitFailure, "session", "create", "--mode", "sideways"); !strings.Contains(msg, "invalid_argument") || !strings.Contains(msg, "mode: ") {
 		t.Errorf("invalid mode: %s", msg)
 	}
 	fails(t, p, cliExitUsage, "session", "get")

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -98,11 +99,11 @@ func flagSet(name string, cfg *config) *flag.FlagSet {
 		"serve net/http/pprof on this separate `host:port` (loopback only; empty: off), for profiling")
 	fs.IntVar(&cfg.PlanHistory, "plan-history", 100,
 		"`revisions` of each shared plan kept readable, the current one included; older ones are pruned")
-	fs.DurationVar(&cfg.EventRetention, "event-retention", events.DefaultMaxAge,
+	durationVar(fs, &cfg.EventRetention, "event-retention", events.DefaultMaxAge,
 		"prune events older than this `duration` (0 keeps events of any age); older cursors get 410 cursor_expired")
 	fs.Int64Var(&cfg.EventMaxRows, "event-max-rows", events.DefaultMaxRows,
 		"keep at most this many of the newest `events` (0: no cap)")
-	fs.DurationVar(&cfg.SSEHeartbeat, "sse-heartbeat", planhttp.DefaultSSEHeartbeat,
+	durationVar(fs, &cfg.SSEHeartbeat, "sse-heartbeat", planhttp.DefaultSSEHeartbeat,
 		"`interval` of the comment lines that keep idle event streams alive")
 	fs.IntVar(&cfg.MaxConnections, "max-connections", 0,
 		"client `connections` open at once; above it a new one is answered 503 and closed "+
@@ -184,6 +185,31 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string, std
 func usageError(stderr io.Writer, command, problem string) error {
 	fmt.Fprintf(stderr, "%s: %s (see '%s --help')\n", command, problem, command)
 	return errUsage
+}
+
+// durationValue is a time.Duration flag whose error says what is wanted:
+// flag.Duration's says only "parse error", and "--lease 10" means nothing
+// to a reader who does not know Go's duration syntax.
+type durationValue time.Duration
+
+// durationVar declares a duration flag like fs.DurationVar.
+func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
+	*p = value
+	fs.Var((*durationValue)(p), name, usage)
+}
+
+func (d *durationValue) String() string { return (*time.Duration)(d).String() }
+
+func (d *durationValue) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		if _, numErr := strconv.ParseFloat(s, 64); numErr == nil {
+			return fmt.Errorf("want a duration such as 10m or 90s, with its unit (ns, us, ms, s, m, h)")
+		}
+		return fmt.Errorf("want a duration such as 10m or 90s")
+	}
+	*d = durationValue(v)
+	return nil
 }
 
 // flagErrorText rewrites the flag package's errors, which name flags in

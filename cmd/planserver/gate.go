@@ -87,7 +87,7 @@ func gateProxy(ctx context.Context, args []string, getenv func(string) string, s
 	fs.StringVar(&token, "token", "", "a `token` that may check tools of the session, e.g. its agent token (PLANSERVER_TOKEN)")
 	fs.StringVar(&name, "name", "", "the upstream's `name` in tool_call.denied events (default: CMD's file name)")
 	fs.Var(readOnly, "read-only", "`tools` of CMD to treat as read-only although not annotated so (comma-separated; repeatable)")
-	fs.DurationVar(&every, "watch", 2*time.Second, "how often to look for a mode change to announce to the host (list_changed); 0: never")
+	durationVar(fs, &every, "watch", 2*time.Second, "how often (a `duration`) to look for a mode change to announce to the host (list_changed); 0: never")
 	if err := fs.Parse(flags); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, gateUsage)

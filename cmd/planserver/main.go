@@ -77,8 +77,9 @@ Usage:
   planserver version                    print the version
 
 Talking to a running server (--server URL, --token T, --json):
-  planserver session create|get|list|mode          sessions and their build/plan mode
-  planserver plan get|put|edit|status|history|diff  shared plans
+  planserver session create|get|list|mode|delete   sessions and their build/plan mode
+  planserver session plan show|put|edit | todos    a session's plan and todo list
+  planserver plan get|list|put|edit|status|history|diff|delete   shared plans
   planserver review list|show|approve|reject        review the plans of sessions
   planserver steps ready|claim|report               work through a plan's steps
   planserver events [--follow]                      the change log
@@ -125,6 +126,9 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 		return sandboxCmd(args[1:], stdout, stderr)
 	case sandbox.StageCommand:
 		return sandboxStage(args[1:])
+	case "docs":
+		// Not in the usage: it writes docs/cli.md (make docs).
+		return docsCommand(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "planserver", version)
 		return nil
