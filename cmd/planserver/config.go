@@ -15,6 +15,7 @@ import (
 	"github.com/planserver/planserver/internal/events"
 	planhttp "github.com/planserver/planserver/internal/http"
 	"github.com/planserver/planserver/internal/sessions"
+	"github.com/planserver/planserver/internal/webhooks/deliver"
 )
 
 // config is every setting of planserver, filled from flags, then from
@@ -41,6 +42,8 @@ type config struct {
 	MaxConnections       int
 	MaxEventStreams      int
 	SkipIntegrityCheck   bool
+	PublicURL            string
+	WebhookAllowHosts    string
 }
 
 // defaultAddr is where serve listens and healthcheck asks.
@@ -104,6 +107,12 @@ func flagSet(name string, cfg *config) *flag.FlagSet {
 			"(0: the file-descriptor limit less 64 and 3 per database connection)")
 	fs.IntVar(&cfg.MaxEventStreams, "max-event-streams", 0,
 		"event `streams` open at once; above it GET /v1/events as SSE is 503 (0: 3/4 of --max-connections)")
+	fs.StringVar(&cfg.PublicURL, "public-url", "",
+		"the `URL` people reach this server at, e.g. https://planserver.example.com, for the console links in "+
+			"webhook messages (empty: http:// and the listening address)")
+	fs.StringVar(&cfg.WebhookAllowHosts, "webhook-allow-hosts", "",
+		"comma-separated private webhook `targets` allowed: host names, IP addresses or CIDR ranges "+
+			"(private, loopback, link-local and metadata addresses are refused otherwise)")
 	return fs
 }
 
@@ -307,6 +316,15 @@ func (c *config) validateServe() error {
 	}
 	if c.MaxConnections < 0 || c.MaxEventStreams < 0 {
 		return fmt.Errorf("--max-connections and --max-event-streams must not be negative (0 derives them from the file-descriptor limit)")
+	}
+	if c.PublicURL != "" {
+		u, err := url.Parse(c.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			return fmt.Errorf("--public-url %q: want an absolute http:// or https:// URL such as https://planserver.example.com", c.PublicURL)
+		}
+	}
+	if _, err := deliver.NewGuard(strings.Split(c.WebhookAllowHosts, ",")); err != nil {
+		return err
 	}
 	if c.PlanHistory < 1 {
 		return fmt.Errorf("--plan-history %d: keep at least 1 revision (the current one)", c.PlanHistory)
