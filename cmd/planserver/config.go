@@ -44,6 +44,7 @@ type config struct {
 	SkipIntegrityCheck   bool
 	PublicURL            string
 	WebhookAllowHosts    string
+	WebhookLease         time.Duration
 }
 
 // defaultAddr is where serve listens and healthcheck asks.
@@ -113,6 +114,9 @@ func flagSet(name string, cfg *config) *flag.FlagSet {
 	fs.StringVar(&cfg.WebhookAllowHosts, "webhook-allow-hosts", "",
 		"comma-separated private webhook `targets` allowed: host names, IP addresses or CIDR ranges "+
 			"(private, loopback, link-local and metadata addresses are refused otherwise)")
+	fs.DurationVar(&cfg.WebhookLease, "webhook-lease", deliver.DefaultLeaseTTL,
+		"how long a replica's hold on a webhook subscription lasts unrenewed (`duration`): how soon another "+
+			"replica takes over the deliveries of one that died")
 	return fs
 }
 
@@ -322,6 +326,9 @@ func (c *config) validateServe() error {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 			return fmt.Errorf("--public-url %q: want an absolute http:// or https:// URL such as https://planserver.example.com", c.PublicURL)
 		}
+	}
+	if c.WebhookLease < time.Second {
+		return fmt.Errorf("--webhook-lease %v: at least 1s", c.WebhookLease)
 	}
 	if _, err := deliver.NewGuard(strings.Split(c.WebhookAllowHosts, ",")); err != nil {
 		return err
