@@ -102,7 +102,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		EventRetention:       events.Retention{MaxAge: cfg.EventRetention, MaxRows: cfg.EventMaxRows},
 		SSEHeartbeat:         cfg.SSEHeartbeat,
 		MaxEventStreams:      maxStreams,
-		Webhooks:             deliver.Options{AllowHosts: strings.Split(cfg.WebhookAllowHosts, ","), PublicURL: publicURL,
+		Webhooks: deliver.Options{AllowHosts: strings.Split(cfg.WebhookAllowHosts, ","), PublicURL: publicURL,
 			LeaseTTL: cfg.WebhookLease},
 	})
 	// Retention runs beside the server; it stops (and is waited for)
