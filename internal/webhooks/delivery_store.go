@@ -144,6 +144,33 @@ func (st *Store) Record(ctx context.Context, id, owner string, ttl time.Duration
 	})
 }
 
+// Delivered logs successful attempts in cursor order, made in a row, and
+// moves the cursor to cursor (at least past the last of them), in one
+// transaction: a deliverer sends a run of events and records them
+// together, so a busy subscription costs one write per run, not per event.
+// A crash before the record re-sends the run, with the same webhook-ids.
+// It renews owner's lease (ErrLostLease).
+func (st *Store) Delivered(ctx context.Context, id, owner string, ttl time.Duration, ok []Attempt, cursor int64) error {
+	return st.db.Write(ctx, func(tx *db.Tx) error {
+		if err := holds(tx, id, owner, ttl); err != nil {
+			return err
+		}
+		now := tx.NowText()
+		for _, a := range ok {
+			if _, err := tx.Exec(`INSERT INTO webhook_deliveries (webhook_id, event_seq, message_id, type, attempt, manual, state,
+				status_code, latency_ms, response, error, created_at) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, '', ?)`,
+				id, a.Seq, a.MessageID, a.Type, a.Number, api.DeliverySucceeded, a.StatusCode, a.Latency.Milliseconds(), a.Response, now); err != nil {
+				return fmt.Errorf("record deliveries of webhook %q: %w", id, err)
+			}
+		}
+		_, err := tx.Exec(`UPDATE webhooks SET cursor = ?, attempts = 0, next_attempt_at = NULL WHERE id = ? AND cursor < ?`, cursor, id, cursor)
+		if err != nil {
+			return fmt.Errorf("move webhook %q on: %w", id, err)
+		}
+		return nil
+	})
+}
+
 // Skip moves id's cursor to cursor: the events up to it match none of the
 // subscription's filters. It renews owner's lease (ErrLostLease).
 func (st *Store) Skip(ctx context.Context, id, owner string, ttl time.Duration, cursor int64) error {

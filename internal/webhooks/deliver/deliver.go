@@ -302,51 +302,69 @@ func (d *Deliverer) step(ctx context.Context, id string) (time.Duration, error) 
 	if err != nil {
 		return 0, err
 	}
+	// A run of successes is recorded together (Store.Delivered): at most
+	// a page, or a third of the lease, whichever comes first.
+	var (
+		run      []webhooks.Attempt
+		runStart = time.Now()
+		attempts = s.Attempts
+	)
+	flush := func(cursor int64) error {
+		if len(run) == 0 && cursor <= s.Cursor {
+			return nil
+		}
+		err := d.store.Delivered(context.WithoutCancel(ctx), id, d.opt.Owner, d.opt.LeaseTTL, run, cursor)
+		run, runStart, s.Cursor = nil, time.Now(), max(s.Cursor, cursor)
+		return err
+	}
 	for _, e := range page.Events {
 		typ, ok := webhooks.Classify(s.Events, e)
 		if !ok {
 			continue
 		}
-		if e.Seq-1 > s.Cursor {
-			// Move over what did not match first, so the cursor is never
-			// behind an event that was delivered.
-			if err := d.store.Skip(ctx, id, d.opt.Owner, d.opt.LeaseTTL, e.Seq-1); err != nil {
-				return 0, err
-			}
+		if ctx.Err() != nil {
+			return 0, flush(e.Seq - 1)
 		}
-		return d.deliver(ctx, s, typ, e)
-	}
-	if page.Next > s.Cursor {
-		return 0, d.store.Skip(ctx, id, d.opt.Owner, d.opt.LeaseTTL, page.Next)
-	}
-	return pollInterval, nil
-}
-
-// deliver makes one attempt at event e, in cursor order, and records it.
-func (d *Deliverer) deliver(ctx context.Context, s *webhooks.Sub, typ string, e api.Event) (time.Duration, error) {
-	msg, err := webhooks.Build(s.ID, s.Format, typ, d.opt.PublicURL, e)
-	if err != nil {
-		return 0, err
-	}
-	a := d.attempt(ctx, s, msg)
-	a.Seq, a.MessageID, a.Type, a.Number = e.Seq, msg.ID, typ, s.Attempts+1
-	wait := time.Duration(0)
-	if !a.OK {
-		delay, ok := webhooks.Backoff(d.opt.Schedule, a.Number)
-		if ok {
-			a.NextRetry = d.db.Now().Add(delay)
-			wait = delay
+		msg, err := webhooks.Build(s.ID, s.Format, typ, d.opt.PublicURL, e)
+		if err != nil {
+			return 0, err
+		}
+		a := d.attempt(ctx, s, msg)
+		a.Seq, a.MessageID, a.Type, a.Number = e.Seq, msg.ID, typ, attempts+1
+		if a.OK {
+			if ts, err := time.Parse(time.RFC3339Nano, e.Time); err == nil {
+				d.metrics.delay.WithLabelValues(s.ID).Observe(time.Since(ts).Seconds())
+			}
+			run, attempts = append(run, a), 0
+			if time.Since(runStart) > d.opt.LeaseTTL/3 {
+				if err := flush(e.Seq); err != nil {
+					return 0, err
+				}
+			}
+			continue
+		}
+		// A failure: record the run before it, then the failure and its retry.
+		if err := flush(e.Seq - 1); err != nil {
+			return 0, err
+		}
+		if ctx.Err() != nil {
+			return 0, ctx.Err() // cut short by shutdown: not the target's failure
+		}
+		wait := time.Duration(-1)
+		if delay, ok := webhooks.Backoff(d.opt.Schedule, a.Number); ok {
+			a.NextRetry, wait = d.db.Now().Add(delay), delay
 		} else {
-			wait = -1
 			d.log.Warn("webhooks: retries used up, subscription failing", slog.String("webhook", s.ID), slog.Int64("seq", e.Seq))
 		}
-	} else if ts, err := time.Parse(time.RFC3339Nano, e.Time); err == nil {
-		d.metrics.delay.WithLabelValues(s.ID).Observe(time.Since(ts).Seconds())
+		return wait, d.store.Record(context.WithoutCancel(ctx), s.ID, d.opt.Owner, d.opt.LeaseTTL, a)
 	}
-	if ctx.Err() != nil && !a.OK {
-		return 0, ctx.Err() // cut short by shutdown: not the target's failure
+	if page.Next > s.Cursor {
+		return 0, flush(page.Next)
 	}
-	return wait, d.store.Record(context.WithoutCancel(ctx), s.ID, d.opt.Owner, d.opt.LeaseTTL, a)
+	if len(run) > 0 {
+		return 0, flush(run[len(run)-1].Seq)
+	}
+	return pollInterval, nil
 }
 
 // redeliver sends a queued redelivery once, whatever its outcome.
