@@ -40,7 +40,7 @@ func main() {
 }
 
 // sections are the parts of a run, in the order they run (-only picks some).
-var sections = []string{"writes", "reads", "pages", "wal", "subscribers", "hooks", "postgres"}
+var sections = []string{"writes", "reads", "pages", "wal", "subscribers", "hooks", "webhooks", "postgres"}
 
 type options struct {
 	bin         string
@@ -233,6 +233,11 @@ func (b *bench) all(ctx context.Context) error {
 	if b.o.runs("hooks") {
 		if err := b.hookLatency(ctx); err != nil {
 			return fmt.Errorf("hook latency: %w", err)
+		}
+	}
+	if b.o.runs("webhooks") {
+		if err := b.webhooks(ctx); err != nil {
+			return fmt.Errorf("webhook scenarios: %w", err)
 		}
 	}
 	if b.o.runs("postgres") && b.o.postgres != "" {

@@ -33,7 +33,7 @@ type process struct {
 
 // startServer runs the planserver binary on a fresh database (a file, or a
 // postgres:// URL) and waits for /readyz.
-func startServer(o options, db, durability string) (*process, error) {
+func startServer(o options, db, durability string, extra ...string) (*process, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -48,7 +48,7 @@ func startServer(o options, db, durability string) (*process, error) {
 		return nil, err
 	}
 	pprof := "http://" + paddr + "/debug/pprof"
-	args = append(args, "--pprof-addr", paddr)
+	args = append(append(args, "--pprof-addr", paddr), extra...)
 	p, err := o.start("--durability "+durability, "http://"+addr, "/readyz", o.bin, args...)
 	if p != nil {
 		p.pprof = pprof

@@ -86,6 +86,8 @@ var cliGroups = map[string][]*cliCommand{
 	"review": {reviewListCmd, reviewShowCmd, reviewApproveCmd, reviewRejectCmd},
 	"steps":  {stepsReadyCmd, stepsClaimCmd, stepsReportCmd},
 	"events": {eventsCmd},
+	"webhook": {webhookCreateCmd, webhookListCmd, webhookShowCmd, webhookUpdateCmd, webhookDeleteCmd, webhookRotateCmd,
+		webhookDeliveriesCmd, webhookRedeliverCmd},
 }
 
 // cli is what an API command runs with.

@@ -17,6 +17,7 @@ import (
 	planhttp "github.com/planserver/planserver/internal/http"
 	"github.com/planserver/planserver/internal/sessions"
 	"github.com/planserver/planserver/internal/shellclass"
+	"github.com/planserver/planserver/internal/webhooks/deliver"
 )
 
 // config is every setting of planserver, filled from flags, then from
@@ -47,6 +48,9 @@ type config struct {
 	// Host hooks.
 	HookSandboxAllowConnect string
 	HookMCPServers          string
+	PublicURL            string
+	WebhookAllowHosts    string
+	WebhookLease         time.Duration
 }
 
 // defaultAddr is where serve listens and healthcheck asks.
@@ -116,6 +120,15 @@ func flagSet(name string, cfg *config) *flag.FlagSet {
 		"`host:port` list a plan-mode command run in the read-only sandbox may still connect to (empty: none; planserver's own port is refused)")
 	fs.StringVar(&cfg.HookMCPServers, "hook-mcp-servers", "planserver",
 		"comma-separated `names` hosts give planserver's own MCP server (mcp__NAME__tool): its tools are judged by the mode as on /mcp")
+	fs.StringVar(&cfg.PublicURL, "public-url", "",
+		"the `URL` people reach this server at, e.g. https://planserver.example.com, for the console links in "+
+			"webhook messages (empty: http:// and the listening address)")
+	fs.StringVar(&cfg.WebhookAllowHosts, "webhook-allow-hosts", "",
+		"comma-separated private webhook `targets` allowed: host names, IP addresses or CIDR ranges "+
+			"(private, loopback, link-local and metadata addresses are refused otherwise)")
+	fs.DurationVar(&cfg.WebhookLease, "webhook-lease", deliver.DefaultLeaseTTL,
+		"how long a replica's hold on a webhook subscription lasts unrenewed (`duration`): how soon another "+
+			"replica takes over the deliveries of one that died")
 	return fs
 }
 
@@ -363,6 +376,18 @@ func (c *config) validateServe() error {
 	}
 	if c.MaxConnections < 0 || c.MaxEventStreams < 0 {
 		return fmt.Errorf("--max-connections and --max-event-streams must not be negative (0 derives them from the file-descriptor limit)")
+	}
+	if c.PublicURL != "" {
+		u, err := url.Parse(c.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			return fmt.Errorf("--public-url %q: want an absolute http:// or https:// URL such as https://planserver.example.com", c.PublicURL)
+		}
+	}
+	if c.WebhookLease < time.Second {
+		return fmt.Errorf("--webhook-lease %v: at least 1s", c.WebhookLease)
+	}
+	if _, err := deliver.NewGuard(strings.Split(c.WebhookAllowHosts, ",")); err != nil {
+		return err
 	}
 	if c.PlanHistory < 1 {
 		return fmt.Errorf("--plan-history %d: keep at least 1 revision (the current one)", c.PlanHistory)

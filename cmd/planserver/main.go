@@ -83,6 +83,8 @@ Talking to a running server (--server URL, --token T, --json):
   planserver review list|show|approve|reject        review the plans of sessions
   planserver steps ready|claim|report               work through a plan's steps
   planserver events [--follow]                      the change log
+  planserver webhook create|list|show|update|delete|rotate-secret|deliveries|redeliver
+                                                    signed webhook subscriptions (admin)
 
 Run 'planserver COMMAND --help' for a command's flags; each has a PLANSERVER_*
 environment equivalent (--max-plan-bytes is PLANSERVER_MAX_PLAN_BYTES).
@@ -114,7 +116,7 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 		return token(ctx, args[1:], getenv, stdout, stderr)
 	case "healthcheck":
 		return healthcheck(ctx, args[1:], getenv, stdout, stderr)
-	case "session", "plan", "review", "steps", "events":
+	case "session", "plan", "review", "steps", "events", "webhook":
 		return apiCommand(ctx, args, getenv, os.Stdin, stdout, stderr)
 	case "hook":
 		// A host's hook: its input on stdin, the host's output on stdout.

@@ -11,11 +11,13 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/events"
 	planhttp "github.com/planserver/planserver/internal/http"
+	"github.com/planserver/planserver/internal/webhooks/deliver"
 )
 
 // shutdownGrace is how long in-flight requests may take to finish after
@@ -79,6 +81,18 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		log.Warn("host hooks: the read-only sandbox is not available; in plan mode, shell commands not proven read-only are denied",
 			slog.String("why", hookCfg.Sandbox.Why))
 	}
+	tcp, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	if err := cfg.checkBound(tcp.Addr()); err != nil {
+		tcp.Close()
+		return err
+	}
+	publicURL := strings.TrimRight(cfg.PublicURL, "/")
+	if publicURL == "" {
+		publicURL = strings.TrimSuffix(consoleURL(tcp.Addr()), "/ui/")
+	}
 	api := planhttp.New(planhttp.Config{
 		Hooks:                hookCfg,
 		DB:                   store,
@@ -97,6 +111,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		EventRetention:       events.Retention{MaxAge: cfg.EventRetention, MaxRows: cfg.EventMaxRows},
 		SSEHeartbeat:         cfg.SSEHeartbeat,
 		MaxEventStreams:      maxStreams,
+		Webhooks: deliver.Options{AllowHosts: strings.Split(cfg.WebhookAllowHosts, ","), PublicURL: publicURL,
+			LeaseTTL: cfg.WebhookLease},
 	})
 	// Retention runs beside the server; it stops (and is waited for)
 	// before the database closes.
@@ -110,18 +126,23 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		stopPruning()
 		<-pruned
 	}()
+	// Webhook deliveries run beside the server too, never inside a
+	// request; they stop (releasing their leases) before the database
+	// closes.
+	webhooksCtx, stopWebhooks := context.WithCancel(ctx)
+	delivered := make(chan struct{})
+	go func() {
+		defer close(delivered)
+		api.RunWebhooks(webhooksCtx)
+	}()
+	defer func() {
+		stopWebhooks()
+		<-delivered
+	}()
 	srv := newHTTPServer(api, log, defaultTimeouts)
 	// Shutdown waits for handlers to return, and an event stream only
 	// returns when told to.
 	srv.RegisterOnShutdown(api.Shutdown)
-	tcp, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
-	}
-	if err := cfg.checkBound(tcp.Addr()); err != nil {
-		tcp.Close()
-		return err
-	}
 	ln := api.Listener(tcp, maxConns)
 	srv.ConnContext = ln.ConnContext
 	log.Info("planserver listening", slog.String("addr", "http://"+ln.Addr().String()),

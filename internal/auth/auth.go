@@ -101,6 +101,9 @@ const (
 	// ManageGates is registering the tool servers reached through
 	// /mcp/gate/{name}: an admin's, since planserver calls them.
 	ManageGates Action = "gates.manage"
+	// ManageWebhooks is subscribing webhooks: an admin's, since planserver
+	// sends events to their targets and their answers hold secrets.
+	ManageWebhooks Action = "webhooks.manage"
 )
 
 // Actions lists every action, for exhaustive tests.
@@ -109,6 +112,7 @@ var Actions = []Action{
 	NameSession, UpdateSession, DeleteSession, EnterPlanMode, LeavePlanMode, WriteSessionPlan,
 	ReadSessionPlan, RequestReview, DecideReview, FilterTools, CheckTool, WriteTodos,
 	ReadTodos, ReadPlans, WritePlans, ExecuteSteps, ReadEvents, ManageTokens, ConnectMCP, ManageGates,
+	ManageWebhooks,
 }
 
 // Decision is the outcome of Decide.

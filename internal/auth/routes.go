@@ -97,6 +97,15 @@ var Routes = map[string]Rule{
 	"GET /v1/gates":           {Action: ManageGates},
 	"GET /v1/gates/{name}":    {Action: ManageGates},
 	"DELETE /v1/gates/{name}": {Action: ManageGates},
+	// Webhook subscriptions carry secrets and send data anywhere: admin only.
+	"POST /v1/webhooks":                                      {Action: ManageWebhooks},
+	"GET /v1/webhooks":                                       {Action: ManageWebhooks},
+	"GET /v1/webhooks/{id}":                                  {Action: ManageWebhooks},
+	"PATCH /v1/webhooks/{id}":                                {Action: ManageWebhooks},
+	"DELETE /v1/webhooks/{id}":                               {Action: ManageWebhooks},
+	"POST /v1/webhooks/{id}/rotate-secret":                   {Action: ManageWebhooks},
+	"GET /v1/webhooks/{id}/deliveries":                       {Action: ManageWebhooks},
+	"POST /v1/webhooks/{id}/deliveries/{delivery}/redeliver": {Action: ManageWebhooks},
 }
 
 // DenyReason explains a Deny to the caller. For an agent trying to leave

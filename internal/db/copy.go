@@ -45,12 +45,17 @@ var copyTables = []copyTable{
 	{"tokens", "name, hash, role, session_id, created_at, expires_at, last_used_at, revoked_at, session_pk", "name"},
 	{"revision_floors", "kind, key, revision", "kind, key"},
 	{"gates", "name, url, read_only, created_at, updated_at", "name"},
+	{"webhooks", "id, url, events, format, session_id, session_path, plan, secret, previous_secret, previous_expires_at, " +
+		"state, state_reason, cursor, attempts, next_attempt_at, lease_owner, lease_until, created_at, updated_at", "id"},
+	{"webhook_deliveries", "id, webhook_id, event_seq, message_id, type, attempt, manual, state, status_code, latency_ms, " +
+		"response, error, next_retry_at, created_at", "id"},
 }
 
 // counterKeys are the tables whose keys come from a counter that never
 // goes back, and those keys: their high-water marks are copied
 // (engine.highWater, engine.setHighWater).
-var counterKeys = map[string]string{"sessions": "pk", "step_reports": "id", "session_reviews": "id", "events": "seq"}
+var counterKeys = map[string]string{"sessions": "pk", "step_reports": "id", "session_reviews": "id", "events": "seq",
+	"webhook_deliveries": "id"}
 
 // CopyStats reports what Copy copied: rows per table, in copy order.
 type CopyStats struct {

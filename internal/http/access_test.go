@@ -315,6 +315,22 @@ var accessTable = map[string][]accessCase{
 	"DELETE /v1/gates/{name}": {{path: "/v1/gates/none",
 		want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 403, admin: 404}}},
 
+	// Webhooks send events anywhere and their answers hold secrets: admin
+	// only. "none" is no subscription, so an admin gets 404.
+	"POST /v1/webhooks": {{path: "/v1/webhooks", body: map[string]any{"url": "https://example.com/x", "events": []string{"plan.changed"}},
+		want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 403}}},
+	"GET /v1/webhooks":      {{path: "/v1/webhooks", want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 403}}},
+	"GET /v1/webhooks/{id}": {{path: "/v1/webhooks/none", want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 403, admin: 404}}},
+	"PATCH /v1/webhooks/{id}": {{path: "/v1/webhooks/none", body: map[string]any{"state": "paused"},
+		want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 403, admin: 404}}},
+	"DELETE /v1/webhooks/{id}": {{path: "/v1/webhooks/none", want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 403, admin: 404}}},
+	"POST /v1/webhooks/{id}/rotate-secret": {{path: "/v1/webhooks/none/rotate-secret",
+		want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 403, admin: 404}}},
+	"GET /v1/webhooks/{id}/deliveries": {{path: "/v1/webhooks/none/deliveries",
+		want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 403, admin: 404}}},
+	"POST /v1/webhooks/{id}/deliveries/{delivery}/redeliver": {{path: "/v1/webhooks/none/deliveries/1/redeliver",
+		want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 403, admin: 404}}},
+
 	"POST /v1/tokens": {{path: "/v1/tokens", body: map[string]any{"role": "viewer"},
 		want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 403}}},
 	"GET /v1/tokens": {{path: "/v1/tokens",

@@ -26,6 +26,8 @@ import (
 	"github.com/planserver/planserver/internal/mcp"
 	"github.com/planserver/planserver/internal/plans"
 	"github.com/planserver/planserver/internal/sessions"
+	"github.com/planserver/planserver/internal/webhooks"
+	"github.com/planserver/planserver/internal/webhooks/deliver"
 )
 
 // Config is everything the HTTP layer needs.
@@ -87,6 +89,8 @@ type Config struct {
 	// Hooks is how host hooks (POST /v1/hooks/{host}) judge shell
 	// commands and name planserver's own MCP server.
 	Hooks HookConfig
+	// Webhooks configures the webhook deliverer (RunWebhooks).
+	Webhooks deliver.Options
 }
 
 // Server is the planserver HTTP API.
@@ -106,6 +110,9 @@ type Server struct {
 	plans    *plans.Store
 	// gates are the tool servers of /mcp/gate/{name} (mcp.go).
 	gates *mcp.GateStore
+	// webhooks are the webhook subscriptions; deliverer sends them.
+	webhooks  *webhooks.Store
+	deliverer *deliver.Deliverer
 
 	// broker wakes event streams after every commit.
 	broker *events.Broker
@@ -169,6 +176,8 @@ func New(cfg Config) *Server {
 	s.streams = newStreamGate(cfg.MaxEventStreams, reg)
 	registerProcessMetrics(reg, cfg.DB, cfg.Version)
 	cfg.DB.OnCommit(s.broker.Notify)
+	s.webhooks = webhooks.NewStore(cfg.DB)
+	s.deliverer = newDeliverer(s)
 	s.head = events.NewHeadCache(cfg.DB)
 	s.answers = newAnswerCache(cfg.DB)
 	s.schemaVersion = db.KnownVersion()
@@ -256,6 +265,15 @@ func (s *Server) routes() chi.Router {
 		r.Get("/gates", s.h(s.listGates))
 		r.Get("/gates/{name}", s.h(s.getGate))
 		r.Delete("/gates/{name}", s.h(s.deleteGate))
+
+		r.Post("/webhooks", s.h(s.createWebhook))
+		r.Get("/webhooks", s.h(s.listWebhooks))
+		r.Get("/webhooks/{id}", s.h(s.getWebhook))
+		r.Patch("/webhooks/{id}", s.h(s.patchWebhook))
+		r.Delete("/webhooks/{id}", s.h(s.deleteWebhook))
+		r.Post("/webhooks/{id}/rotate-secret", s.h(s.rotateWebhookSecret))
+		r.Get("/webhooks/{id}/deliveries", s.h(s.listWebhookDeliveries))
+		r.Post("/webhooks/{id}/deliveries/{delivery}/redeliver", s.h(s.redeliverWebhook))
 	})
 	return r
 }

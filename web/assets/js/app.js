@@ -10,6 +10,7 @@ import { inboxView } from './views/inbox.js';
 import { sessionsView, sessionView } from './views/session.js';
 import { reviewView } from './views/review.js';
 import { plansView, planView } from './views/plans.js';
+import { webhooksView, webhookView } from './views/webhooks.js';
 
 const main = document.getElementById('main');
 const who = document.getElementById('who');
@@ -22,6 +23,8 @@ const routes = [
   [/^\/ui\/sessions\/([^/]+)\/?$/, sessionView, 'sessions'],
   [/^\/ui\/plans\/?$/, plansView, 'plans'],
   [/^\/ui\/plans\/([^/]+)\/?$/, planView, 'plans'],
+  [/^\/ui\/webhooks\/?$/, webhooksView, 'webhooks'],
+  [/^\/ui\/webhooks\/([^/]+)\/?$/, webhookView, 'webhooks'],
 ];
 
 // app is what views get: who is signed in and helpers.

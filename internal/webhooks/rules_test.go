@@ -1,0 +1,69 @@
+package webhooks
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/planserver/planserver/api"
+)
+
+// The example of the Standard Webhooks specification.
+func TestSignMatchesTheSpecificationExample(t *testing.T) {
+	got, err := Sign([]string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, []byte(`{"test": 2432232314}`))
+	if err != nil || got != "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=" {
+		t.Fatalf("Sign: %q, %v", got, err)
+	}
+}
+
+func TestClassify(t *testing.T) {
+	ev := func(typ string, data any) api.Event {
+		raw, _ := json.Marshal(data)
+		return api.Event{Type: typ, Data: raw}
+	}
+	prev := "w1"
+	for _, c := range []struct {
+		names []string
+		e     api.Event
+		want  string
+	}{
+		{[]string{"review.requested"}, ev(api.EventSessionReviewRequested, nil), "review.requested"},
+		{[]string{"review.decided"}, ev(api.EventSessionReviewRejected, nil), "review.decided"},
+		{[]string{"review.decided"}, ev(api.EventSessionReviewRequested, nil), ""},
+		{[]string{"step.completed"}, ev(api.EventStepUpdated, map[string]any{"step": map[string]any{"status": "complete"}, "previous_status": "in_progress"}), "step.completed"},
+		{[]string{"step.completed"}, ev(api.EventStepUpdated, map[string]any{"step": map[string]any{"status": "blocked"}}), ""},
+		{[]string{"step.completed"}, ev(api.EventStepReportAdded, map[string]any{"outcome": "success"}), "step.completed"},
+		{[]string{"step.completed"}, ev(api.EventStepReportAdded, map[string]any{"outcome": "failure"}), ""},
+		{[]string{"step.claim_expired"}, ev(api.EventStepClaimed, map[string]any{"previous_claimed_by": prev}), "step.claim_expired"},
+		{[]string{"step.claim_expired"}, ev(api.EventStepClaimed, map[string]any{}), ""},
+		{[]string{"plan.changed"}, ev(api.EventPlanDeleted, nil), "plan.changed"},
+		{[]string{"step.claimed", "step.claim_expired"}, ev(api.EventStepClaimed, map[string]any{"previous_claimed_by": prev}), "step.claim_expired"},
+		{[]string{"step.claimed"}, ev(api.EventStepClaimed, map[string]any{}), "step.claimed"},
+	} {
+		got, ok := Classify(c.names, c.e)
+		if got != c.want || ok != (c.want != "") {
+			t.Errorf("Classify(%v, %s %s) = %q, %v; want %q", c.names, c.e.Type, c.e.Data, got, ok, c.want)
+		}
+	}
+}
+
+// The documented schedule: about a day in all, each delay within the jitter.
+func TestScheduleLastsAboutADay(t *testing.T) {
+	var total time.Duration
+	for _, d := range Schedule {
+		total += d
+	}
+	if total < 23*time.Hour || total > 25*time.Hour {
+		t.Fatalf("schedule totals %v", total)
+	}
+	for n := 1; n <= len(Schedule); n++ {
+		d, ok := Backoff(Schedule, n)
+		lo, hi := time.Duration(float64(Schedule[n-1])*(1-Jitter)), time.Duration(float64(Schedule[n-1])*(1+Jitter))
+		if !ok || d < lo || d > hi {
+			t.Errorf("Backoff(%d) = %v, %v", n, d, ok)
+		}
+	}
+	if _, ok := Backoff(Schedule, len(Schedule)+1); ok {
+		t.Error("the schedule never ends")
+	}
+}
