@@ -309,6 +309,9 @@ var accessTable = map[string][]accessCase{
 	"DELETE /v1/gates/{name}": {{path: "/v1/gates/none",
 		want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 403, admin: 404}}},
 
+	// Every caller with a credential may ask who it is.
+	"GET /v1/me": {{path: "/v1/me", want: map[caller]int{viewer: ok, agentIn: ok, agentOut: ok}}},
+
 	"POST /v1/tokens": {{path: "/v1/tokens", body: map[string]any{"role": "viewer"},
 		want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 403}}},
 	"GET /v1/tokens": {{path: "/v1/tokens",

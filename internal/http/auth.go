@@ -198,6 +198,19 @@ func (s *Server) authorizeRoute(r *http.Request, route string, params *chi.Conte
 func (s *Server) Authorize(ctx context.Context, a auth.Action, target string, hidden error) error {
 	p := auth.PrincipalFrom(ctx)
 	f := auth.Facts{InScope: true} // an action on no session is in every scope
+	if p.Role == auth.Reviewer && p.SessionPath != "" && target != "" {
+		// A reviewer's subtree bounds what it decides, not what it reads:
+		// a session outside it is denied, never hidden.
+		loc, err := s.sessions.Locate(ctx, target)
+		switch {
+		case err == nil:
+			f.InScope = auth.InScope(p.SessionPath, loc.Path)
+		case apierr.CodeOf(err) == apierr.NotFound:
+			return hidden
+		default:
+			return err
+		}
+	}
 	if p.Role == auth.Agent {
 		if target != "" {
 			f.InScope = false

@@ -249,6 +249,8 @@ func (s *Server) routes() chi.Router {
 		r.Get("/gates", s.h(s.listGates))
 		r.Get("/gates/{name}", s.h(s.getGate))
 		r.Delete("/gates/{name}", s.h(s.deleteGate))
+
+		r.Get("/me", s.h(s.me)) // me.go: who is calling, cookie or token
 	})
 	return r
 }
