@@ -9,6 +9,18 @@ type Person struct {
 	Name    string `json:"name"`
 }
 
+// DisplayName is how a person is named as an actor: their email, else
+// their name, else their subject.
+func (p Person) DisplayName() string {
+	switch {
+	case p.Email != "":
+		return p.Email
+	case p.Name != "":
+		return p.Name
+	}
+	return p.Subject
+}
+
 // The kinds of caller GET /v1/me reports.
 const (
 	KindPerson = "person"
@@ -32,4 +44,11 @@ type Me struct {
 	// ExpiresAt is when a person's sign-in ends at the latest (the
 	// absolute timeout); null for a token.
 	ExpiresAt *string `json:"expires_at"`
+}
+
+// Logout is the answer of POST /auth/logout: where the browser goes next,
+// the provider's end_session_endpoint (RP-initiated logout) when it has
+// one, else the console.
+type Logout struct {
+	Redirect string `json:"redirect"`
 }

@@ -93,6 +93,9 @@ type Principal struct {
 	// hash is the token's or sign-in's hash, to check it again later
 	// (Store.Recheck); empty for Anonymous.
 	hash string
+	// signIn marks a principal authenticated by a sign-in cookie, whose
+	// hash is a sign-in's, not a token's.
+	signIn bool
 	// CSRF is the anti-forgery token a state-changing request made with
 	// this sign-in's cookie must carry (X-CSRF-Token); empty for tokens.
 	CSRF string

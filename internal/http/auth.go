@@ -53,11 +53,20 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			return
 		}
 		// Without tokens there is one caller, the loopback user, whose
-		// host apps must not throttle each other; rate limits are per token.
-		if s.cfg.Auth == AuthToken && s.limited(w, r, "token:"+p.Name) {
+		// host apps must not throttle each other; rate limits are per token
+		// and per person.
+		key := "token:" + p.Name
+		if p.Person != nil {
+			key = "person:" + p.Person.Subject
+		}
+		if s.cfg.Auth == AuthToken && s.limited(w, r, key) {
 			return
 		}
-		r = r.WithContext(auth.WithPrincipal(events.WithActor(r.Context(), p.Name), p))
+		ctx := events.WithActor(r.Context(), p.Name)
+		if p.Person != nil {
+			ctx = events.WithPerson(ctx, p.Person)
+		}
+		r = r.WithContext(auth.WithPrincipal(ctx, p))
 		stripAccessToken(r)
 		if route != "" {
 			if err := s.authorizeRoute(r, route, params); err != nil {
@@ -92,10 +101,27 @@ func (s *Server) resolve(r *http.Request) (string, *chi.Context) {
 }
 
 // authenticate returns the caller: auth.Anonymous without --auth token,
-// else the principal of the bearer token. Errors: unauthenticated.
+// else the principal of the bearer token, or, with sign-in on and no
+// Authorization header, of the sign-in cookie (whose state-changing
+// requests must carry the CSRF token). Errors: unauthenticated,
+// permission_denied (no CSRF token).
 func (s *Server) authenticate(r *http.Request, route string) (auth.Principal, error) {
 	if s.cfg.Auth != AuthToken {
 		return auth.Anonymous, nil
+	}
+	if s.oidc != nil && r.Header.Get("Authorization") == "" && !r.URL.Query().Has("access_token") {
+		if c, err := r.Cookie(SignInCookie); err == nil {
+			p, err := s.signIns.Authenticate(r.Context(), c.Value)
+			if err != nil {
+				return auth.Principal{}, err
+			}
+			if stateChanging(r.Method) {
+				if err := checkCSRF(r, c.Value); err != nil {
+					return auth.Principal{}, err
+				}
+			}
+			return p, nil
+		}
 	}
 	secret, err := bearerToken(r, route)
 	if err != nil {
