@@ -97,6 +97,14 @@ func (e *Env) As(token string) *Env {
 	return &c
 }
 
+// AsSignedIn returns a view of e whose requests carry a sign-in cookie
+// (name=value) and the sign-in's CSRF token, as the console sends them.
+func (e *Env) AsSignedIn(cookie, csrf string) *Env {
+	c := *e
+	c.header = map[string]string{"Cookie": cookie, "X-CSRF-Token": csrf}
+	return &c
+}
+
 // Token creates a token directly in the database, the way `planserver
 // token create` does, and returns its secret. session is the scope of an
 // agent token ("" for other roles).

@@ -110,10 +110,15 @@ func (s *Server) authenticate(r *http.Request, route string) (auth.Principal, er
 		return auth.Anonymous, nil
 	}
 	if s.oidc != nil && r.Header.Get("Authorization") == "" && !r.URL.Query().Has("access_token") {
-		if c, err := r.Cookie(SignInCookie); err == nil {
+		c, err := r.Cookie(SignInCookie)
+		if err != nil {
+			return auth.Principal{}, signInHint(apierr.New(apierr.Unauthenticated,
+				"sign in at %s (people), or send the header Authorization: Bearer <token> (agents and scripts)", loginPath))
+		}
+		{
 			p, err := s.signIns.Authenticate(r.Context(), c.Value)
 			if err != nil {
-				return auth.Principal{}, err
+				return auth.Principal{}, signInHint(err)
 			}
 			if stateChanging(r.Method) {
 				if err := checkCSRF(r, c.Value); err != nil {
@@ -128,6 +133,18 @@ func (s *Server) authenticate(r *http.Request, route string) (auth.Principal, er
 		return auth.Principal{}, err
 	}
 	return s.tokens.Authenticate(r.Context(), secret)
+}
+
+// signInHint adds to an unauthenticated answer the sign_in member, the
+// path where a person signs in, so the console can offer it.
+func signInHint(err error) error {
+	e, ok := apierr.As(err)
+	if !ok || e.Code != apierr.Unauthenticated {
+		return err
+	}
+	out := *e
+	out.Extra = map[string]any{"sign_in": loginPath}
+	return &out
 }
 
 // bearerToken reads the token from Authorization: Bearer, or on the event

@@ -502,3 +502,153 @@ func TestSignInMisconfiguration(t *testing.T) {
 		}
 	}
 }
+
+// signedIn signs user in with a fresh browser and returns the view of the
+// server that calls as them (cookie and CSRF token).
+func (e *signInEnv) signedIn(t *testing.T, user person) *apitest.Env {
+	t.Helper()
+	b := newBrowser(t)
+	if p := b.login(e, user, ""); p.status != http.StatusSeeOther {
+		t.Fatalf("login %s: %d %s", user.sub, p.status, p.body)
+	}
+	_, m := b.me(e)
+	return e.AsSignedIn(planhttp.SignInCookie+"="+b.cookie(e, planhttp.SignInCookie).Value, *m.CSRFToken)
+}
+
+// reviewPending makes session id (under parent, "" for a root) in plan
+// mode with a two-line plan whose review is pending.
+func reviewPending(t *testing.T, as *apitest.Env, id, parent string) {
+	t.Helper()
+	body := map[string]any{"id": id, "mode": "plan"}
+	if parent != "" {
+		body["parent_id"] = parent
+	}
+	createSession(t, as, body)
+	writeSessionPlan(t, as, id, map[string]any{"content": "# Plan\n1. Do it\n"}, http.StatusCreated)
+	act(t, as, id, "review", nil, http.StatusOK)
+}
+
+// TestAPersonIsRecorded: a signed-in person's approval names them —
+// decided_by (their email), decided_by_person, each comment's author, the
+// review history, the review event — while an agent token's changes keep
+// the token's name and no person; a token a person makes names them.
+func TestAPersonIsRecorded(t *testing.T) {
+	e := newSignInEnv(t, dbtest.Fresh(t), newIDP(t))
+	admin := e.As(e.Token(auth.Admin, "ops", ""))
+	createSession(t, admin, map[string]any{"id": "root"})
+	agent := e.As(e.Token(auth.Agent, "claude", "root"))
+	createSession(t, admin, map[string]any{"id": "work", "parent_id": "root", "mode": "plan"})
+	writeSessionPlan(t, agent, "work", map[string]any{"content": "# Plan\n1. Do it\n"}, http.StatusCreated)
+	act(t, agent, "work", "review", nil, http.StatusOK)
+
+	as := e.signedIn(t, jane)
+	_, s := act(t, as, "work", "approve", map[string]any{"comments": []map[string]any{{"line": 2, "body": "fine"}}},
+		http.StatusOK, "If-Match", `"1"`)
+	want := api.Person{Subject: "u-jane", Email: "jane@example.com", Name: "Jane Doe"}
+	var sess api.Session
+	resp := admin.Call(http.MethodGet, "/v1/sessions/work", nil)
+	resp.JSON(t, &sess)
+	r := sess.Review
+	if r.DecidedBy == nil || *r.DecidedBy != "jane@example.com" || r.DecidedByPerson == nil || *r.DecidedByPerson != want ||
+		len(r.Comments) != 1 || r.Comments[0].Author != "jane@example.com" {
+		t.Errorf("the session's review: %+v (approve answered %+v)", r, s)
+	}
+	var h api.ReviewHistory
+	admin.Call(http.MethodGet, "/v1/sessions/work/reviews", nil).JSON(t, &h)
+	if len(h.Reviews) != 1 || h.Reviews[0].EndedBy != "jane@example.com" || h.Reviews[0].EndedByPerson == nil ||
+		*h.Reviews[0].EndedByPerson != want {
+		t.Errorf("review history: %+v", h.Reviews)
+	}
+	var page api.EventPage
+	admin.Call(http.MethodGet, "/v1/events?session_id=work", nil).JSON(t, &page)
+	seen := map[string]api.Event{}
+	for _, ev := range page.Events {
+		seen[ev.Type] = ev
+	}
+	if ev := seen[api.EventSessionReviewApproved]; ev.Actor != "jane@example.com" || ev.Person == nil || *ev.Person != want {
+		t.Errorf("the approval event: actor %q person %+v", ev.Actor, ev.Person)
+	}
+	if ev := seen[api.EventSessionReviewRequested]; ev.Actor != "claude" || ev.Person != nil {
+		t.Errorf("the agent's event: actor %q person %+v", ev.Actor, ev.Person)
+	}
+
+	boss := e.signedIn(t, person{sub: "u-boss", email: "boss@example.com", name: "Boss"})
+	var tok api.CreatedToken
+	resp = boss.Call(http.MethodPost, "/v1/tokens", map[string]any{"role": "viewer", "name": "made-by-boss"})
+	resp.JSON(t, &tok)
+	if resp.Status != http.StatusCreated || tok.CreatedBy != "boss@example.com" || tok.CreatedByPerson == nil ||
+		tok.CreatedByPerson.Subject != "u-boss" {
+		t.Errorf("a token made by a person: %d %s", resp.Status, resp.Body)
+	}
+	var made api.Token
+	admin.Call(http.MethodGet, "/v1/tokens/claude", nil).JSON(t, &made)
+	if made.CreatedBy != "" || made.CreatedByPerson != nil {
+		t.Errorf("a token made on the host names a creator: %+v", made)
+	}
+}
+
+// TestReviewerRole: a reviewer reads everything and decides reviews and
+// modes inside its subtree only; it never mints tokens or manages gates,
+// and writes no plans or sessions.
+func TestReviewerRole(t *testing.T) {
+	e := newSignInEnv(t, dbtest.Fresh(t), newIDP(t))
+	admin := e.As(e.Token(auth.Admin, "ops", ""))
+	createSession(t, admin, map[string]any{"id": "root"})
+	reviewPending(t, admin, "inside", "root")
+	reviewPending(t, admin, "outside", "")
+	reviewPending(t, admin, "anywhere", "")
+	scoped := e.signedIn(t, person{sub: "u-s", email: "s@example.net", groups: []string{"root-reviewers"}})
+	global := e.signedIn(t, jane)
+	viewer := e.signedIn(t, person{sub: "u-v", email: "v@example.com"})
+
+	for _, tc := range []struct {
+		who          *apitest.Env
+		method, path string
+		body         any
+		header       []string
+		want         int
+	}{
+		{scoped, http.MethodGet, "/v1/sessions/outside", nil, nil, http.StatusOK},
+		{scoped, http.MethodGet, "/v1/events", nil, nil, http.StatusOK},
+		{scoped, http.MethodPost, "/v1/sessions/outside/plan/approve", nil, []string{"If-Match", `"1"`}, http.StatusForbidden},
+		{scoped, http.MethodPatch, "/v1/sessions/outside/mode", map[string]any{"mode": "build"}, nil, http.StatusForbidden},
+		{scoped, http.MethodPost, "/v1/sessions/inside/plan/approve", nil, []string{"If-Match", `"1"`}, http.StatusOK},
+		{scoped, http.MethodPatch, "/v1/sessions/inside/mode", map[string]any{"mode": "plan"}, nil, http.StatusOK},
+		{scoped, http.MethodPost, "/v1/sessions/nothere/plan/reject", nil, nil, http.StatusNotFound},
+		{global, http.MethodPost, "/v1/sessions/anywhere/plan/reject", map[string]any{"feedback": "no"}, nil, http.StatusOK},
+		{global, http.MethodPost, "/v1/tokens", map[string]any{"role": "viewer"}, nil, http.StatusForbidden},
+		{global, http.MethodGet, "/v1/tokens", nil, nil, http.StatusForbidden},
+		{global, http.MethodGet, "/v1/gates", nil, nil, http.StatusForbidden},
+		{global, http.MethodPut, "/v1/sessions/anywhere/plan", map[string]any{"content": "# mine"}, nil, http.StatusForbidden},
+		{global, http.MethodPost, "/v1/sessions", map[string]any{"id": "new"}, nil, http.StatusForbidden},
+		{global, http.MethodPut, "/v1/plans/p", map[string]any{"content": "# p"}, nil, http.StatusForbidden},
+		{viewer, http.MethodGet, "/v1/sessions/outside", nil, nil, http.StatusOK},
+		{viewer, http.MethodPost, "/v1/sessions/outside/plan/reject", nil, nil, http.StatusForbidden},
+	} {
+		resp := tc.who.Call(tc.method, tc.path, tc.body, tc.header...)
+		if resp.Status != tc.want {
+			t.Errorf("%s %s = %d, want %d: %s", tc.method, tc.path, resp.Status, tc.want, resp.Body)
+		}
+	}
+	var m api.Me
+	scoped.Call(http.MethodGet, "/v1/me", nil).JSON(t, &m)
+	if m.Role != "reviewer" || m.SessionID == nil || *m.SessionID != "root" {
+		t.Errorf("a scoped reviewer's /v1/me: %+v", m)
+	}
+}
+
+// TestSignInHint: on a server with sign-in, a request with no credential
+// is told where people sign in (the console offers it); a server without
+// sign-in says nothing of it.
+func TestSignInHint(t *testing.T) {
+	e := newSignInEnv(t, dbtest.Fresh(t), newIDP(t))
+	resp := e.As("").Call(http.MethodGet, "/v1/me", nil)
+	if resp.Status != http.StatusUnauthorized || resp.Map(t)["sign_in"] != "/auth/login" {
+		t.Errorf("no credential with sign-in on: %d %s", resp.Status, resp.Body)
+	}
+	plain := apitest.New(t, withTokens)
+	resp = plain.As("").Call(http.MethodGet, "/v1/me", nil)
+	if _, has := resp.Map(t)["sign_in"]; resp.Status != http.StatusUnauthorized || has {
+		t.Errorf("no credential, tokens only: %d %s", resp.Status, resp.Body)
+	}
+}
