@@ -652,3 +652,53 @@ func TestSignInHint(t *testing.T) {
 		t.Errorf("no credential, tokens only: %d %s", resp.Status, resp.Body)
 	}
 }
+
+// TestSignInAcrossReplicas runs three servers on one PostgreSQL database,
+// as replicas behind a load balancer: a login started on one finishes on
+// another and works on the third; a logout on one ends the sign-in on all
+// of them, for the same cookie and for a copy of it. (PostgreSQL only: a
+// SQLite file has one server.)
+func TestSignInAcrossReplicas(t *testing.T) {
+	dbtest.RequirePostgres(t)
+	dsn := dbtest.Fresh(t)
+	idp := newIDP(t)
+	replicas := []*signInEnv{newSignInEnv(t, dsn, idp), newSignInEnv(t, dsn, idp), newSignInEnv(t, dsn, idp)}
+	a, b, c := replicas[0], replicas[1], replicas[2]
+
+	br := newBrowser(t)
+	cb := br.authorize(a, br.startLogin(a, "/ui/sessions/x/review?revision=1"), jane)
+	// The provider sends the browser back through the load balancer,
+	// which picks replica b this time.
+	onB := strings.Replace(cb, strings.TrimPrefix(a.Server.URL, "http://"), strings.TrimPrefix(b.Server.URL, "http://"), 1)
+	if p := br.get(onB); p.status != http.StatusSeeOther || p.location != "/ui/sessions/x/review?revision=1" {
+		t.Fatalf("callback on another replica: %d %q %s", p.status, p.location, p.body)
+	}
+	cookie := planhttp.SignInCookie + "=" + br.cookie(a, planhttp.SignInCookie).Value
+	var csrf string
+	for _, r := range replicas {
+		resp := r.As("").Call(http.MethodGet, "/v1/me", nil, "Cookie", cookie)
+		var m api.Me
+		resp.JSON(t, &m)
+		if resp.Status != http.StatusOK || m.Email != "jane@example.com" {
+			t.Fatalf("%s: GET /v1/me = %d %s", r.Server.URL, resp.Status, resp.Body)
+		}
+		csrf = *m.CSRFToken
+	}
+	// A write with the cookie on c, which did not see the login.
+	admin := c.As(c.Token(auth.Admin, "ops", ""))
+	reviewPending(t, admin, "rep", "")
+	if resp := c.AsSignedIn(cookie, csrf).Call(http.MethodPost, "/v1/sessions/rep/plan/reject",
+		map[string]any{"feedback": "no"}); resp.Status != http.StatusOK {
+		t.Fatalf("reject on a third replica: %d %s", resp.Status, resp.Body)
+	}
+
+	p := br.do(http.MethodPost, a.Server.URL+"/auth/logout", planhttp.CSRFHeader, csrf)
+	if p.status != http.StatusOK {
+		t.Fatalf("logout on a: %d %s", p.status, p.body)
+	}
+	for _, r := range replicas {
+		if resp := r.As("").Call(http.MethodGet, "/v1/me", nil, "Cookie", cookie); resp.Status != http.StatusUnauthorized {
+			t.Errorf("%s after logout on another replica: %d %s", r.Server.URL, resp.Status, resp.Body)
+		}
+	}
+}
