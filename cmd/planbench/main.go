@@ -40,7 +40,7 @@ func main() {
 }
 
 // sections are the parts of a run, in the order they run (-only picks some).
-var sections = []string{"writes", "reads", "pages", "wal", "subscribers", "postgres"}
+var sections = []string{"writes", "reads", "pages", "wal", "subscribers", "signin", "postgres"}
 
 type options struct {
 	bin         string
@@ -228,6 +228,11 @@ func (b *bench) all(ctx context.Context) error {
 	if b.o.runs("subscribers") {
 		if err := b.idleSubscribers(ctx, b.o.subscribers); err != nil {
 			return err
+		}
+	}
+	if b.o.runs("signin") {
+		if err := b.signIn(ctx); err != nil {
+			return fmt.Errorf("sign-in scenario: %w", err)
 		}
 	}
 	if b.o.runs("postgres") && b.o.postgres != "" {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/planserver/planserver/internal/apierr"
@@ -75,10 +76,17 @@ type Timeouts struct {
 type SignIns struct {
 	db       *db.DB
 	timeouts Timeouts
+	// touched remembers when this replica last wrote a sign-in's
+	// last_seen_at, so the requests that find it stale at once write it
+	// once, not each.
+	mu      sync.Mutex
+	touched map[string]time.Time
 }
 
 // NewSignIns returns the sign-in store on d.
-func NewSignIns(d *db.DB, t Timeouts) *SignIns { return &SignIns{db: d, timeouts: t} }
+func NewSignIns(d *db.DB, t Timeouts) *SignIns {
+	return &SignIns{db: d, timeouts: t, touched: map[string]time.Time{}}
+}
 
 // Attempt is a login in progress, between /auth/login and /auth/callback.
 type Attempt struct {
@@ -198,7 +206,8 @@ func (s *SignIns) Authenticate(ctx context.Context, secret string) (Principal, e
 		return Principal{}, err
 	}
 	p.CSRF = CSRFToken(secret)
-	if s.db.Now().Sub(lastSeen) >= touchEvery {
+	now := s.db.Now()
+	if now.Sub(lastSeen) >= touchEvery && s.claimTouch(hash, now) {
 		// A failure to record activity never fails the request.
 		_ = s.db.Write(ctx, func(tx *db.Tx) error {
 			_, err := tx.Exec(`UPDATE signins SET last_seen_at = ? WHERE hash = ?`, tx.NowText(), hash)
@@ -206,6 +215,21 @@ func (s *SignIns) Authenticate(ctx context.Context, secret string) (Principal, e
 		})
 	}
 	return p, nil
+}
+
+// claimTouch reports whether this request is the one to write a stale
+// last_seen_at: the first in touchEvery on this replica.
+func (s *SignIns) claimTouch(hash string, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if last, ok := s.touched[hash]; ok && now.Sub(last) < touchEvery {
+		return false
+	}
+	if len(s.touched) > 10000 {
+		clear(s.touched) // forgetting only costs a write each
+	}
+	s.touched[hash] = now
+	return true
 }
 
 // principal reads the sign-in whose hash is hash, as of now, and when it
