@@ -34,10 +34,13 @@ var EventTypes = []string{
 
 // Event is one entry of the change log.
 type Event struct {
-	Seq       int64           `json:"seq"`
-	Type      string          `json:"type"`
-	Time      string          `json:"time"`
-	Actor     string          `json:"actor"`
+	Seq   int64  `json:"seq"`
+	Type  string `json:"type"`
+	Time  string `json:"time"`
+	Actor string `json:"actor"`
+	// Person is the signed-in human who made the change (Actor is then
+	// their email); absent when a token made it.
+	Person    *Person         `json:"person,omitempty"`
 	SessionID string          `json:"session_id,omitempty"`
 	Plan      string          `json:"plan,omitempty"`
 	Revision  int64           `json:"revision,omitempty"`

@@ -26,6 +26,9 @@ type Review struct {
 	RequestedAt  *string `json:"requested_at"`
 	DecidedAt    *string `json:"decided_at"`
 	DecidedBy    *string `json:"decided_by"`
+	// DecidedByPerson is the signed-in human who decided; null when a
+	// token decided (DecidedBy then names it).
+	DecidedByPerson *Person `json:"decided_by_person"`
 	// Comments are the decision's comments on lines of the reviewed plan
 	// revision.
 	Comments []ReviewComment `json:"comments"`
@@ -36,6 +39,9 @@ type Review struct {
 type ReviewComment struct {
 	Line int    `json:"line" validate:"min=1"`
 	Body string `json:"body" validate:"required,max=4096"`
+	// Author is who wrote the comment, the decision's actor; set by the
+	// server, never taken from a request.
+	Author string `json:"author,omitempty"`
 }
 
 // Review record states: how a review ended.
@@ -48,14 +54,16 @@ const (
 // closed without a decision (withdrawn by a plan rewrite, cancelled by
 // leaving plan mode).
 type ReviewRecord struct {
-	PlanRevision *int64          `json:"plan_revision"`
-	State        string          `json:"state"`
-	Rationale    *string         `json:"rationale"`
-	RequestedAt  *string         `json:"requested_at"`
-	EndedAt      string          `json:"ended_at"`
-	EndedBy      string          `json:"ended_by"`
-	Feedback     *string         `json:"feedback"`
-	Comments     []ReviewComment `json:"comments"`
+	PlanRevision *int64  `json:"plan_revision"`
+	State        string  `json:"state"`
+	Rationale    *string `json:"rationale"`
+	RequestedAt  *string `json:"requested_at"`
+	EndedAt      string  `json:"ended_at"`
+	EndedBy      string  `json:"ended_by"`
+	// EndedByPerson is the signed-in human who ended it; null for a token.
+	EndedByPerson *Person         `json:"ended_by_person"`
+	Feedback      *string         `json:"feedback"`
+	Comments      []ReviewComment `json:"comments"`
 }
 
 // ReviewHistory is GET /v1/sessions/{id}/reviews: the current review and

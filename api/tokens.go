@@ -16,6 +16,11 @@ type Token struct {
 	ExpiresAt  *string `json:"expires_at"`
 	LastUsedAt *string `json:"last_used_at"`
 	RevokedAt  *string `json:"revoked_at"`
+	// CreatedBy is who made the token (an admin token's name or a
+	// person's email); empty for tokens made on the host with planserver
+	// token create. CreatedByPerson is that person when one signed in.
+	CreatedBy       string  `json:"created_by"`
+	CreatedByPerson *Person `json:"created_by_person"`
 }
 
 // TokenCreate describes a new token (POST /v1/tokens).

@@ -361,8 +361,8 @@ test('reject with line comments: written by click and by keyboard, edited before
   assert.equal(read.review.plan_revision, 1);
   assert.equal(read.review.feedback, 'Cache for less time, and measure first.');
   assert.deepEqual(read.review.comments, [
-    { line: 4, body: 'Measure the lookup alone first.' },
-    { line: 6, body: '10 minutes is long for prices: use 60 seconds.' },
+    { line: 4, body: 'Measure the lookup alone first.', author: 'alice' },
+    { line: 6, body: '10 minutes is long for prices: use 60 seconds.', author: 'alice' },
   ]);
 
   // The page's review history shows the decision, each comment with its line.
@@ -441,7 +441,7 @@ test('after a rewrite the diff is against the last decided revision; any two rev
   const read = await agent.must(200, 'GET', '/v1/sessions/comment-me/plan');
   assert.equal(read.review.state, 'approved');
   assert.equal(read.review.plan_revision, 3);
-  assert.deepEqual(read.review.comments, [{ line: 8, body: 'Post the numbers in the PR.' }]);
+  assert.deepEqual(read.review.comments, [{ line: 8, body: 'Post the numbers in the PR.', author: 'alice' }]);
   const s = await admin.must(200, 'GET', '/v1/sessions/comment-me');
   assert.equal(s.mode, 'build');
   // The history holds both decisions, newest first, and the withdrawn

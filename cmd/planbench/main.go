@@ -40,7 +40,7 @@ func main() {
 }
 
 // sections are the parts of a run, in the order they run (-only picks some).
-var sections = []string{"writes", "reads", "pages", "wal", "subscribers", "hooks", "webhooks", "postgres"}
+var sections = []string{"writes", "reads", "pages", "wal", "subscribers", "hooks", "webhooks", "signin", "postgres"}
 
 type options struct {
 	bin         string
@@ -238,6 +238,11 @@ func (b *bench) all(ctx context.Context) error {
 	if b.o.runs("webhooks") {
 		if err := b.webhooks(ctx); err != nil {
 			return fmt.Errorf("webhook scenarios: %w", err)
+		}
+	}
+	if b.o.runs("signin") {
+		if err := b.signIn(ctx); err != nil {
+			return fmt.Errorf("sign-in scenario: %w", err)
 		}
 	}
 	if b.o.runs("postgres") && b.o.postgres != "" {

@@ -9,9 +9,11 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+	"os"
 	"strings"
 	"time"
 
+	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/events"
 	planhttp "github.com/planserver/planserver/internal/http"
@@ -51,6 +53,15 @@ type config struct {
 	PublicURL            string
 	WebhookAllowHosts    string
 	WebhookLease         time.Duration
+	// Sign-in through an OIDC provider (docs/sign-in.md).
+	OIDCIssuer           string
+	OIDCClientID         string
+	OIDCClientSecretFile string
+	OIDCRedirectURL      string
+	OIDCRoles            string
+	OIDCScopes           string
+	OIDCSessionIdle      time.Duration
+	OIDCSessionMax       time.Duration
 }
 
 // defaultAddr is where serve listens and healthcheck asks.
@@ -129,6 +140,22 @@ func flagSet(name string, cfg *config) *flag.FlagSet {
 	fs.DurationVar(&cfg.WebhookLease, "webhook-lease", deliver.DefaultLeaseTTL,
 		"how long a replica's hold on a webhook subscription lasts unrenewed (`duration`): how soon another "+
 			"replica takes over the deliveries of one that died")
+	// Sign-in (OIDC, with --auth token): one block, see docs/sign-in.md.
+	fs.StringVar(&cfg.OIDCIssuer, "oidc-issuer", "",
+		"OIDC provider's issuer `URL`; turns sign-in on for the console (needs --auth token; empty: tokens only)")
+	fs.StringVar(&cfg.OIDCClientID, "oidc-client-id", "", "the `client` id registered at the OIDC provider")
+	fs.StringVar(&cfg.OIDCClientSecretFile, "oidc-client-secret-file", "",
+		"`file` holding the OIDC client secret (or set the secret itself in PLANSERVER_OIDC_CLIENT_SECRET)")
+	fs.StringVar(&cfg.OIDCRedirectURL, "oidc-redirect-url", "",
+		"this server's callback as browsers reach it, registered at the provider; its path is /auth/callback (e.g. https://planserver.example.com/auth/callback)")
+	fs.StringVar(&cfg.OIDCRoles, "oidc-roles", "",
+		"comma-separated `rules` ROLE[SUBTREE]=email:a@b.c|domain:b.c|group:name, roles admin, reviewer, viewer; first match wins, no match: no entry")
+	fs.StringVar(&cfg.OIDCScopes, "oidc-scopes", "openid,email,profile",
+		"comma-separated OIDC `scopes` to ask for (add groups when rules match groups and the provider needs the scope)")
+	fs.DurationVar(&cfg.OIDCSessionIdle, "oidc-session-idle", planhttp.DefaultSignInIdle,
+		"a sign-in without a request for this `duration` ends")
+	fs.DurationVar(&cfg.OIDCSessionMax, "oidc-session-max", planhttp.DefaultSignInMaxAge,
+		"a sign-in ends this `duration` after login whatever the activity")
 	return fs
 }
 
@@ -511,4 +538,49 @@ func allowlist(v string) []string {
 		}
 	}
 	return names
+}
+
+// oidcSettings reads the sign-in flags, and the client secret from its
+// file or PLANSERVER_OIDC_CLIENT_SECRET. ok is false when sign-in is off
+// (no --oidc-issuer and no other --oidc-* flag). Every mistake is an error
+// naming the flag, so serve stops before it listens.
+func (c *config) oidcSettings(getenv func(string) string) (s planhttp.OIDCSettings, ok bool, err error) {
+	if c.OIDCIssuer == "" {
+		if c.OIDCClientID != "" || c.OIDCRedirectURL != "" || c.OIDCRoles != "" || c.OIDCClientSecretFile != "" {
+			return s, false, fmt.Errorf("--oidc-client-id, --oidc-redirect-url, --oidc-roles and --oidc-client-secret-file " +
+				"need --oidc-issuer (the provider's issuer URL) to turn sign-in on")
+		}
+		return s, false, nil
+	}
+	if c.Auth != planhttp.AuthToken {
+		return s, false, fmt.Errorf("--oidc-issuer needs --auth token: sign-in is for a shared server, where agents keep their bearer tokens " +
+			"(with --auth none every caller is already an admin)")
+	}
+	if c.OIDCRedirectURL == "" {
+		return s, false, fmt.Errorf("--oidc-redirect-url is required with --oidc-issuer: this server's callback as browsers reach it, "+
+			"e.g. https://planserver.example.com%s", planhttp.CallbackPath)
+	}
+	secret := getenv("PLANSERVER_OIDC_CLIENT_SECRET")
+	if c.OIDCClientSecretFile != "" {
+		if secret != "" {
+			return s, false, fmt.Errorf("the OIDC client secret is given twice: in --oidc-client-secret-file and in PLANSERVER_OIDC_CLIENT_SECRET; keep one")
+		}
+		b, err := os.ReadFile(c.OIDCClientSecretFile)
+		if err != nil {
+			return s, false, fmt.Errorf("--oidc-client-secret-file: %w", err)
+		}
+		if secret = strings.TrimSpace(string(b)); secret == "" {
+			return s, false, fmt.Errorf("--oidc-client-secret-file %s is empty", c.OIDCClientSecretFile)
+		}
+	}
+	rules, err := auth.ParseRoleRules(c.OIDCRoles)
+	if err != nil {
+		return s, false, err
+	}
+	if c.OIDCSessionIdle <= 0 || c.OIDCSessionMax <= 0 {
+		return s, false, fmt.Errorf("--oidc-session-idle and --oidc-session-max must be positive")
+	}
+	return planhttp.OIDCSettings{Issuer: c.OIDCIssuer, ClientID: c.OIDCClientID, ClientSecret: secret,
+		RedirectURL: c.OIDCRedirectURL, Scopes: allowlist(c.OIDCScopes), Roles: rules,
+		Idle: c.OIDCSessionIdle, MaxAge: c.OIDCSessionMax}, true, nil
 }

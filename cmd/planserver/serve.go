@@ -39,6 +39,17 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := cfg.validateServe(); err != nil {
 		return err
 	}
+	oidcSettings, signIn, err := cfg.oidcSettings(getenv)
+	if err != nil {
+		return err
+	}
+	var signInProvider *planhttp.OIDC
+	if signIn {
+		// Discovery now: an unreachable or wrong issuer stops the start.
+		if signInProvider, err = planhttp.NewOIDC(ctx, oidcSettings); err != nil {
+			return err
+		}
+	}
 	corsOrigins, _ := origins(cfg.CORSOrigins) // validated
 	allowedHosts, _ := hostList(cfg.AllowedHosts)
 	log := newLogger(cfg.LogFormat, stderr)
@@ -113,6 +124,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		MaxEventStreams:      maxStreams,
 		Webhooks: deliver.Options{AllowHosts: strings.Split(cfg.WebhookAllowHosts, ","), PublicURL: publicURL,
 			LeaseTTL: cfg.WebhookLease},
+		OIDC:                 signInProvider,
 	})
 	// Retention runs beside the server; it stops (and is waited for)
 	// before the database closes.

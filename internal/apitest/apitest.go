@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -96,6 +97,14 @@ func (e *Env) As(token string) *Env {
 	return &c
 }
 
+// AsSignedIn returns a view of e whose requests carry a sign-in cookie
+// (name=value) and the sign-in's CSRF token, as the console sends them.
+func (e *Env) AsSignedIn(cookie, csrf string) *Env {
+	c := *e
+	c.header = map[string]string{"Cookie": cookie, "X-CSRF-Token": csrf}
+	return &c
+}
+
 // Token creates a token directly in the database, the way `planserver
 // token create` does, and returns its secret. session is the scope of an
 // agent token ("" for other roles).
@@ -120,6 +129,14 @@ func New(tb testing.TB, configure ...func(*planhttp.Config)) *Env {
 // PostgreSQL URL), migrating it first.
 func Open(tb testing.TB, path string, configure ...func(*planhttp.Config)) *Env {
 	tb.Helper()
+	return OpenOn(tb, path, nil, configure...)
+}
+
+// OpenOn is Open serving on ln (a loopback listener the test made first,
+// so that settings such as the sign-in's redirect URL can name the
+// server's address); nil picks one.
+func OpenOn(tb testing.TB, path string, ln net.Listener, configure ...func(*planhttp.Config)) *Env {
+	tb.Helper()
 	ctx := context.Background()
 	store, err := db.Open(ctx, path, db.Options{})
 	if err != nil {
@@ -134,7 +151,12 @@ func Open(tb testing.TB, path string, configure ...func(*planhttp.Config)) *Env 
 		c(&cfg)
 	}
 	srv := planhttp.New(cfg)
-	ts := httptest.NewServer(srv)
+	ts := httptest.NewUnstartedServer(srv)
+	if ln != nil {
+		ts.Listener.Close()
+		ts.Listener = ln
+	}
+	ts.Start()
 	e := &Env{TB: tb, DB: store, API: srv, Server: ts, Client: ts.Client(), DBPath: path}
 	tb.Cleanup(e.Close)
 	return e

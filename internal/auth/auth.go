@@ -14,6 +14,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+
+	"github.com/planserver/planserver/api"
 )
 
 // Role is what a token is for.
@@ -27,14 +29,26 @@ const (
 	Agent Role = "agent"
 	// Viewer may read and watch events.
 	Viewer Role = "viewer"
+	// Reviewer is a person signed in through OIDC who decides reviews:
+	// reads everything, approves, rejects and comments, and changes modes,
+	// optionally only inside one session subtree (Principal.SessionPath).
+	// It never mints tokens or manages gates. No token has this role:
+	// it exists for people, whose decisions must be theirs.
+	Reviewer Role = "reviewer"
 )
 
 // Roles lists every role.
-var Roles = []Role{Admin, Agent, Viewer}
+var Roles = []Role{Admin, Agent, Viewer, Reviewer}
 
-// ParseRole validates a role name.
+// TokenRoles are the roles a bearer token may have.
+var TokenRoles = []Role{Admin, Agent, Viewer}
+
+// PersonRoles are the roles a sign-in may map a person to (--oidc-roles).
+var PersonRoles = []Role{Admin, Reviewer, Viewer}
+
+// ParseRole validates a token's role name.
 func ParseRole(s string) (Role, error) {
-	for _, r := range Roles {
+	for _, r := range TokenRoles {
 		if string(r) == s {
 			return r, nil
 		}
@@ -42,22 +56,60 @@ func ParseRole(s string) (Role, error) {
 	return "", fmt.Errorf("unknown role %q: want admin, agent or viewer", s)
 }
 
-// Principal is who is calling.
+// ParsePersonRole validates the role of a sign-in mapping.
+func ParsePersonRole(s string) (Role, error) {
+	for _, r := range PersonRoles {
+		if string(r) == s {
+			return r, nil
+		}
+	}
+	return "", fmt.Errorf("unknown role %q: want admin, reviewer or viewer", s)
+}
+
+// Person is who a signed-in human is, as the identity provider says: the
+// subject (unique at its issuer), and the email and name to show. Every
+// change a person makes records it.
+type Person = api.Person
+
+// Principal is who is calling: a token, or a person signed in through
+// OIDC (Person set).
 type Principal struct {
-	// Name is the token's name, recorded as every event's actor.
+	// Name is the token's name, or a person's email (their subject when
+	// the provider gave none), recorded as every event's actor.
 	Name string
 	Role Role
-	// SessionID is an agent token's scope: this session and its
-	// descendants. Empty for other roles.
+	// Person is the signed-in human behind a browser session; nil for a
+	// token.
+	Person *Person
+	// SessionID is an agent token's scope, or a reviewer's subtree: this
+	// session and its descendants. Empty for other roles and for a
+	// reviewer of every session.
 	SessionID string
 	// SessionPK and SessionPath are that session's identity and chain of
 	// identities (see sessions.Link): the scope is compared by identity,
 	// never by the id, which a later session may reuse.
 	SessionPK   int64
 	SessionPath string
-	// hash is the token's hash, to check it again later (Store.Recheck);
-	// empty for Anonymous.
+	// hash is the token's or sign-in's hash, to check it again later
+	// (Store.Recheck); empty for Anonymous.
 	hash string
+	// signIn marks a principal authenticated by a sign-in cookie, whose
+	// hash is a sign-in's, not a token's.
+	signIn bool
+	// CSRF is the anti-forgery token a state-changing request made with
+	// this sign-in's cookie must carry (X-CSRF-Token); empty for tokens.
+	CSRF string
+	// ExpiresAt is when a sign-in ends at the latest; empty for tokens.
+	ExpiresAt string
+}
+
+// Kind is "person" for a signed-in human, "token" otherwise (the
+// anonymous caller of --auth none included), as GET /v1/me says.
+func (p Principal) Kind() string {
+	if p.Person != nil {
+		return "person"
+	}
+	return "token"
 }
 
 // Anonymous is the caller when the server runs with --auth none: an admin
@@ -104,6 +156,8 @@ const (
 	// ManageWebhooks is subscribing webhooks: an admin's, since planserver
 	// sends events to their targets and their answers hold secrets.
 	ManageWebhooks Action = "webhooks.manage"
+	// ReadSelf is GET /v1/me: every authenticated caller may ask who it is.
+	ReadSelf Action = "self.read"
 )
 
 // Actions lists every action, for exhaustive tests.
@@ -113,6 +167,7 @@ var Actions = []Action{
 	ReadSessionPlan, RequestReview, DecideReview, FilterTools, CheckTool, WriteTodos,
 	ReadTodos, ReadPlans, WritePlans, ExecuteSteps, ReadEvents, ManageTokens, ConnectMCP, ManageGates,
 	ManageWebhooks,
+	ReadSelf,
 }
 
 // Decision is the outcome of Decide.
@@ -136,7 +191,16 @@ func (d Decision) String() string {
 // viewerActions are the reads.
 var viewerActions = map[Action]bool{
 	ReadSession: true, ListSessions: true, ReadSessionPlan: true, ReadTodos: true,
-	ReadPlans: true, ReadEvents: true, ConnectMCP: true,
+	ReadPlans: true, ReadEvents: true, ConnectMCP: true, ReadSelf: true,
+}
+
+// reviewerSubtreeActions are what a reviewer may do beyond reading, each
+// on a session inside its subtree (every session when it has none):
+// decide reviews (approve, reject, with comments) and move sessions in or
+// out of plan mode. Tokens, gates, and writing plans or sessions stay an
+// admin's or an agent's.
+var reviewerSubtreeActions = map[Action]bool{
+	DecideReview: true, EnterPlanMode: true, LeavePlanMode: true,
 }
 
 // agentActions are what API.md lets an agent do inside its scope: read its
@@ -153,6 +217,7 @@ var agentActions = map[Action]bool{
 	WriteSessionPlan: true, ReadSessionPlan: true, RequestReview: true,
 	FilterTools: true, CheckTool: true, WriteTodos: true, ReadTodos: true,
 	ReadPlans: true, WritePlans: true, ExecuteSteps: true, ReadEvents: true, ConnectMCP: true,
+	ReadSelf: true,
 }
 
 // sessionActions target one session, so an agent's scope applies to them.
@@ -167,8 +232,9 @@ var sessionActions = map[Action]bool{
 // action, found out by the caller.
 type Facts struct {
 	// InScope reports whether the target session (for actions on a
-	// session; the parent for CreateSession) is the agent's session or one
-	// of its descendants.
+	// session; the parent for CreateSession) is the agent's or reviewer's
+	// session or one of its descendants (always true for a reviewer
+	// without a subtree).
 	InScope bool
 	// PlanMode reports whether the agent's own session is in effective
 	// plan mode.
@@ -190,6 +256,13 @@ func Decide(p Principal, a Action, f Facts) Decision {
 		return Allow
 	case Viewer:
 		if viewerActions[a] {
+			return Allow
+		}
+		return Deny
+	case Reviewer:
+		// A reviewer reads every session, so one outside its subtree is
+		// not hidden: it is only not its to decide.
+		if viewerActions[a] || reviewerSubtreeActions[a] && f.InScope {
 			return Allow
 		}
 		return Deny

@@ -13,7 +13,7 @@ func TestDecideEveryRoleActionAndScope(t *testing.T) {
 		ReadSession: true, ListSessions: true, CreateSession: true, EnterPlanMode: true,
 		WriteSessionPlan: true, ReadSessionPlan: true, RequestReview: true, FilterTools: true,
 		CheckTool: true, WriteTodos: true, ReadTodos: true, ReadPlans: true, WritePlans: true,
-		ExecuteSteps: true, ReadEvents: true, ConnectMCP: true,
+		ExecuteSteps: true, ReadEvents: true, ConnectMCP: true, ReadSelf: true,
 	}
 	// The ways out of plan mode and the administrative actions: never an
 	// agent's, wherever the session is. Naming a session would tell an
@@ -24,7 +24,11 @@ func TestDecideEveryRoleActionAndScope(t *testing.T) {
 	// execute, as opposed to plan.
 	notInPlanMode := map[Action]bool{ExecuteSteps: true}
 	viewerMay := map[Action]bool{ReadSession: true, ListSessions: true, ReadSessionPlan: true,
-		ReadTodos: true, ReadPlans: true, ReadEvents: true, ConnectMCP: true}
+		ReadTodos: true, ReadPlans: true, ReadEvents: true, ConnectMCP: true, ReadSelf: true}
+	// A reviewer reads what a viewer reads, and decides reviews and moves
+	// sessions between modes inside its subtree only; never tokens,
+	// gates, or writes to sessions and plans.
+	reviewerMayInSubtree := map[Action]bool{DecideReview: true, EnterPlanMode: true, LeavePlanMode: true}
 	targetsSession := map[Action]bool{
 		ReadSession: true, CreateSession: true, CreateHarnessSession: true, NameSession: true, UpdateSession: true,
 		DeleteSession: true, EnterPlanMode: true, LeavePlanMode: true, WriteSessionPlan: true,
@@ -62,12 +66,45 @@ func TestDecideEveryRoleActionAndScope(t *testing.T) {
 			default:
 				check(agent, Deny)
 			}
+			reviewer := Principal{Name: "r@example.com", Role: Reviewer, Person: &Person{Subject: "r"}}
+			switch {
+			case viewerMay[a]:
+				check(reviewer, Allow)
+			case reviewerMayInSubtree[a] && inScope:
+				check(reviewer, Allow)
+			default:
+				check(reviewer, Deny)
+			}
 			check(Principal{Name: "x", Role: "root"}, Deny)
 		}
 	}
 	for _, a := range agentMayNot {
 		if Decide(Principal{Role: Agent, SessionID: "s"}, a, Facts{InScope: true}) == Allow {
 			t.Errorf("an agent may %s", a)
+		}
+	}
+}
+
+// TestRoleNames: tokens are never reviewers (a decision must be a
+// person's), and a sign-in never maps to an agent.
+func TestRoleNames(t *testing.T) {
+	for _, tc := range []struct {
+		parse func(string) (Role, error)
+		ok    []string
+		bad   []string
+	}{
+		{ParseRole, []string{"admin", "agent", "viewer"}, []string{"reviewer", "Admin", ""}},
+		{ParsePersonRole, []string{"admin", "reviewer", "viewer"}, []string{"agent", "root", ""}},
+	} {
+		for _, s := range tc.ok {
+			if r, err := tc.parse(s); err != nil || string(r) != s {
+				t.Errorf("parse %q = %q, %v", s, r, err)
+			}
+		}
+		for _, s := range tc.bad {
+			if _, err := tc.parse(s); err == nil {
+				t.Errorf("parse %q: no error", s)
+			}
 		}
 	}
 }

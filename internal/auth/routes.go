@@ -106,6 +106,9 @@ var Routes = map[string]Rule{
 	"POST /v1/webhooks/{id}/rotate-secret":                   {Action: ManageWebhooks},
 	"GET /v1/webhooks/{id}/deliveries":                       {Action: ManageWebhooks},
 	"POST /v1/webhooks/{id}/deliveries/{delivery}/redeliver": {Action: ManageWebhooks},
+	// Who the caller is, for cookies and tokens alike (the console asks
+	// it first, and takes the CSRF token from it).
+	"GET /v1/me": {Action: ReadSelf},
 }
 
 // DenyReason explains a Deny to the caller. For an agent trying to leave
@@ -124,8 +127,16 @@ func DenyReason(p Principal, a Action, f Facts) string {
 			"(the answer's id and Location name it)", p.Name)
 	case p.Role == Agent && (a == CreateHarnessSession || a == CreateRootSession):
 		return fmt.Sprintf("agent token %q may not %s: an agent creates only ordinary sub-sessions of its own session (set parent_id, no harness)", p.Name, a)
+	case p.Role == Viewer && p.Person != nil:
+		return fmt.Sprintf("%s signed in as a viewer, who may only read and watch events, not %s", p.Name, a)
 	case p.Role == Viewer:
 		return fmt.Sprintf("viewer token %q may only read and watch events, not %s", p.Name, a)
+	case p.Role == Reviewer && reviewerSubtreeActions[a]:
+		return fmt.Sprintf("%s is a reviewer of session %q and its descendants only; this session is outside it, so %s is not theirs",
+			p.Name, p.SessionID, a)
+	case p.Role == Reviewer:
+		return fmt.Sprintf("%s signed in as a reviewer, who may read, approve, reject and comment, and change modes, not %s",
+			p.Name, a)
 	}
 	return fmt.Sprintf("%s token %q may not %s", p.Role, p.Name, a)
 }

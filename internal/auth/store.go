@@ -13,6 +13,7 @@ import (
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/db"
+	"github.com/planserver/planserver/internal/events"
 	"github.com/planserver/planserver/internal/validation"
 )
 
@@ -32,10 +33,22 @@ type Store struct {
 	// busy token costs one write a minute, not one per request.
 	mu      sync.Mutex
 	touched map[string]time.Time
+	// signIns checks sign-ins again in Recheck; its timeouts are set by
+	// SetSignInTimeouts.
+	signIns *SignIns
 }
 
 // NewStore returns a Store on d.
-func NewStore(d *db.DB) *Store { return &Store{db: d, touched: map[string]time.Time{}} }
+func NewStore(d *db.DB) *Store {
+	return &Store{db: d, touched: map[string]time.Time{}, signIns: NewSignIns(d, Timeouts{})}
+}
+
+// SignIns returns the store of sign-ins, with timeouts t, sharing this
+// store's database; Recheck then checks sign-ins with the same timeouts.
+func (s *Store) SignIns(t Timeouts) *SignIns {
+	s.signIns = NewSignIns(s.db, t)
+	return s.signIns
+}
 
 // Create makes a token and returns its secret, which is never shown again.
 // An agent token is bound to its session's identity: deleting the session
@@ -91,8 +104,15 @@ func (s *Store) Create(ctx context.Context, in CreateInput) (string, *Token, err
 		if ttl > 0 {
 			expires = sql.NullString{String: db.FormatTime(tx.Now().Add(ttl)), Valid: true}
 		}
-		_, err := tx.Exec(`INSERT INTO tokens (name, hash, role, session_id, session_pk, created_at, expires_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, in.Name, Hash(secret), role, nullString(in.SessionID), sessionPK, tx.NowText(), expires)
+		// Over HTTP the creator is the caller; on the host (planserver
+		// token create) there is no caller to name.
+		createdBy := ""
+		if a, ok := events.ActorIn(ctx); ok {
+			createdBy = a
+		}
+		_, err := tx.Exec(`INSERT INTO tokens (name, hash, role, session_id, session_pk, created_at, expires_at, created_by, created_by_person)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, in.Name, Hash(secret), role, nullString(in.SessionID), sessionPK, tx.NowText(), expires,
+			createdBy, events.MarshalPerson(events.PersonFrom(ctx)))
 		if err != nil {
 			return fmt.Errorf("create token %q: %w", in.Name, err)
 		}
@@ -117,13 +137,21 @@ func sanitizeName(s string) string {
 	return string(b)
 }
 
-const tokenColumns = `name, role, session_id, created_at, expires_at, last_used_at, revoked_at`
+const tokenColumns = `name, role, session_id, created_at, expires_at, last_used_at, revoked_at, created_by, created_by_person`
 
 type scanner interface{ Scan(dest ...any) error }
 
 func scanToken(row scanner) (*Token, error) {
-	var t Token
-	if err := row.Scan(&t.Name, &t.Role, &t.SessionID, &t.CreatedAt, &t.ExpiresAt, &t.LastUsedAt, &t.RevokedAt); err != nil {
+	var (
+		t      Token
+		person sql.NullString
+	)
+	if err := row.Scan(&t.Name, &t.Role, &t.SessionID, &t.CreatedAt, &t.ExpiresAt, &t.LastUsedAt, &t.RevokedAt,
+		&t.CreatedBy, &person); err != nil {
+		return nil, err
+	}
+	var err error
+	if t.CreatedByPerson, err = events.UnmarshalPerson(person); err != nil {
 		return nil, err
 	}
 	return &t, nil
@@ -214,6 +242,10 @@ func (s *Store) Authenticate(ctx context.Context, secret string) (Principal, err
 func (s *Store) Recheck(q db.Querier, p Principal) error {
 	if p.hash == "" {
 		return nil
+	}
+	if p.signIn {
+		_, _, err := s.signIns.principal(q, p.hash, s.db.Now())
+		return err
 	}
 	_, err := s.principal(q, p.hash, s.db.Now())
 	return err

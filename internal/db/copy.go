@@ -32,23 +32,25 @@ type copyTable struct {
 var copyTables = []copyTable{
 	{"sessions", "pk, id, title, agent, parent_id, mode, harness, metadata, review_state, review_plan_revision, " +
 		"review_rationale, review_feedback, review_requested_at, review_decided_at, review_decided_by, revision, " +
-		"created_at, updated_at, ancestry, review_comments, external_id, enforcement", "pk"},
+		"created_at, updated_at, ancestry, review_comments, external_id, enforcement, review_decided_by_person", "pk"},
 	{"session_plans", "session_id, content, author, revision, created_at, updated_at", "session_id"},
 	{"session_plan_revisions", "session_id, revision, content, author, updated_at", "session_id, revision"},
-	{"session_reviews", "id, session_id, plan_revision, state, rationale, requested_at, ended_at, ended_by, feedback, comments", "id"},
+	{"session_reviews", "id, session_id, plan_revision, state, rationale, requested_at, ended_at, ended_by, feedback, comments, ended_by_person", "id"},
 	{"session_todos", "session_id, todos, revision, updated_at", "session_id"},
 	{"plans", "name, title, author, status, revision, created_at, updated_at, steps, content_rev, renewed", "name"},
 	{"plan_contents", "name, content_rev, content", "name, content_rev"},
 	{"plan_revisions", "name, revision, title, author, status, updated_at, steps, content_rev", "name, revision"},
 	{"step_reports", "id, plan, step_id, outcome, details, artifacts, actor, worker, timestamp, plan_revision, created_at", "id"},
-	{"events", "seq, type, time, actor, session_id, session_path, plan, revision, data, session_pk", "seq"},
-	{"tokens", "name, hash, role, session_id, created_at, expires_at, last_used_at, revoked_at, session_pk", "name"},
+	{"events", "seq, type, time, actor, session_id, session_path, plan, revision, data, session_pk, actor_person", "seq"},
+	{"tokens", "name, hash, role, session_id, created_at, expires_at, last_used_at, revoked_at, session_pk, created_by, created_by_person", "name"},
 	{"revision_floors", "kind, key, revision", "kind, key"},
 	{"gates", "name, url, read_only, created_at, updated_at", "name"},
 	{"webhooks", "id, url, events, format, session_id, session_path, plan, secret, previous_secret, previous_expires_at, " +
 		"state, state_reason, cursor, attempts, next_attempt_at, lease_owner, lease_until, created_at, updated_at", "id"},
 	{"webhook_deliveries", "id, webhook_id, event_seq, message_id, type, attempt, manual, state, status_code, latency_ms, " +
 		"response, error, next_retry_at, created_at", "id"},
+	{"signin_attempts", "state_hash, nonce, verifier, return_to, expires_at", "state_hash"},
+	{"signins", "hash, subject, email, name, role, session_id, session_pk, id_token, created_at, last_seen_at, expires_at", "hash"},
 }
 
 // counterKeys are the tables whose keys come from a counter that never

@@ -150,7 +150,16 @@ func TestPostgresMigrateDownRefuses(t *testing.T) {
 	dbtest.RequirePostgres(t)
 	d := migrated(t, dbtest.Fresh(t))
 	ctx := context.Background()
-	for v := KnownVersion(); v > 8; v-- {
+	// Versions may have gaps (each branch of a round takes its own
+	// number), so each step rolls back the newest applied one.
+	for {
+		v, err := d.AppliedVersion(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v <= 8 {
+			break
+		}
 		if got, err := d.MigrateDown(ctx, nil); err != nil || got != v {
 			t.Fatalf("migrate down from %d: rolled back %d, %v", v, got, err)
 		}

@@ -80,7 +80,8 @@ type New struct {
 }
 
 // Append records e in the log inside tx and returns its sequence number.
-// The actor is tx's context's; the time is tx's clock. Data is marshalled
+// The actor is tx's context's, and so is the person behind it when a
+// signed-in human made the change; the time is tx's clock. Data is marshalled
 // to JSON (nil becomes {}).
 func Append(tx *db.Tx, e New) (int64, error) {
 	raw := []byte("{}")
@@ -100,10 +101,10 @@ func Append(tx *db.Tx, e New) (int64, error) {
 		path = sql.NullString{String: s.Path, Valid: true}
 	}
 	var seq int64
-	err := tx.QueryRow(`INSERT INTO events (type, time, actor, session_id, session_pk, session_path, plan, revision, data)
-		 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`,
+	err := tx.QueryRow(`INSERT INTO events (type, time, actor, session_id, session_pk, session_path, plan, revision, data, actor_person)
+		 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`,
 		e.Type, tx.NowText(), ActorFrom(tx.Context()), sessionID, pk, path,
-		nullString(e.Plan), nullInt(e.Revision), string(raw)).Scan(&seq)
+		nullString(e.Plan), nullInt(e.Revision), string(raw), MarshalPerson(PersonFrom(tx.Context()))).Scan(&seq)
 	if err != nil {
 		return 0, fmt.Errorf("append %s event: %w", e.Type, db.Classify(err))
 	}
@@ -113,3 +114,47 @@ func Append(tx *db.Tx, e New) (int64, error) {
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 
 func nullInt(n int64) sql.NullInt64 { return sql.NullInt64{Int64: n, Valid: n != 0} }
+
+// ActorIn returns the actor ctx names, and false when it names none
+// (a change made on the host, not by a caller).
+func ActorIn(ctx context.Context) (string, bool) {
+	a, ok := ctx.Value(actorKey{}).(string)
+	return a, ok && a != ""
+}
+
+type personKey struct{}
+
+// WithPerson returns a context whose changes are attributed to person p
+// (a signed-in human) besides its actor name. Tokens have none.
+func WithPerson(ctx context.Context, p *api.Person) context.Context {
+	return context.WithValue(ctx, personKey{}, p)
+}
+
+// PersonFrom returns the person attributed to changes made with ctx, or
+// nil when a token (or the anonymous caller) makes them.
+func PersonFrom(ctx context.Context) *api.Person {
+	p, _ := ctx.Value(personKey{}).(*api.Person)
+	return p
+}
+
+// MarshalPerson is a person as the database stores them beside an actor
+// name: JSON, or NULL for none.
+func MarshalPerson(p *api.Person) sql.NullString {
+	if p == nil {
+		return sql.NullString{}
+	}
+	b, _ := json.Marshal(p) // three strings always marshal
+	return sql.NullString{String: string(b), Valid: true}
+}
+
+// UnmarshalPerson reads what MarshalPerson wrote.
+func UnmarshalPerson(v sql.NullString) (*api.Person, error) {
+	if !v.Valid {
+		return nil, nil
+	}
+	var p api.Person
+	if err := json.Unmarshal([]byte(v.String), &p); err != nil {
+		return nil, fmt.Errorf("stored person %q: %w", v.String, err)
+	}
+	return &p, nil
+}

@@ -137,7 +137,7 @@ func sessionPath(q db.Querier, id string) (string, error) {
 	return path, nil
 }
 
-const eventColumns = `seq, type, time, actor, session_id, plan, revision, data`
+const eventColumns = `seq, type, time, actor, session_id, plan, revision, data, actor_person`
 
 // Read returns the events after q.After that match q's filters, oldest
 // first, from committed rows only. Errors: invalid_argument for a bad
@@ -246,8 +246,13 @@ func scanEvent(rows *sql.Rows) (Event, error) {
 		plan      sql.NullString
 		rev       sql.NullInt64
 		data      string
+		person    sql.NullString
 	)
-	if err := rows.Scan(&e.Seq, &e.Type, &e.Time, &e.Actor, &sessionID, &plan, &rev, &data); err != nil {
+	if err := rows.Scan(&e.Seq, &e.Type, &e.Time, &e.Actor, &sessionID, &plan, &rev, &data, &person); err != nil {
+		return Event{}, err
+	}
+	var err error
+	if e.Person, err = UnmarshalPerson(person); err != nil {
 		return Event{}, err
 	}
 	e.SessionID, e.Plan, e.Revision = sessionID.String, plan.String, rev.Int64

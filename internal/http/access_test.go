@@ -156,6 +156,15 @@ func (tc accessCase) expect(t *testing.T, c caller) int {
 	return 0
 }
 
+// everyone is the same status for every caller.
+func everyone(status int) map[caller]int {
+	m := map[caller]int{}
+	for _, c := range callers {
+		m[c] = status
+	}
+	return m
+}
+
 func open() map[caller]int {
 	m := map[caller]int{}
 	for _, c := range callers {
@@ -330,6 +339,13 @@ var accessTable = map[string][]accessCase{
 		want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 403, admin: 404}}},
 	"POST /v1/webhooks/{id}/deliveries/{delivery}/redeliver": {{path: "/v1/webhooks/none/deliveries/1/redeliver",
 		want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 403, admin: 404}}},
+	// The sign-in routes are public (a browser has no credential yet);
+	// without sign-in configured they are 404 for everyone.
+	"GET /auth/login":    {{path: "/auth/login", want: everyone(404)}},
+	"GET /auth/callback": {{path: "/auth/callback?code=x&state=y", want: everyone(404)}},
+	"POST /auth/logout":  {{path: "/auth/logout", want: everyone(404)}},
+	// Every caller with a credential may ask who it is.
+	"GET /v1/me": {{path: "/v1/me", want: map[caller]int{viewer: ok, agentIn: ok, agentOut: ok}}},
 
 	"POST /v1/tokens": {{path: "/v1/tokens", body: map[string]any{"role": "viewer"},
 		want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 403}}},

@@ -53,11 +53,20 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			return
 		}
 		// Without tokens there is one caller, the loopback user, whose
-		// host apps must not throttle each other; rate limits are per token.
-		if s.cfg.Auth == AuthToken && s.limited(w, r, "token:"+p.Name) {
+		// host apps must not throttle each other; rate limits are per token
+		// and per person.
+		key := "token:" + p.Name
+		if p.Person != nil {
+			key = "person:" + p.Person.Subject
+		}
+		if s.cfg.Auth == AuthToken && s.limited(w, r, key) {
 			return
 		}
-		r = r.WithContext(auth.WithPrincipal(events.WithActor(r.Context(), p.Name), p))
+		ctx := events.WithActor(r.Context(), p.Name)
+		if p.Person != nil {
+			ctx = events.WithPerson(ctx, p.Person)
+		}
+		r = r.WithContext(auth.WithPrincipal(ctx, p))
 		stripAccessToken(r)
 		if route != "" {
 			if err := s.authorizeRoute(r, route, params); err != nil {
@@ -92,16 +101,50 @@ func (s *Server) resolve(r *http.Request) (string, *chi.Context) {
 }
 
 // authenticate returns the caller: auth.Anonymous without --auth token,
-// else the principal of the bearer token. Errors: unauthenticated.
+// else the principal of the bearer token, or, with sign-in on and no
+// Authorization header, of the sign-in cookie (whose state-changing
+// requests must carry the CSRF token). Errors: unauthenticated,
+// permission_denied (no CSRF token).
 func (s *Server) authenticate(r *http.Request, route string) (auth.Principal, error) {
 	if s.cfg.Auth != AuthToken {
 		return auth.Anonymous, nil
+	}
+	if s.oidc != nil && r.Header.Get("Authorization") == "" && !r.URL.Query().Has("access_token") {
+		c, err := r.Cookie(SignInCookie)
+		if err != nil {
+			return auth.Principal{}, signInHint(apierr.New(apierr.Unauthenticated,
+				"sign in at %s (people), or send the header Authorization: Bearer <token> (agents and scripts)", loginPath))
+		}
+		{
+			p, err := s.signIns.Authenticate(r.Context(), c.Value)
+			if err != nil {
+				return auth.Principal{}, signInHint(err)
+			}
+			if stateChanging(r.Method) {
+				if err := checkCSRF(r, c.Value); err != nil {
+					return auth.Principal{}, err
+				}
+			}
+			return p, nil
+		}
 	}
 	secret, err := bearerToken(r, route)
 	if err != nil {
 		return auth.Principal{}, err
 	}
 	return s.tokens.Authenticate(r.Context(), secret)
+}
+
+// signInHint adds to an unauthenticated answer the sign_in member, the
+// path where a person signs in, so the console can offer it.
+func signInHint(err error) error {
+	e, ok := apierr.As(err)
+	if !ok || e.Code != apierr.Unauthenticated {
+		return err
+	}
+	out := *e
+	out.Extra = map[string]any{"sign_in": loginPath}
+	return &out
 }
 
 // bearerToken reads the token from Authorization: Bearer, or on the event
@@ -198,6 +241,19 @@ func (s *Server) authorizeRoute(r *http.Request, route string, params *chi.Conte
 func (s *Server) Authorize(ctx context.Context, a auth.Action, target string, hidden error) error {
 	p := auth.PrincipalFrom(ctx)
 	f := auth.Facts{InScope: true} // an action on no session is in every scope
+	if p.Role == auth.Reviewer && p.SessionPath != "" && target != "" {
+		// A reviewer's subtree bounds what it decides, not what it reads:
+		// a session outside it is denied, never hidden.
+		loc, err := s.sessions.Locate(ctx, target)
+		switch {
+		case err == nil:
+			f.InScope = auth.InScope(p.SessionPath, loc.Path)
+		case apierr.CodeOf(err) == apierr.NotFound:
+			return hidden
+		default:
+			return err
+		}
+	}
 	if p.Role == auth.Agent {
 		if target != "" {
 			f.InScope = false

@@ -91,6 +91,9 @@ type Config struct {
 	Hooks HookConfig
 	// Webhooks configures the webhook deliverer (RunWebhooks).
 	Webhooks deliver.Options
+	// OIDC turns sign-in on (signin.go; with AuthToken only): people sign
+	// in at /auth/login and reach /v1 with a cookie. Nil: tokens only.
+	OIDC *OIDC
 }
 
 // Server is the planserver HTTP API.
@@ -106,8 +109,11 @@ type Server struct {
 	sessions *sessions.Store
 	gate     sessions.Gate
 	tokens   *auth.Store
-	limiter  *limiter
-	plans    *plans.Store
+	// signIns keeps the sign-ins of OIDC (nil oidc: none are made).
+	signIns *auth.SignIns
+	oidc    *OIDC
+	limiter *limiter
+	plans   *plans.Store
 	// gates are the tool servers of /mcp/gate/{name} (mcp.go).
 	gates *mcp.GateStore
 	// webhooks are the webhook subscriptions; deliverer sends them.
@@ -172,6 +178,12 @@ func New(cfg Config) *Server {
 		broker:   events.NewBroker(),
 		shutdown: make(chan struct{}),
 	}
+	s.oidc = cfg.OIDC
+	timeouts := auth.Timeouts{}
+	if s.oidc != nil {
+		timeouts = auth.Timeouts{Idle: s.oidc.settings.Idle, MaxAge: s.oidc.settings.MaxAge}
+	}
+	s.signIns = s.tokens.SignIns(timeouts)
 	s.eventMetrics = newEventMetrics(reg, s.broker.Subscribers)
 	s.streams = newStreamGate(cfg.MaxEventStreams, reg)
 	registerProcessMetrics(reg, cfg.DB, cfg.Version)
@@ -205,8 +217,9 @@ func (s *Server) routes() chi.Router {
 	r.Get("/readyz", s.h(s.readyz))
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
 	r.Get("/openapi.yaml", serveOpenAPI)
-	s.uiRoutes(r)  // ui.go: the review console at /ui/
-	s.mcpRoutes(r) // mcp.go: the MCP endpoint at /mcp
+	s.uiRoutes(r)     // ui.go: the review console at /ui/
+	s.mcpRoutes(r)    // mcp.go: the MCP endpoint at /mcp
+	s.signInRoutes(r) // signin.go: /auth/login, /auth/callback, /auth/logout
 
 	// Every /v1 route needs a rule in auth.Routes; guard enforces it.
 	r.Route("/v1", func(r chi.Router) {
@@ -274,6 +287,7 @@ func (s *Server) routes() chi.Router {
 		r.Post("/webhooks/{id}/rotate-secret", s.h(s.rotateWebhookSecret))
 		r.Get("/webhooks/{id}/deliveries", s.h(s.listWebhookDeliveries))
 		r.Post("/webhooks/{id}/deliveries/{delivery}/redeliver", s.h(s.redeliverWebhook))
+		r.Get("/me", s.h(s.me)) // me.go: who is calling, cookie or token
 	})
 	return r
 }

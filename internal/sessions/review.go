@@ -72,7 +72,11 @@ type decision struct {
 // lines of that revision. Errors: review_not_pending, invalid_argument (a
 // comment on a line the plan does not have), and pre's (a plan edited
 // since is 412).
-func decide(s *Session, p *SessionPlan, d decision, pre revision.Precondition, now, actor string) (Review, error) {
+//
+// The decision records who made it: actor (a token's name or a person's
+// email) and, for a signed-in human, person; each comment's author is the
+// actor.
+func decide(s *Session, p *SessionPlan, d decision, pre revision.Precondition, now, actor string, person *api.Person) (Review, error) {
 	if p == nil {
 		return Review{}, notPending(s)
 	}
@@ -86,20 +90,24 @@ func decide(s *Session, p *SessionPlan, d decision, pre revision.Precondition, n
 		return Review{}, err
 	}
 	r := s.Review
-	r.State, r.Feedback, r.DecidedAt, r.DecidedBy = d.state, d.feedback, &now, &actor
-	r.Comments = append([]ReviewComment{}, d.comments...)
+	r.State, r.Feedback, r.DecidedAt, r.DecidedBy, r.DecidedByPerson = d.state, d.feedback, &now, &actor, person
+	r.Comments = make([]ReviewComment, len(d.comments))
+	for i, c := range d.comments {
+		c.Author = actor
+		r.Comments[i] = c
+	}
 	return r, nil
 }
 
 // approve is the human's approval. Approval must name what the human read:
 // no If-Match is 428, and "*" or a list of revisions is 400, since neither
 // says which revision was read.
-func approve(s *Session, p *SessionPlan, d decision, pre revision.Precondition, now, actor string) (Review, error) {
+func approve(s *Session, p *SessionPlan, d decision, pre revision.Precondition, now, actor string, person *api.Person) (Review, error) {
 	if err := checkApprovalPrecondition(s.ID, pre); err != nil {
 		return Review{}, err
 	}
 	d.state = ReviewApproved
-	return decide(s, p, d, pre, now, actor)
+	return decide(s, p, d, pre, now, actor, person)
 }
 
 // checkComments checks that each comment is anchored to a line of the
@@ -132,14 +140,14 @@ func planLines(content string) int {
 }
 
 // ended is the history's record of review r, which ended in state at at,
-// by by.
-func ended(r Review, state, at, by string) ReviewRecord {
+// by by (and person, when a signed-in human ended it).
+func ended(r Review, state, at, by string, person *api.Person) ReviewRecord {
 	comments := r.Comments
 	if comments == nil {
 		comments = []ReviewComment{}
 	}
 	return ReviewRecord{PlanRevision: r.PlanRevision, State: state, Rationale: r.Rationale, RequestedAt: r.RequestedAt,
-		EndedAt: at, EndedBy: by, Feedback: r.Feedback, Comments: comments}
+		EndedAt: at, EndedBy: by, EndedByPerson: person, Feedback: r.Feedback, Comments: comments}
 }
 
 // closedReview records a pending review that ended without a decision, in

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/revision"
 )
@@ -100,30 +101,34 @@ func TestReviewTransitions(t *testing.T) {
 	}
 
 	// Approval is bound to the revision the human read.
-	if _, err := approve(s, plan, decision{}, revision.Precondition{}, "t3", "h"); apierr.CodeOf(err) != apierr.PreconditionRequired {
+	if _, err := approve(s, plan, decision{}, revision.Precondition{}, "t3", "h", nil); apierr.CodeOf(err) != apierr.PreconditionRequired {
 		t.Errorf("approve without If-Match: %v", err)
 	}
-	if _, err := approve(s, plan, decision{}, match(`"2"`), "t3", "h"); apierr.CodeOf(err) != apierr.VersionConflict {
+	if _, err := approve(s, plan, decision{}, match(`"2"`), "t3", "h", nil); apierr.CodeOf(err) != apierr.VersionConflict {
 		t.Errorf("approve of a stale revision: %v", err)
 	}
-	a, err := approve(s, plan, decision{}, match(`"3"`), "t3", "human")
-	if err != nil || a.State != ReviewApproved || *a.DecidedBy != "human" || *a.DecidedAt != "t3" || *a.PlanRevision != 3 {
+	jane := &api.Person{Subject: "u1", Email: "jane@example.com", Name: "Jane"}
+	a, err := approve(s, plan, decision{}, match(`"3"`), "t3", "jane@example.com", jane)
+	if err != nil || a.State != ReviewApproved || *a.DecidedBy != "jane@example.com" || a.DecidedByPerson != jane ||
+		*a.DecidedAt != "t3" || *a.PlanRevision != 3 {
 		t.Fatalf("approve: %+v %v", a, err)
 	}
 	done := &Session{ID: "s", Review: a}
-	if _, err := approve(done, plan, decision{}, match(`"3"`), "t4", "h"); apierr.CodeOf(err) != apierr.ReviewNotPending {
+	if _, err := approve(done, plan, decision{}, match(`"3"`), "t4", "h", nil); apierr.CodeOf(err) != apierr.ReviewNotPending {
 		t.Errorf("approve twice: %v", err)
 	}
 	fb := "add tests"
 	rj, err := decide(s, plan, decision{state: ReviewRejected, feedback: &fb,
-		comments: []ReviewComment{{Line: 2, Body: "which tests?"}}}, revision.Precondition{}, "t3", "human")
-	if err != nil || rj.State != ReviewRejected || *rj.Feedback != fb || len(rj.Comments) != 1 {
+		comments: []ReviewComment{{Line: 2, Body: "which tests?", Author: "forged"}}}, revision.Precondition{}, "t3", "human", nil)
+	// A comment's author is the decision's actor, whatever the request said.
+	if err != nil || rj.State != ReviewRejected || *rj.Feedback != fb || len(rj.Comments) != 1 ||
+		rj.Comments[0].Author != "human" || rj.DecidedByPerson != nil {
 		t.Errorf("reject: %+v %v", rj, err)
 	}
 	// Comments are anchored to lines the reviewed revision has.
 	for _, c := range []ReviewComment{{Line: 3, Body: "past the end"}, {Line: 1, Body: " "}} {
 		if _, err := decide(s, plan, decision{state: ReviewRejected, comments: []ReviewComment{c}},
-			revision.Precondition{}, "t3", "human"); apierr.CodeOf(err) != apierr.InvalidArgument {
+			revision.Precondition{}, "t3", "human", nil); apierr.CodeOf(err) != apierr.InvalidArgument {
 			t.Errorf("comment %+v: %v", c, err)
 		}
 	}

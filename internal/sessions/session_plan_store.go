@@ -181,8 +181,8 @@ func (st *Store) ReviewHistory(ctx context.Context, id string) (*api.ReviewHisto
 			return err
 		}
 		out = &api.ReviewHistory{SessionID: id, Current: s.Review, Reviews: []ReviewRecord{}}
-		rows, err := tx.Query(`SELECT plan_revision, state, rationale, requested_at, ended_at, ended_by, feedback, comments
-			FROM session_reviews WHERE session_id = ? ORDER BY id DESC`, id)
+		rows, err := tx.Query(`SELECT plan_revision, state, rationale, requested_at, ended_at, ended_by, feedback, comments,
+			ended_by_person FROM session_reviews WHERE session_id = ? ORDER BY id DESC`, id)
 		if err != nil {
 			return fmt.Errorf("reviews of session %q: %w", id, err)
 		}
@@ -191,9 +191,13 @@ func (st *Store) ReviewHistory(ctx context.Context, id string) (*api.ReviewHisto
 			var (
 				r        ReviewRecord
 				comments string
+				person   sql.NullString
 			)
 			if err := rows.Scan(&r.PlanRevision, &r.State, &r.Rationale, &r.RequestedAt, &r.EndedAt, &r.EndedBy,
-				&r.Feedback, &comments); err != nil {
+				&r.Feedback, &comments, &person); err != nil {
+				return fmt.Errorf("reviews of session %q: %w", id, err)
+			}
+			if r.EndedByPerson, err = events.UnmarshalPerson(person); err != nil {
 				return fmt.Errorf("reviews of session %q: %w", id, err)
 			}
 			if err := json.Unmarshal([]byte(comments), &r.Comments); err != nil {
@@ -282,7 +286,7 @@ func (st *Store) PutSessionPlan(ctx context.Context, id string, in api.SessionPl
 			if err := saveReview(tx, s, review, srev, now, ""); err != nil {
 				return err
 			}
-			if err := recordReview(tx, id, ended(s.Review, api.ReviewWithdrawn, now, events.ActorFrom(tx.Context()))); err != nil {
+			if err := recordReview(tx, id, ended(s.Review, api.ReviewWithdrawn, now, events.ActorFrom(tx.Context()), events.PersonFrom(tx.Context()))); err != nil {
 				return err
 			}
 			data.ReviewWithdrawn = closed
@@ -342,12 +346,12 @@ func (st *Store) Approve(ctx context.Context, id string, in api.ReviewApproval, 
 		if err != nil {
 			return err
 		}
-		actor := events.ActorFrom(tx.Context())
-		review, err := approve(&r.Session, p, decision{feedback: in.Feedback, comments: in.Comments}, pre, tx.NowText(), actor)
+		actor, person := events.ActorFrom(tx.Context()), events.PersonFrom(tx.Context())
+		review, err := approve(&r.Session, p, decision{feedback: in.Feedback, comments: in.Comments}, pre, tx.NowText(), actor, person)
 		if err != nil {
 			return err
 		}
-		if err := recordReview(tx, id, ended(review, ReviewApproved, tx.NowText(), actor)); err != nil {
+		if err := recordReview(tx, id, ended(review, ReviewApproved, tx.NowText(), actor, person)); err != nil {
 			return err
 		}
 		rev, err := resource(id, r.Revision).Next(tx)
@@ -384,12 +388,12 @@ func (st *Store) Reject(ctx context.Context, id string, in api.ReviewRejection, 
 		return nil, err
 	}
 	return st.reviewStep(ctx, id, events.SessionReviewRejected, func(tx *db.Tx, s *Session, p *SessionPlan) (Review, bool, error) {
-		actor := events.ActorFrom(tx.Context())
-		r, err := decide(s, p, decision{state: ReviewRejected, feedback: in.Feedback, comments: in.Comments}, pre, tx.NowText(), actor)
+		actor, person := events.ActorFrom(tx.Context()), events.PersonFrom(tx.Context())
+		r, err := decide(s, p, decision{state: ReviewRejected, feedback: in.Feedback, comments: in.Comments}, pre, tx.NowText(), actor, person)
 		if err != nil {
 			return Review{}, false, err
 		}
-		return r, true, recordReview(tx, id, ended(r, ReviewRejected, tx.NowText(), actor))
+		return r, true, recordReview(tx, id, ended(r, ReviewRejected, tx.NowText(), actor, person))
 	})
 }
 

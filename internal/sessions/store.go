@@ -52,7 +52,7 @@ func NewStore(d *db.DB, cfg Config) *Store {
 const sessionColumns = `pk, ancestry, id, title, agent, parent_id, mode, harness, metadata,
 	review_state, review_plan_revision, review_rationale, review_feedback,
 	review_requested_at, review_decided_at, review_decided_by, review_comments,
-	revision, created_at, updated_at, external_id, enforcement`
+	revision, created_at, updated_at, external_id, enforcement, review_decided_by_person`
 
 // record is a session as stored, with its identity, before its effective
 // mode is resolved from its chain.
@@ -77,11 +77,12 @@ func scanRecord(row scanner) (*record, error) {
 		comments string
 		external sql.NullString
 		enforced string
+		person   sql.NullString
 	)
 	err := row.Scan(&r.pk, &r.ancestry, &r.ID, &r.Title, &r.Agent, &parent, &r.Mode, &harness, &metadata,
 		&r.Review.State, &r.Review.PlanRevision, &r.Review.Rationale, &r.Review.Feedback,
 		&r.Review.RequestedAt, &r.Review.DecidedAt, &r.Review.DecidedBy, &comments,
-		&r.Revision, &r.CreatedAt, &r.UpdatedAt, &external, &enforced)
+		&r.Revision, &r.CreatedAt, &r.UpdatedAt, &external, &enforced, &person)
 	if err != nil {
 		return nil, err
 	}
@@ -93,6 +94,9 @@ func scanRecord(row scanner) (*record, error) {
 	}
 	if r.Enforcement == nil {
 		r.Enforcement = []api.Enforcement{}
+	}
+	if r.Review.DecidedByPerson, err = events.UnmarshalPerson(person); err != nil {
+		return nil, fmt.Errorf("decode the decider of session %q: %w", r.ID, err)
 	}
 	if parent.Valid {
 		r.ParentID = &parent.String
@@ -613,7 +617,7 @@ func (st *Store) SetMode(ctx context.Context, id string, mode Mode, pre revision
 			// is nothing left for a human to let the session do.
 			review, cancelled = closeReview(r.Review, rev, "the session's mode was set to build directly")
 			if cancelled != nil {
-				if err := recordReview(tx, id, ended(r.Review, api.ReviewCancelled, tx.NowText(), events.ActorFrom(tx.Context()))); err != nil {
+				if err := recordReview(tx, id, ended(r.Review, api.ReviewCancelled, tx.NowText(), events.ActorFrom(tx.Context()), events.PersonFrom(tx.Context()))); err != nil {
 					return err
 				}
 			}
@@ -690,8 +694,10 @@ func saveReview(tx *db.Tx, cur *record, r Review, rev int64, now string, extra s
 		return fmt.Errorf("encode review comments of session %d: %w", pk, err)
 	}
 	set := `review_plan_revision = ?, review_rationale = ?, review_feedback = ?, review_requested_at = ?,
-		review_decided_at = ?, review_decided_by = ?, review_comments = ?, revision = ?, updated_at = ?`
-	args := []any{r.PlanRevision, r.Rationale, r.Feedback, r.RequestedAt, r.DecidedAt, r.DecidedBy, string(comments), rev, now}
+		review_decided_at = ?, review_decided_by = ?, review_comments = ?, revision = ?, updated_at = ?,
+		review_decided_by_person = ?`
+	args := []any{r.PlanRevision, r.Rationale, r.Feedback, r.RequestedAt, r.DecidedAt, r.DecidedBy, string(comments), rev, now,
+		events.MarshalPerson(r.DecidedByPerson)}
 	if r.State != cur.Review.State {
 		set += `, review_state = ?`
 		args = append(args, r.State)
@@ -711,9 +717,9 @@ func recordReview(tx *db.Tx, sessionID string, rec ReviewRecord) error {
 		return fmt.Errorf("encode review comments of session %q: %w", sessionID, err)
 	}
 	if _, err := tx.Exec(`INSERT INTO session_reviews
-		(session_id, plan_revision, state, rationale, requested_at, ended_at, ended_by, feedback, comments)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, sessionID, rec.PlanRevision, rec.State, rec.Rationale, rec.RequestedAt,
-		rec.EndedAt, rec.EndedBy, rec.Feedback, string(comments)); err != nil {
+		(session_id, plan_revision, state, rationale, requested_at, ended_at, ended_by, feedback, comments, ended_by_person)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, sessionID, rec.PlanRevision, rec.State, rec.Rationale, rec.RequestedAt,
+		rec.EndedAt, rec.EndedBy, rec.Feedback, string(comments), events.MarshalPerson(rec.EndedByPerson)); err != nil {
 		return fmt.Errorf("record the review of session %q: %w", sessionID, err)
 	}
 	return nil

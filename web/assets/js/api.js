@@ -34,6 +34,14 @@ export function onUnauthenticated(fn) {
   unauthenticatedHandler = fn;
 }
 
+// csrf is the CSRF token of a person signed in through the identity
+// provider (GET /v1/me): the browser sends the sign-in cookie by itself,
+// and every request that changes anything must carry this token too.
+let csrf = '';
+export function setCSRF(token) {
+  csrf = token || '';
+}
+
 export function authHeaders(headers = new Headers()) {
   const token = getToken();
   if (token) headers.set('Authorization', `Bearer ${token}`);
@@ -56,6 +64,7 @@ export async function request(path, { method = 'GET', body, headers = {}, signal
   } else {
     authHeaders(h);
   }
+  if (csrf && method !== 'GET' && method !== 'HEAD') h.set('X-CSRF-Token', csrf);
   let payload;
   if (body !== undefined) {
     h.set('Content-Type', 'application/json');

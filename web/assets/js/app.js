@@ -3,7 +3,7 @@
 // Each view renders into <main> and returns a cleanup function that
 // closes its event stream when the user navigates away.
 
-import { request, getToken, setToken, onUnauthenticated, ApiError } from './api.js';
+import { request, getToken, setToken, setCSRF, onUnauthenticated, ApiError } from './api.js';
 import { h, clear } from './dom.js';
 import { watch } from './sse.js';
 import { inboxView } from './views/inbox.js';
@@ -29,11 +29,17 @@ const routes = [
 
 // app is what views get: who is signed in and helpers.
 const app = {
-  // role is admin, viewer or agent; authNone when the server has no tokens.
+  // role is admin, viewer, agent or reviewer; authNone when the server has
+  // no tokens. person is who signed in through the identity provider
+  // (GET /v1/me), null for a token.
   role: null,
   authNone: false,
+  person: null,
+  // signIn is where people sign in (the 401's sign_in), '' when the
+  // server takes tokens only.
+  signIn: '',
   get canWrite() {
-    return this.role === 'admin';
+    return this.role === 'admin' || this.role === 'reviewer';
   },
   navigate,
   // watch follows the event feed for the current view and shows its state
@@ -42,7 +48,7 @@ const app = {
     const w = watch(params, {
       ...opts,
       onState: (state) => setFeedState(state),
-      onUnauthorized: () => signedOut('Your token is no longer valid (expired or revoked). Sign in again.'),
+      onUnauthorized: () => signedOut(expiredMessage()),
     });
     return w;
   },
@@ -149,10 +155,24 @@ document.addEventListener('click', (e) => {
 });
 window.addEventListener('popstate', render);
 
+function expiredMessage() {
+  return app.person
+    ? 'Your sign-in has ended (signed out, idle too long, or expired). Sign in again.'
+    : 'Your token is no longer valid (expired or revoked). Sign in again.';
+}
+
 function showWho() {
   clear(who);
   if (app.authNone) {
     who.appendChild(h('span', { class: 'badge' }, 'no authentication (loopback)'));
+    return;
+  }
+  if (app.person) {
+    const p = app.person;
+    who.appendChild(h('span', { class: 'signed-in', id: 'signed-in-as' },
+      'Signed in as ', h('strong', {}, p.name || p.email || p.subject),
+      p.email && p.name ? ` (${p.email})` : '', ` · ${app.role}`));
+    who.appendChild(h('button', { type: 'button', class: 'link', onclick: signOutPerson }, 'Sign out'));
     return;
   }
   const label = {
@@ -191,8 +211,30 @@ async function roleOf() {
   }
 }
 
+// signOutPerson ends the sign-in on the server (every replica), then
+// follows the server's redirect: the provider's logout when it has one.
+async function signOutPerson() {
+  let to = '/ui/';
+  try {
+    const res = await request('/auth/logout', { method: 'POST' });
+    if (res.data && typeof res.data.redirect === 'string') to = res.data.redirect;
+  } catch (err) {
+    if (!(err instanceof ApiError) || err.status !== 401) {
+      clear(main);
+      main.appendChild(h('h1', {}, 'Sign-out failed'));
+      main.appendChild(errorBox(err));
+      return;
+    }
+  }
+  app.person = null;
+  setCSRF('');
+  location.assign(to);
+}
+
 function signedOut(message) {
   setToken('');
+  setCSRF('');
+  app.person = null;
   app.role = null;
   if (cleanup) {
     try { cleanup(); } catch (err) { console.error(err); }
@@ -248,18 +290,35 @@ function showSignIn(message) {
   });
   main.appendChild(h('h1', {}, 'Sign in to the review console'));
   if (message) main.appendChild(h('p', { class: 'notice', role: 'status' }, message));
+  if (app.signIn) {
+    // The way back is this page: a review deep link survives the round
+    // trip through the provider (the server accepts only paths here).
+    const back = location.pathname + location.search;
+    const href = `${app.signIn}?return_to=${encodeURIComponent(back)}`;
+    main.appendChild(h('p', {}, h('a', { class: 'button primary', id: 'sign-in-oidc', href },
+      'Sign in with your organisation')));
+    main.appendChild(h('p', { class: 'muted' }, 'Or, for a token (scripts and agents):'));
+  }
   main.appendChild(form);
-  input.focus();
+  if (!app.signIn) input.focus();
 }
 
 async function start() {
-  onUnauthenticated(() => signedOut('Your token is no longer valid (expired or revoked). Sign in again.'));
-  // A server without tokens answers a request that carries none.
+  onUnauthenticated(() => signedOut(expiredMessage()));
+  // Without a token in this tab: a server without tokens answers who the
+  // anonymous admin is, and one with sign-in answers who signed in (the
+  // browser sends the cookie) or where to sign in.
   if (!getToken()) {
     try {
-      await request('/v1/sessions?limit=1', { token: '' });
-      app.authNone = true;
-      app.role = 'admin';
+      const me = (await request('/v1/me', { token: '' })).data;
+      if (me.kind === 'person') {
+        app.person = me;
+        app.role = me.role;
+        setCSRF(me.csrf_token);
+      } else {
+        app.authNone = true;
+        app.role = 'admin';
+      }
       showWho();
       render();
       return;
@@ -270,6 +329,7 @@ async function start() {
         main.appendChild(errorBox(err));
         return;
       }
+      app.signIn = typeof err.problem.sign_in === 'string' && err.problem.sign_in.startsWith('/') ? err.problem.sign_in : '';
       showSignIn();
       return;
     }

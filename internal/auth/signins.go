@@ -1,0 +1,297 @@
+package auth
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/db"
+)
+
+// Sign-in: a person proves who they are at the OIDC provider, and
+// planserver keeps a server-side record of the sign-in in the database, so
+// that every replica knows it and a sign-out on one ends it on all. The
+// browser holds only an opaque random id in a cookie; the record is keyed
+// by that id's SHA-256, so a copy of the database holds no usable cookie.
+// The OIDC exchange itself (discovery, PKCE, the token and its checks)
+// lives in internal/http; this file keeps the records and decides who
+// gets which role.
+
+// SignInPrefix marks the cookie's id, as TokenPrefix marks tokens; a
+// cookie value without it is refused without a lookup.
+const SignInPrefix = "pss_"
+
+// newSecret returns prefix and 256 random bits.
+func newSecret(prefix string) string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return prefix + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// NewNonce returns 256 random bits in base64url, for state, nonce and
+// the PKCE verifier.
+func NewNonce() string { return newSecret("") }
+
+// CSRFToken is the anti-forgery token of the sign-in whose cookie holds
+// secret: derived from it, so it needs no storage and no replica has to
+// agree on anything but the cookie. Only a page that can read /v1/me with
+// the cookie (this origin) learns it; SHA-256 cannot be undone, so it
+// tells nothing about the cookie.
+func CSRFToken(secret string) string {
+	h := sha256.Sum256([]byte("planserver csrf\x00" + secret))
+	return base64.RawURLEncoding.EncodeToString(h[:])
+}
+
+// SignInInput is a person who just proved who they are, with the role
+// --oidc-roles gave them.
+type SignInInput struct {
+	Person Person
+	Role   Role
+	// SessionID is a reviewer's subtree; "" for every session.
+	SessionID string
+	// IDToken is the provider's raw ID token, kept as the hint of
+	// RP-initiated logout.
+	IDToken string
+	// MaxAge is the absolute timeout: the sign-in ends then whatever the
+	// activity. Idle is checked on every request (Timeouts).
+	MaxAge time.Duration
+}
+
+// Timeouts bound a sign-in: Idle without a request ends it, MaxAge after
+// login ends it in any case.
+type Timeouts struct {
+	Idle   time.Duration
+	MaxAge time.Duration
+}
+
+// SignIns keeps sign-ins and login attempts.
+type SignIns struct {
+	db       *db.DB
+	timeouts Timeouts
+	// touched remembers when this replica last wrote a sign-in's
+	// last_seen_at, so the requests that find it stale at once write it
+	// once, not each.
+	mu      sync.Mutex
+	touched map[string]time.Time
+}
+
+// NewSignIns returns the sign-in store on d.
+func NewSignIns(d *db.DB, t Timeouts) *SignIns {
+	return &SignIns{db: d, timeouts: t, touched: map[string]time.Time{}}
+}
+
+// Attempt is a login in progress, between /auth/login and /auth/callback.
+type Attempt struct {
+	Nonce    string
+	Verifier string
+	ReturnTo string
+}
+
+// attemptTTL bounds how long a person may take at the provider's page.
+const attemptTTL = 10 * time.Minute
+
+// Begin records a login attempt under state. Expired attempts are pruned
+// on the way, so abandoned logins do not pile up.
+func (s *SignIns) Begin(ctx context.Context, state string, a Attempt) error {
+	return s.db.Write(ctx, func(tx *db.Tx) error {
+		now := tx.NowText()
+		if _, err := tx.Exec(`DELETE FROM signin_attempts WHERE expires_at <= ?`, now); err != nil {
+			return fmt.Errorf("prune login attempts: %w", err)
+		}
+		if _, err := tx.Exec(`INSERT INTO signin_attempts (state_hash, nonce, verifier, return_to, expires_at)
+			VALUES (?, ?, ?, ?, ?)`, Hash(state), a.Nonce, a.Verifier, a.ReturnTo,
+			db.FormatTime(tx.Now().Add(attemptTTL))); err != nil {
+			return fmt.Errorf("record login attempt: %w", err)
+		}
+		return nil
+	})
+}
+
+// Take returns and deletes the attempt recorded under state: a state is
+// good for one callback only. Errors: unauthenticated (unknown, used or
+// expired state).
+func (s *SignIns) Take(ctx context.Context, state string) (Attempt, error) {
+	var (
+		a       Attempt
+		expires string
+	)
+	err := s.db.Write(ctx, func(tx *db.Tx) error {
+		err := tx.QueryRow(`DELETE FROM signin_attempts WHERE state_hash = ? RETURNING nonce, verifier, return_to, expires_at`,
+			Hash(state)).Scan(&a.Nonce, &a.Verifier, &a.ReturnTo, &expires)
+		if errors.Is(err, sql.ErrNoRows) {
+			return apierr.New(apierr.Unauthenticated, "this login's state is unknown or was already used: start again")
+		}
+		if err != nil {
+			return fmt.Errorf("take login attempt: %w", err)
+		}
+		if expires <= tx.NowText() {
+			return apierr.New(apierr.Unauthenticated, "this login took longer than %s: start again", attemptTTL)
+		}
+		return nil
+	})
+	return a, err
+}
+
+// Create records a sign-in and returns the secret for its cookie, which is
+// never stored. A reviewer's subtree must name an existing session.
+func (s *SignIns) Create(ctx context.Context, in SignInInput) (string, error) {
+	if in.Person.Subject == "" {
+		return "", apierr.New(apierr.Unauthenticated, "the provider's ID token names no subject")
+	}
+	secret := newSecret(SignInPrefix)
+	err := s.db.Write(ctx, func(tx *db.Tx) error {
+		now := tx.NowText()
+		if _, err := tx.Exec(`DELETE FROM signins WHERE expires_at <= ?`, now); err != nil {
+			return fmt.Errorf("prune sign-ins: %w", err)
+		}
+		var pk sql.NullInt64
+		if in.SessionID != "" {
+			err := tx.QueryRow(`SELECT pk FROM sessions WHERE id = ?`, in.SessionID).Scan(&pk)
+			if errors.Is(err, sql.ErrNoRows) {
+				return apierr.New(apierr.PermissionDenied,
+					"your role is %s of session %q, which does not exist (yet): ask an operator to fix --oidc-roles", in.Role, in.SessionID)
+			}
+			if err != nil {
+				return fmt.Errorf("sign in: %w", err)
+			}
+		}
+		maxAge := in.MaxAge
+		if maxAge <= 0 {
+			maxAge = s.timeouts.MaxAge
+		}
+		_, err := tx.Exec(`INSERT INTO signins (hash, subject, email, name, role, session_id, session_pk, id_token,
+			created_at, last_seen_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			Hash(secret), in.Person.Subject, in.Person.Email, in.Person.Name, in.Role, nullString(in.SessionID), pk,
+			in.IDToken, now, now, db.FormatTime(tx.Now().Add(maxAge)))
+		if err != nil {
+			return fmt.Errorf("sign in: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return secret, nil
+}
+
+// LooksLikeSignIn reports whether s has a sign-in cookie's shape.
+func LooksLikeSignIn(s string) bool {
+	rest, ok := strings.CutPrefix(s, SignInPrefix)
+	return ok && len(rest) == 43
+}
+
+// touchEvery is how stale last_seen_at may get before a request writes it
+// again: the idle timeout is this precise, and a busy reviewer costs one
+// write a minute, not one per request.
+const touchEvery = time.Minute
+
+// Authenticate returns the person whose cookie holds secret. Errors:
+// unauthenticated (malformed, unknown or signed out, idle too long, past
+// its absolute timeout, or a reviewer whose subtree was deleted).
+func (s *SignIns) Authenticate(ctx context.Context, secret string) (Principal, error) {
+	if !LooksLikeSignIn(secret) {
+		return Principal{}, errUnauthenticated("not a planserver sign-in: sign in again at /auth/login")
+	}
+	hash := Hash(secret)
+	p, lastSeen, err := s.principal(s.db.Reader(ctx), hash, s.db.Now())
+	if err != nil {
+		return Principal{}, err
+	}
+	p.CSRF = CSRFToken(secret)
+	now := s.db.Now()
+	if now.Sub(lastSeen) >= touchEvery && s.claimTouch(hash, now) {
+		// A failure to record activity never fails the request.
+		_ = s.db.Write(ctx, func(tx *db.Tx) error {
+			_, err := tx.Exec(`UPDATE signins SET last_seen_at = ? WHERE hash = ?`, tx.NowText(), hash)
+			return err
+		})
+	}
+	return p, nil
+}
+
+// claimTouch reports whether this request is the one to write a stale
+// last_seen_at: the first in touchEvery on this replica.
+func (s *SignIns) claimTouch(hash string, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if last, ok := s.touched[hash]; ok && now.Sub(last) < touchEvery {
+		return false
+	}
+	if len(s.touched) > 10000 {
+		clear(s.touched) // forgetting only costs a write each
+	}
+	s.touched[hash] = now
+	return true
+}
+
+// principal reads the sign-in whose hash is hash, as of now, and when it
+// was last seen.
+func (s *SignIns) principal(q db.Querier, hash string, now time.Time) (Principal, time.Time, error) {
+	var (
+		stored, role, lastSeen, expires string
+		person                          Person
+		sessionID, path                 sql.NullString
+		pk                              sql.NullInt64
+	)
+	err := q.QueryRow(`SELECT g.hash, g.subject, g.email, g.name, g.role, g.session_id, g.session_pk,
+			s.ancestry || s.pk || '/', g.last_seen_at, g.expires_at
+		FROM signins g LEFT JOIN sessions s ON s.pk = g.session_pk WHERE g.hash = ?`, hash).
+		Scan(&stored, &person.Subject, &person.Email, &person.Name, &role, &sessionID, &pk, &path, &lastSeen, &expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Principal{}, time.Time{}, errUnauthenticated("this sign-in has ended (signed out, or unknown): sign in again at /auth/login")
+	}
+	if err != nil {
+		return Principal{}, time.Time{}, fmt.Errorf("authenticate sign-in: %w", err)
+	}
+	if !HashesEqual(stored, hash) {
+		return Principal{}, time.Time{}, errUnauthenticated("this sign-in has ended: sign in again at /auth/login")
+	}
+	if expires <= db.FormatTime(now) {
+		return Principal{}, time.Time{}, errUnauthenticated("this sign-in expired at " + expires + ": sign in again at /auth/login")
+	}
+	seen, err := time.Parse(db.TimeFormat, lastSeen)
+	if err != nil {
+		return Principal{}, time.Time{}, fmt.Errorf("authenticate sign-in: last_seen_at %q: %w", lastSeen, err)
+	}
+	if s.timeouts.Idle > 0 && now.Sub(seen) >= s.timeouts.Idle {
+		return Principal{}, time.Time{}, errUnauthenticated(fmt.Sprintf(
+			"this sign-in was idle for more than %s: sign in again at /auth/login", s.timeouts.Idle))
+	}
+	p := Principal{Name: person.DisplayName(), Role: Role(role), Person: &person, hash: hash, signIn: true, ExpiresAt: expires}
+	if sessionID.Valid {
+		if !path.Valid {
+			return Principal{}, time.Time{}, errUnauthenticated("your reviewer subtree, session " + sessionID.String +
+				", no longer exists: sign in again")
+		}
+		p.SessionID, p.SessionPK, p.SessionPath = sessionID.String, pk.Int64, path.String
+	}
+	return p, seen, nil
+}
+
+// End deletes the sign-in whose cookie holds secret and returns its ID
+// token (for RP-initiated logout). Ending one that is gone is no error:
+// the answer is the same, the person is signed out.
+func (s *SignIns) End(ctx context.Context, secret string) (idToken string, err error) {
+	if !LooksLikeSignIn(secret) {
+		return "", nil
+	}
+	err = s.db.Write(ctx, func(tx *db.Tx) error {
+		err := tx.QueryRow(`DELETE FROM signins WHERE hash = ? RETURNING id_token`, Hash(secret)).Scan(&idToken)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("sign out: %w", err)
+		}
+		return nil
+	})
+	return idToken, err
+}

@@ -1,0 +1,704 @@
+package http_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/oauth2-proxy/mockoidc"
+
+	"github.com/planserver/planserver/api"
+	"github.com/planserver/planserver/internal/apitest"
+	"github.com/planserver/planserver/internal/auth"
+	"github.com/planserver/planserver/internal/dbtest"
+	planhttp "github.com/planserver/planserver/internal/http"
+)
+
+// person is a user of the in-process provider with a name claim, which
+// mockoidc's own user lacks.
+type person struct {
+	sub, email, name string
+	groups           []string
+	unverified       bool
+}
+
+func (p person) ID() string { return p.sub }
+
+func (p person) Userinfo([]string) ([]byte, error) {
+	return json.Marshal(map[string]any{"sub": p.sub, "email": p.email, "name": p.name})
+}
+
+type personClaims struct {
+	*mockoidc.IDTokenClaims
+	Email         string   `json:"email,omitempty"`
+	EmailVerified bool     `json:"email_verified"`
+	Name          string   `json:"name,omitempty"`
+	Groups        []string `json:"groups,omitempty"`
+}
+
+func (p person) Claims(_ []string, base *mockoidc.IDTokenClaims) (jwt.Claims, error) {
+	return &personClaims{IDTokenClaims: base, Email: p.email, EmailVerified: !p.unverified, Name: p.name, Groups: p.groups}, nil
+}
+
+var (
+	jane = person{sub: "u-jane", email: "jane@example.com", name: "Jane Doe", groups: []string{"reviewers"}}
+	ola  = person{sub: "u-ola", email: "ola@elsewhere.org", name: "Ola"}
+)
+
+// signInEnv is a planserver with --auth token and sign-in through a
+// mockoidc provider, both on loopback.
+type signInEnv struct {
+	*apitest.Env
+	idp  *mockoidc.MockOIDC
+	oidc *planhttp.OIDC
+}
+
+const testRoles = "admin=email:boss@example.com,reviewer[root]=group:root-reviewers,reviewer=group:reviewers,viewer=domain:example.com"
+
+func newIDP(t *testing.T) *mockoidc.MockOIDC {
+	t.Helper()
+	m, err := mockoidc.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Shutdown() })
+	return m
+}
+
+func newSignInEnv(t *testing.T, path string, idp *mockoidc.MockOIDC, configure ...func(*planhttp.OIDCSettings)) *signInEnv {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, err := auth.ParseRoleRules(testRoles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings := planhttp.OIDCSettings{Issuer: idp.Issuer(), ClientID: idp.ClientID, ClientSecret: idp.ClientSecret,
+		RedirectURL: "http://" + ln.Addr().String() + planhttp.CallbackPath, Roles: rules,
+		Scopes: []string{"openid", "email", "profile", "groups"}}
+	for _, c := range configure {
+		c(&settings)
+	}
+	o, err := planhttp.NewOIDC(context.Background(), settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := apitest.OpenOn(t, path, ln, func(c *planhttp.Config) { c.Auth = planhttp.AuthToken; c.OIDC = o })
+	return &signInEnv{Env: env, idp: idp, oidc: o}
+}
+
+// browser is a cookie-keeping HTTP client that does not follow redirects,
+// so each step of the login can be looked at.
+type browser struct {
+	t      *testing.T
+	client *http.Client
+}
+
+func newBrowser(t *testing.T) *browser {
+	jar, _ := cookiejar.New(nil)
+	return &browser{t: t, client: &http.Client{Jar: jar, Timeout: 10 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+type page struct {
+	status   int
+	location string
+	body     string
+	header   http.Header
+}
+
+func (b *browser) do(method, u string, header ...string) page {
+	b.t.Helper()
+	req, err := http.NewRequest(method, u, nil)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := b.client.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return page{status: resp.StatusCode, location: resp.Header.Get("Location"), body: string(body), header: resp.Header}
+}
+
+func (b *browser) get(u string) page { b.t.Helper(); return b.do(http.MethodGet, u) }
+
+// startLogin follows /auth/login to the provider and returns the URL of
+// the provider's authorization request.
+func (b *browser) startLogin(e *signInEnv, returnTo string) string {
+	b.t.Helper()
+	u := e.Server.URL + "/auth/login"
+	if returnTo != "" {
+		u += "?return_to=" + url.QueryEscape(returnTo)
+	}
+	p := b.get(u)
+	if p.status != http.StatusFound || !strings.HasPrefix(p.location, e.idp.AuthorizationEndpoint()) {
+		b.t.Fatalf("GET /auth/login = %d to %q: %s", p.status, p.location, p.body)
+	}
+	return p.location
+}
+
+// authorize asks the provider to sign user in and returns its redirect
+// back to planserver (the callback URL with code and state).
+func (b *browser) authorize(e *signInEnv, authURL string, user person) string {
+	b.t.Helper()
+	e.idp.QueueUser(user)
+	p := b.get(authURL)
+	if p.status != http.StatusFound || !strings.Contains(p.location, planhttp.CallbackPath) {
+		b.t.Fatalf("provider = %d to %q: %s", p.status, p.location, p.body)
+	}
+	return p.location
+}
+
+// login signs user in and returns where the callback sent the browser.
+func (b *browser) login(e *signInEnv, user person, returnTo string) page {
+	b.t.Helper()
+	return b.get(b.authorize(e, b.startLogin(e, returnTo), user))
+}
+
+func (b *browser) cookie(e *signInEnv, name string) *http.Cookie {
+	u, _ := url.Parse(e.Server.URL)
+	for _, c := range b.client.Jar.Cookies(u) {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// me is GET /v1/me with the browser's cookie.
+func (b *browser) me(e *signInEnv) (int, api.Me) {
+	b.t.Helper()
+	p := b.get(e.Server.URL + "/v1/me")
+	var m api.Me
+	if p.status == http.StatusOK {
+		if err := json.Unmarshal([]byte(p.body), &m); err != nil {
+			b.t.Fatal(err)
+		}
+	}
+	return p.status, m
+}
+
+// TestSignInFlow: a person signs in through the provider's authorization
+// code flow, lands on the deep link they started from, and is then a
+// person to /v1/me with the role the rules give them, on a cookie that is
+// HttpOnly and SameSite=Lax and holds only an opaque id.
+func TestSignInFlow(t *testing.T) {
+	e := newSignInEnv(t, dbtest.Fresh(t), newIDP(t))
+	b := newBrowser(t)
+	deep := "/ui/sessions/s1/review?revision=3"
+	authURL := b.startLogin(e, deep)
+	q, _ := url.Parse(authURL)
+	for _, k := range []string{"state", "nonce", "code_challenge"} {
+		if q.Query().Get(k) == "" {
+			t.Errorf("the authorization request has no %s: %s", k, authURL)
+		}
+	}
+	if q.Query().Get("code_challenge_method") != "S256" {
+		t.Errorf("PKCE method %q, want S256", q.Query().Get("code_challenge_method"))
+	}
+	p := b.get(b.authorize(e, authURL, jane))
+	if p.status != http.StatusSeeOther || p.location != deep {
+		t.Fatalf("callback = %d to %q, want 303 to the deep link: %s", p.status, p.location, p.body)
+	}
+	var set *http.Cookie
+	for _, c := range (&http.Response{Header: p.header}).Cookies() {
+		if c.Name == planhttp.SignInCookie {
+			set = c
+		}
+	}
+	if set == nil || !set.HttpOnly || set.SameSite != http.SameSiteLaxMode || set.Path != "/" ||
+		!auth.LooksLikeSignIn(set.Value) || strings.Contains(set.Value, "jane") {
+		t.Fatalf("sign-in cookie %+v", set)
+	}
+	status, m := b.me(e)
+	if status != http.StatusOK || m.Kind != "person" || m.Subject != "u-jane" || m.Email != "jane@example.com" ||
+		m.Name != "Jane Doe" || m.Role != "reviewer" || m.CSRFToken == nil || *m.CSRFToken == "" || m.ExpiresAt == nil {
+		t.Fatalf("GET /v1/me = %d %+v", status, m)
+	}
+	// The same answer through the contract-checking client.
+	resp := e.As("").Call(http.MethodGet, "/v1/me", nil, "Cookie", planhttp.SignInCookie+"="+set.Value)
+	if resp.Status != http.StatusOK {
+		t.Fatalf("GET /v1/me with the cookie = %d %s", resp.Status, resp.Body)
+	}
+}
+
+// TestSignInRoleMapping: the first matching rule decides; nobody without
+// one gets in (a page that says so, no cookie); an unverified email
+// matches no email or domain rule.
+func TestSignInRoleMapping(t *testing.T) {
+	e := newSignInEnv(t, dbtest.Fresh(t), newIDP(t))
+	for _, tc := range []struct {
+		user person
+		role string
+	}{
+		{person{sub: "b", email: "boss@example.com"}, "admin"},
+		{person{sub: "v", email: "vic@example.com"}, "viewer"},
+		{person{sub: "g", email: "x@other.net", groups: []string{"reviewers"}}, "reviewer"},
+		{ola, ""},
+		{person{sub: "u", email: "boss@example.com", unverified: true}, ""},
+	} {
+		b := newBrowser(t)
+		p := b.login(e, tc.user, "")
+		if tc.role == "" {
+			if p.status != http.StatusForbidden || !strings.Contains(p.body, "no role is mapped to you") ||
+				!strings.Contains(p.header.Get("Content-Type"), "text/html") || b.cookie(e, planhttp.SignInCookie) != nil {
+				t.Errorf("%s without a mapping: %d %s", tc.user.sub, p.status, p.body)
+			}
+			if status, _ := b.me(e); status != http.StatusUnauthorized {
+				t.Errorf("%s without a mapping: GET /v1/me = %d", tc.user.sub, status)
+			}
+			continue
+		}
+		if status, m := b.me(e); status != http.StatusOK || m.Role != tc.role {
+			t.Errorf("%s: GET /v1/me = %d %+v, want role %s", tc.user.sub, status, m, tc.role)
+		}
+	}
+}
+
+// TestSignInAttacks puts each attack of the issue to the real flow.
+func TestSignInAttacks(t *testing.T) {
+	e := newSignInEnv(t, dbtest.Fresh(t), newIDP(t))
+
+	t.Run("state mismatch", func(t *testing.T) {
+		b := newBrowser(t)
+		cb := b.authorize(e, b.startLogin(e, ""), jane)
+		u, _ := url.Parse(cb)
+		q := u.Query()
+		q.Set("state", auth.NewNonce())
+		u.RawQuery = q.Encode()
+		if p := b.get(u.String()); p.status != http.StatusBadRequest || !strings.Contains(p.body, "state") {
+			t.Errorf("forged state: %d %s", p.status, p.body)
+		}
+		// Another browser's callback (login CSRF): its state is not this
+		// browser's.
+		other := newBrowser(t)
+		if p := other.get(cb); p.status != http.StatusBadRequest || other.cookie(e, planhttp.SignInCookie) != nil {
+			t.Errorf("a callback in another browser: %d %s", p.status, p.body)
+		}
+	})
+
+	t.Run("replayed code", func(t *testing.T) {
+		b := newBrowser(t)
+		cb := b.authorize(e, b.startLogin(e, ""), jane)
+		if p := b.get(cb); p.status != http.StatusSeeOther {
+			t.Fatalf("first callback: %d %s", p.status, p.body)
+		}
+		// The same callback again: its state is spent.
+		if p := b.get(cb); p.status != http.StatusBadRequest {
+			t.Errorf("replayed callback: %d %s", p.status, p.body)
+		}
+		// The code under a fresh state of this browser: the provider
+		// refuses a code it already redeemed.
+		fresh, _ := url.Parse(b.startLogin(e, ""))
+		old, _ := url.Parse(cb)
+		q := old.Query()
+		q.Set("state", fresh.Query().Get("state"))
+		old.RawQuery = q.Encode()
+		if p := b.get(old.String()); p.status != http.StatusUnauthorized || !strings.Contains(p.body, "refused") {
+			t.Errorf("replayed code: %d %s", p.status, p.body)
+		}
+	})
+
+	t.Run("wrong nonce", func(t *testing.T) {
+		b := newBrowser(t)
+		authURL, _ := url.Parse(b.startLogin(e, ""))
+		q := authURL.Query()
+		q.Set("nonce", auth.NewNonce())
+		authURL.RawQuery = q.Encode()
+		p := b.get(b.authorize(e, authURL.String(), jane))
+		if p.status != http.StatusUnauthorized || !strings.Contains(p.body, "nonce") || b.cookie(e, planhttp.SignInCookie) != nil {
+			t.Errorf("wrong nonce: %d %s", p.status, p.body)
+		}
+	})
+
+	t.Run("another issuer or audience", func(t *testing.T) {
+		nonce := auth.NewNonce()
+		mint := func(m *mockoidc.MockOIDC, audience string, ttl time.Duration) string {
+			s, err := m.SessionStore.NewSession("openid email", nonce, jane, "", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := m.Config()
+			if audience != "" {
+				cfg.ClientID = audience
+			}
+			if ttl != 0 {
+				cfg.AccessTTL = ttl
+			}
+			raw, err := s.IDToken(cfg, m.Keypair, m.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return raw
+		}
+		if err := e.oidc.VerifyIDToken(mint(e.idp, "", 0), nonce); err != nil {
+			t.Fatalf("the provider's own token: %v", err)
+		}
+		for name, raw := range map[string]string{
+			"another issuer":   mint(newIDP(t), e.idp.ClientID, 0),
+			"another audience": mint(e.idp, "someone-else", 0),
+			"expired":          mint(e.idp, "", -time.Minute),
+			"tampered":         mint(e.idp, "", 0) + "x",
+		} {
+			if err := e.oidc.VerifyIDToken(raw, nonce); err == nil {
+				t.Errorf("%s: accepted", name)
+			}
+		}
+		if err := e.oidc.VerifyIDToken(mint(e.idp, "", 0), auth.NewNonce()); err == nil {
+			t.Error("another login's nonce: accepted")
+		}
+	})
+
+	t.Run("open redirect", func(t *testing.T) {
+		b := newBrowser(t)
+		for _, to := range []string{"https://evil.example/", "//evil.example/x", "/\\evil.example", "javascript:alert(1)", "ui/x"} {
+			p := b.get(e.Server.URL + "/auth/login?return_to=" + url.QueryEscape(to))
+			if p.status != http.StatusBadRequest || p.location != "" {
+				t.Errorf("return_to %q: %d to %q", to, p.status, p.location)
+			}
+		}
+	})
+
+	t.Run("tampered or unknown cookie", func(t *testing.T) {
+		b := newBrowser(t)
+		b.login(e, jane, "")
+		c := b.cookie(e, planhttp.SignInCookie)
+		for _, v := range []string{c.Value[:len(c.Value)-1] + flip(c.Value[len(c.Value)-1]), "pss_" + strings.Repeat("A", 43), "junk"} {
+			resp := e.As("").Call(http.MethodGet, "/v1/me", nil, "Cookie", planhttp.SignInCookie+"="+v)
+			if resp.Status != http.StatusUnauthorized || resp.Code() != "unauthenticated" {
+				t.Errorf("cookie %q: %d %s", v, resp.Status, resp.Body)
+			}
+		}
+	})
+
+	t.Run("CSRF", func(t *testing.T) {
+		b := newBrowser(t)
+		b.login(e, person{sub: "b", email: "boss@example.com"}, "")
+		_, m := b.me(e)
+		cookie := "Cookie"
+		value := planhttp.SignInCookie + "=" + b.cookie(e, planhttp.SignInCookie).Value
+		body := map[string]any{"id": "csrf"}
+		resp := e.As("").Call(http.MethodPost, "/v1/sessions", body, cookie, value)
+		if resp.Status != http.StatusForbidden || resp.Code() != "permission_denied" || !strings.Contains(string(resp.Body), planhttp.CSRFHeader) {
+			t.Errorf("POST with the cookie and no CSRF token: %d %s", resp.Status, resp.Body)
+		}
+		resp = e.As("").Call(http.MethodPost, "/v1/sessions", body, cookie, value, planhttp.CSRFHeader, "wrong")
+		if resp.Status != http.StatusForbidden {
+			t.Errorf("POST with a wrong CSRF token: %d %s", resp.Status, resp.Body)
+		}
+		if e.As("").Call(http.MethodGet, "/v1/sessions/csrf", nil, cookie, value).Status != http.StatusNotFound {
+			t.Error("a refused POST created the session")
+		}
+		resp = e.As("").Call(http.MethodPost, "/v1/sessions", body, cookie, value, planhttp.CSRFHeader, *m.CSRFToken)
+		if resp.Status != http.StatusCreated {
+			t.Errorf("POST with the CSRF token: %d %s", resp.Status, resp.Body)
+		}
+	})
+
+	t.Run("expired: idle and absolute", func(t *testing.T) {
+		b := newBrowser(t)
+		b.login(e, jane, "")
+		if status, _ := b.me(e); status != http.StatusOK {
+			t.Fatal("fresh sign-in refused")
+		}
+		e.DB.SetClock(func() time.Time { return time.Now().Add(planhttp.DefaultSignInIdle + time.Minute) })
+		defer e.DB.SetClock(time.Now)
+		if status, _ := b.me(e); status != http.StatusUnauthorized {
+			t.Errorf("after the idle timeout: %d", status)
+		}
+		e.DB.SetClock(time.Now)
+		b2 := newBrowser(t)
+		b2.login(e, jane, "")
+		// Active every hour, but past the absolute timeout.
+		for h := time.Duration(1); h <= 7*24+1; h += 6 {
+			at := time.Now().Add(h * time.Hour)
+			e.DB.SetClock(func() time.Time { return at })
+			status, _ := b2.me(e)
+			if want := http.StatusOK; h*time.Hour >= planhttp.DefaultSignInMaxAge {
+				if status != http.StatusUnauthorized {
+					t.Errorf("%dh after login, past the absolute timeout: %d", h, status)
+				}
+			} else if status != want {
+				t.Fatalf("%dh after login, active every 6h: %d", h, status)
+			}
+		}
+	})
+}
+
+func flip(c byte) string {
+	if c == 'A' {
+		return "B"
+	}
+	return "A"
+}
+
+// TestSignOut: logout needs the CSRF token, deletes the sign-in (the
+// cookie is refused afterwards even if a copy of it is replayed), and
+// sends the browser to the provider's end_session_endpoint when it has
+// one.
+func TestSignOut(t *testing.T) {
+	e := newSignInEnv(t, dbtest.Fresh(t), newIDP(t))
+	b := newBrowser(t)
+	b.login(e, jane, "")
+	_, m := b.me(e)
+	stolen := b.cookie(e, planhttp.SignInCookie).Value
+	if p := b.do(http.MethodPost, e.Server.URL+"/auth/logout"); p.status != http.StatusForbidden {
+		t.Errorf("logout without the CSRF token: %d %s", p.status, p.body)
+	}
+	p := b.do(http.MethodPost, e.Server.URL+"/auth/logout", planhttp.CSRFHeader, *m.CSRFToken)
+	if p.status != http.StatusOK || !strings.Contains(p.body, `"redirect":"/ui/"`) {
+		t.Fatalf("logout: %d %s", p.status, p.body)
+	}
+	if status, _ := b.me(e); status != http.StatusUnauthorized {
+		t.Errorf("after logout: GET /v1/me = %d", status)
+	}
+	if resp := e.As("").Call(http.MethodGet, "/v1/me", nil, "Cookie", planhttp.SignInCookie+"="+stolen); resp.Status != http.StatusUnauthorized {
+		t.Errorf("a copy of the cookie after logout: %d", resp.Status)
+	}
+}
+
+// TestSignInMisconfiguration: every mistake stops NewOIDC (and so the
+// server's start) with an error naming what to fix.
+func TestSignInMisconfiguration(t *testing.T) {
+	idp := newIDP(t)
+	rules, _ := auth.ParseRoleRules(testRoles)
+	good := planhttp.OIDCSettings{Issuer: idp.Issuer(), ClientID: idp.ClientID, ClientSecret: idp.ClientSecret,
+		RedirectURL: "http://127.0.0.1:8080/auth/callback", Roles: rules}
+	if _, err := planhttp.NewOIDC(context.Background(), good); err != nil {
+		t.Fatalf("good settings: %v", err)
+	}
+	// A port nothing listens on, on loopback: an unreachable issuer.
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := "http://" + ln.Addr().String() + "/oidc"
+	ln.Close()
+	for want, change := range map[string]func(*planhttp.OIDCSettings){
+		"discovery failed":                func(s *planhttp.OIDCSettings) { s.Issuer = dead },
+		"client secret is missing":        func(s *planhttp.OIDCSettings) { s.ClientSecret = "" },
+		"--oidc-client-id is required":    func(s *planhttp.OIDCSettings) { s.ClientID = "" },
+		"its path must be /auth/callback": func(s *planhttp.OIDCSettings) { s.RedirectURL = "http://127.0.0.1:8080/callback" },
+		"plain http on a host":            func(s *planhttp.OIDCSettings) { s.RedirectURL = "http://planserver.example.com/auth/callback" },
+		"want this server's callback":     func(s *planhttp.OIDCSettings) { s.RedirectURL = "planserver/auth/callback" },
+		"--oidc-roles is required":        func(s *planhttp.OIDCSettings) { s.Roles = nil },
+	} {
+		s := good
+		change(&s)
+		if _, err := planhttp.NewOIDC(context.Background(), s); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v", want, err)
+		}
+	}
+}
+
+// signedIn signs user in with a fresh browser and returns the view of the
+// server that calls as them (cookie and CSRF token).
+func (e *signInEnv) signedIn(t *testing.T, user person) *apitest.Env {
+	t.Helper()
+	b := newBrowser(t)
+	if p := b.login(e, user, ""); p.status != http.StatusSeeOther {
+		t.Fatalf("login %s: %d %s", user.sub, p.status, p.body)
+	}
+	_, m := b.me(e)
+	return e.AsSignedIn(planhttp.SignInCookie+"="+b.cookie(e, planhttp.SignInCookie).Value, *m.CSRFToken)
+}
+
+// reviewPending makes session id (under parent, "" for a root) in plan
+// mode with a two-line plan whose review is pending.
+func reviewPending(t *testing.T, as *apitest.Env, id, parent string) {
+	t.Helper()
+	body := map[string]any{"id": id, "mode": "plan"}
+	if parent != "" {
+		body["parent_id"] = parent
+	}
+	createSession(t, as, body)
+	writeSessionPlan(t, as, id, map[string]any{"content": "# Plan\n1. Do it\n"}, http.StatusCreated)
+	act(t, as, id, "review", nil, http.StatusOK)
+}
+
+// TestAPersonIsRecorded: a signed-in person's approval names them —
+// decided_by (their email), decided_by_person, each comment's author, the
+// review history, the review event — while an agent token's changes keep
+// the token's name and no person; a token a person makes names them.
+func TestAPersonIsRecorded(t *testing.T) {
+	e := newSignInEnv(t, dbtest.Fresh(t), newIDP(t))
+	admin := e.As(e.Token(auth.Admin, "ops", ""))
+	createSession(t, admin, map[string]any{"id": "root"})
+	agent := e.As(e.Token(auth.Agent, "claude", "root"))
+	createSession(t, admin, map[string]any{"id": "work", "parent_id": "root", "mode": "plan"})
+	writeSessionPlan(t, agent, "work", map[string]any{"content": "# Plan\n1. Do it\n"}, http.StatusCreated)
+	act(t, agent, "work", "review", nil, http.StatusOK)
+
+	as := e.signedIn(t, jane)
+	_, s := act(t, as, "work", "approve", map[string]any{"comments": []map[string]any{{"line": 2, "body": "fine"}}},
+		http.StatusOK, "If-Match", `"1"`)
+	want := api.Person{Subject: "u-jane", Email: "jane@example.com", Name: "Jane Doe"}
+	var sess api.Session
+	resp := admin.Call(http.MethodGet, "/v1/sessions/work", nil)
+	resp.JSON(t, &sess)
+	r := sess.Review
+	if r.DecidedBy == nil || *r.DecidedBy != "jane@example.com" || r.DecidedByPerson == nil || *r.DecidedByPerson != want ||
+		len(r.Comments) != 1 || r.Comments[0].Author != "jane@example.com" {
+		t.Errorf("the session's review: %+v (approve answered %+v)", r, s)
+	}
+	var h api.ReviewHistory
+	admin.Call(http.MethodGet, "/v1/sessions/work/reviews", nil).JSON(t, &h)
+	if len(h.Reviews) != 1 || h.Reviews[0].EndedBy != "jane@example.com" || h.Reviews[0].EndedByPerson == nil ||
+		*h.Reviews[0].EndedByPerson != want {
+		t.Errorf("review history: %+v", h.Reviews)
+	}
+	var page api.EventPage
+	admin.Call(http.MethodGet, "/v1/events?session_id=work", nil).JSON(t, &page)
+	seen := map[string]api.Event{}
+	for _, ev := range page.Events {
+		seen[ev.Type] = ev
+	}
+	if ev := seen[api.EventSessionReviewApproved]; ev.Actor != "jane@example.com" || ev.Person == nil || *ev.Person != want {
+		t.Errorf("the approval event: actor %q person %+v", ev.Actor, ev.Person)
+	}
+	if ev := seen[api.EventSessionReviewRequested]; ev.Actor != "claude" || ev.Person != nil {
+		t.Errorf("the agent's event: actor %q person %+v", ev.Actor, ev.Person)
+	}
+
+	boss := e.signedIn(t, person{sub: "u-boss", email: "boss@example.com", name: "Boss"})
+	var tok api.CreatedToken
+	resp = boss.Call(http.MethodPost, "/v1/tokens", map[string]any{"role": "viewer", "name": "made-by-boss"})
+	resp.JSON(t, &tok)
+	if resp.Status != http.StatusCreated || tok.CreatedBy != "boss@example.com" || tok.CreatedByPerson == nil ||
+		tok.CreatedByPerson.Subject != "u-boss" {
+		t.Errorf("a token made by a person: %d %s", resp.Status, resp.Body)
+	}
+	var made api.Token
+	admin.Call(http.MethodGet, "/v1/tokens/claude", nil).JSON(t, &made)
+	if made.CreatedBy != "" || made.CreatedByPerson != nil {
+		t.Errorf("a token made on the host names a creator: %+v", made)
+	}
+}
+
+// TestReviewerRole: a reviewer reads everything and decides reviews and
+// modes inside its subtree only; it never mints tokens or manages gates,
+// and writes no plans or sessions.
+func TestReviewerRole(t *testing.T) {
+	e := newSignInEnv(t, dbtest.Fresh(t), newIDP(t))
+	admin := e.As(e.Token(auth.Admin, "ops", ""))
+	createSession(t, admin, map[string]any{"id": "root"})
+	reviewPending(t, admin, "inside", "root")
+	reviewPending(t, admin, "outside", "")
+	reviewPending(t, admin, "anywhere", "")
+	scoped := e.signedIn(t, person{sub: "u-s", email: "s@example.net", groups: []string{"root-reviewers"}})
+	global := e.signedIn(t, jane)
+	viewer := e.signedIn(t, person{sub: "u-v", email: "v@example.com"})
+
+	for _, tc := range []struct {
+		who          *apitest.Env
+		method, path string
+		body         any
+		header       []string
+		want         int
+	}{
+		{scoped, http.MethodGet, "/v1/sessions/outside", nil, nil, http.StatusOK},
+		{scoped, http.MethodGet, "/v1/events", nil, nil, http.StatusOK},
+		{scoped, http.MethodPost, "/v1/sessions/outside/plan/approve", nil, []string{"If-Match", `"1"`}, http.StatusForbidden},
+		{scoped, http.MethodPatch, "/v1/sessions/outside/mode", map[string]any{"mode": "build"}, nil, http.StatusForbidden},
+		{scoped, http.MethodPost, "/v1/sessions/inside/plan/approve", nil, []string{"If-Match", `"1"`}, http.StatusOK},
+		{scoped, http.MethodPatch, "/v1/sessions/inside/mode", map[string]any{"mode": "plan"}, nil, http.StatusOK},
+		{scoped, http.MethodPost, "/v1/sessions/nothere/plan/reject", nil, nil, http.StatusNotFound},
+		{global, http.MethodPost, "/v1/sessions/anywhere/plan/reject", map[string]any{"feedback": "no"}, nil, http.StatusOK},
+		{global, http.MethodPost, "/v1/tokens", map[string]any{"role": "viewer"}, nil, http.StatusForbidden},
+		{global, http.MethodGet, "/v1/tokens", nil, nil, http.StatusForbidden},
+		{global, http.MethodGet, "/v1/gates", nil, nil, http.StatusForbidden},
+		{global, http.MethodPut, "/v1/sessions/anywhere/plan", map[string]any{"content": "# mine"}, nil, http.StatusForbidden},
+		{global, http.MethodPost, "/v1/sessions", map[string]any{"id": "new"}, nil, http.StatusForbidden},
+		{global, http.MethodPut, "/v1/plans/p", map[string]any{"content": "# p"}, nil, http.StatusForbidden},
+		{viewer, http.MethodGet, "/v1/sessions/outside", nil, nil, http.StatusOK},
+		{viewer, http.MethodPost, "/v1/sessions/outside/plan/reject", nil, nil, http.StatusForbidden},
+	} {
+		resp := tc.who.Call(tc.method, tc.path, tc.body, tc.header...)
+		if resp.Status != tc.want {
+			t.Errorf("%s %s = %d, want %d: %s", tc.method, tc.path, resp.Status, tc.want, resp.Body)
+		}
+	}
+	var m api.Me
+	scoped.Call(http.MethodGet, "/v1/me", nil).JSON(t, &m)
+	if m.Role != "reviewer" || m.SessionID == nil || *m.SessionID != "root" {
+		t.Errorf("a scoped reviewer's /v1/me: %+v", m)
+	}
+}
+
+// TestSignInHint: on a server with sign-in, a request with no credential
+// is told where people sign in (the console offers it); a server without
+// sign-in says nothing of it.
+func TestSignInHint(t *testing.T) {
+	e := newSignInEnv(t, dbtest.Fresh(t), newIDP(t))
+	resp := e.As("").Call(http.MethodGet, "/v1/me", nil)
+	if resp.Status != http.StatusUnauthorized || resp.Map(t)["sign_in"] != "/auth/login" {
+		t.Errorf("no credential with sign-in on: %d %s", resp.Status, resp.Body)
+	}
+	plain := apitest.New(t, withTokens)
+	resp = plain.As("").Call(http.MethodGet, "/v1/me", nil)
+	if _, has := resp.Map(t)["sign_in"]; resp.Status != http.StatusUnauthorized || has {
+		t.Errorf("no credential, tokens only: %d %s", resp.Status, resp.Body)
+	}
+}
+
+// TestSignInAcrossReplicas runs three servers on one PostgreSQL database,
+// as replicas behind a load balancer: a login started on one finishes on
+// another and works on the third; a logout on one ends the sign-in on all
+// of them, for the same cookie and for a copy of it. (PostgreSQL only: a
+// SQLite file has one server.)
+func TestSignInAcrossReplicas(t *testing.T) {
+	dbtest.RequirePostgres(t)
+	dsn := dbtest.Fresh(t)
+	idp := newIDP(t)
+	replicas := []*signInEnv{newSignInEnv(t, dsn, idp), newSignInEnv(t, dsn, idp), newSignInEnv(t, dsn, idp)}
+	a, b, c := replicas[0], replicas[1], replicas[2]
+
+	br := newBrowser(t)
+	cb := br.authorize(a, br.startLogin(a, "/ui/sessions/x/review?revision=1"), jane)
+	// The provider sends the browser back through the load balancer,
+	// which picks replica b this time.
+	onB := strings.Replace(cb, strings.TrimPrefix(a.Server.URL, "http://"), strings.TrimPrefix(b.Server.URL, "http://"), 1)
+	if p := br.get(onB); p.status != http.StatusSeeOther || p.location != "/ui/sessions/x/review?revision=1" {
+		t.Fatalf("callback on another replica: %d %q %s", p.status, p.location, p.body)
+	}
+	cookie := planhttp.SignInCookie + "=" + br.cookie(a, planhttp.SignInCookie).Value
+	var csrf string
+	for _, r := range replicas {
+		resp := r.As("").Call(http.MethodGet, "/v1/me", nil, "Cookie", cookie)
+		var m api.Me
+		resp.JSON(t, &m)
+		if resp.Status != http.StatusOK || m.Email != "jane@example.com" {
+			t.Fatalf("%s: GET /v1/me = %d %s", r.Server.URL, resp.Status, resp.Body)
+		}
+		csrf = *m.CSRFToken
+	}
+	// A write with the cookie on c, which did not see the login.
+	admin := c.As(c.Token(auth.Admin, "ops", ""))
+	reviewPending(t, admin, "rep", "")
+	if resp := c.AsSignedIn(cookie, csrf).Call(http.MethodPost, "/v1/sessions/rep/plan/reject",
+		map[string]any{"feedback": "no"}); resp.Status != http.StatusOK {
+		t.Fatalf("reject on a third replica: %d %s", resp.Status, resp.Body)
+	}
+
+	p := br.do(http.MethodPost, a.Server.URL+"/auth/logout", planhttp.CSRFHeader, csrf)
+	if p.status != http.StatusOK {
+		t.Fatalf("logout on a: %d %s", p.status, p.body)
+	}
+	for _, r := range replicas {
+		if resp := r.As("").Call(http.MethodGet, "/v1/me", nil, "Cookie", cookie); resp.Status != http.StatusUnauthorized {
+			t.Errorf("%s after logout on another replica: %d %s", r.Server.URL, resp.Status, resp.Body)
+		}
+	}
+}
