@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -311,6 +312,22 @@ func TestExitStatusAndOutput(t *testing.T) {
 	}
 	if r := sandboxed(t, dir, nil, "sh", "-c", "echo out; echo err >&2; exit 3"); r.code != 3 || r.stdout != "out\n" || r.stderr != "err\n" {
 		t.Errorf("got %+v", r)
+	}
+	// Output to a file: the command may reopen it as /dev/stdout, and
+	// nothing else.
+	out, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	exe, _ := os.Executable()
+	code, err := Run([]string{"sh", "-c", "echo reopened > /dev/stdout && echo x > " + filepath.Join(dir, "other")},
+		Options{Exe: exe, Stdout: out, Stderr: io.Discard})
+	if data, _ := os.ReadFile(out.Name()); err != nil || code == 0 || string(data) != "reopened\n" {
+		t.Errorf("stdout to a file: exit %d (%v), file %q", code, err, data)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "other")); !os.IsNotExist(err) {
+		t.Errorf("a file beside stdout's was written")
 	}
 	if r := sandboxed(t, dir, nil, "no-such-command-planserver"); r.code != ExitNotFound || !strings.Contains(r.stderr, "not found") {
 		t.Errorf("a missing command: %+v", r)

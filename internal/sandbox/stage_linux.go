@@ -50,6 +50,11 @@ func stage(tmp string, ports []uint16, argv []string) (int, error) {
 	for _, p := range ports {
 		rules = append(rules, landlock.ConnectTCP(p))
 	}
+	if len(ports) > 0 {
+		// Kernels with Landlock ABI 10 restrict UDP as well: an allowed
+		// host must still be found by name.
+		rules = append(rules, landlock.ConnectSendUDP(53))
+	}
 	fd, flags, err := config.NewRulesetFD(rules...)
 	if err != nil {
 		return ExitUnavailable, fmt.Errorf("building the Landlock rules: %w", err)
@@ -74,14 +79,26 @@ func stage(tmp string, ports []uint16, argv []string) (int, error) {
 	return ExitCannotRun, fmt.Errorf("%s: %w", argv[0], err)
 }
 
-// terminals are the terminal devices the command may open for writing:
-// /dev/tty and the terminal its standard streams are on, if any.
+// terminals are the terminal devices the command may open for writing
+// (/dev/tty and the terminal its standard streams are on, if any), and the
+// regular files its stdout and stderr already write to, so that
+// /dev/stdout and /dev/stderr can be reopened: the command can write
+// there through its descriptors anyway.
 func terminals() []string {
 	paths := []string{"/dev/tty"}
 	for fd := 0; fd <= 2; fd++ {
 		p, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd))
-		if err == nil && (strings.HasPrefix(p, "/dev/pts/") || strings.HasPrefix(p, "/dev/tty")) {
+		if err != nil {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(p, "/dev/pts/") || strings.HasPrefix(p, "/dev/tty"):
 			paths = append(paths, p)
+		case fd > 0 && strings.HasPrefix(p, "/"):
+			var st unix.Stat_t
+			if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+				paths = append(paths, p)
+			}
 		}
 	}
 	return paths

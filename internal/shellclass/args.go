@@ -55,7 +55,12 @@ func wordArg(w *syntax.Word) arg {
 		switch x := p.(type) {
 		case *syntax.Lit:
 			v := x.Value
-			if i := strings.IndexAny(v, "*?["); i >= 0 && unescaped(v, i) {
+			i := globIndex(v)
+			if j := strings.IndexByte(v, '['); i < 0 && j >= 0 && len(w.Parts) > 1 {
+				// [ with its ] in another part of the word ([$x]) is a pattern too.
+				i = j
+			}
+			if i >= 0 {
 				b.WriteString(unescapeLit(v[:i]))
 				a.hasGlob, a.split = true, true
 				unknown()
@@ -120,14 +125,22 @@ func markExpansion(a *arg, p syntax.WordPart) {
 	}
 }
 
-// unescaped reports whether the byte at i of an unquoted literal is not
-// escaped by a backslash.
-func unescaped(v string, i int) bool {
-	n := 0
-	for j := i - 1; j >= 0 && v[j] == '\\'; j-- {
-		n++
+// globIndex is the index of the first unescaped pattern character of an
+// unquoted literal (*, ?, or [ with a ] after it), or -1.
+func globIndex(v string) int {
+	for i := 0; i < len(v); i++ {
+		switch v[i] {
+		case '\\':
+			i++
+		case '*', '?':
+			return i
+		case '[':
+			if strings.IndexByte(v[i+1:], ']') >= 0 {
+				return i
+			}
+		}
 	}
-	return n%2 == 0
+	return -1
 }
 
 // unescapeLit removes the backslashes of an unquoted literal (a

@@ -407,8 +407,11 @@ func sedScript(s string) string {
 			}
 			d := s[i]
 			i++
-			if !delimited(d) || !delimited(d) {
-				return fmt.Sprintf("has an unterminated %c command", cmd)
+			// The pattern, then the replacement (or y's two sets).
+			for part := 0; part < 2; part++ {
+				if !delimited(d) {
+					return fmt.Sprintf("has an unterminated %c command", cmd)
+				}
 			}
 			if cmd == 'y' {
 				break
@@ -1068,4 +1071,42 @@ func wrapper(valued map[string]bool, deny map[string]string, positional int) fun
 		}
 		return c.run(args[i:], false)
 	}
+}
+
+// checkSet allows the shell options scripts start with (set -euo
+// pipefail, set -x) and printing the variables; set -k (assignments
+// anywhere become environment variables) and other options are refused,
+// and so are positional parameters from expansions.
+func checkSet(_ *classifier, name string, args []arg) string {
+	safeNames := map[string]bool{"errexit": true, "nounset": true, "pipefail": true, "xtrace": true, "verbose": true,
+		"noglob": true, "noclobber": true}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !a.known {
+			return fmt.Sprintf("`%s` with an argument from an expansion (%s) cannot be proven read-only", name, a.src)
+		}
+		v := a.val
+		if v == "--" || v == "-" {
+			return "" // positional parameters: plain values
+		}
+		if len(v) < 2 || (v[0] != '-' && v[0] != '+') {
+			return ""
+		}
+		for j := 1; j < len(v); j++ {
+			switch v[j] {
+			case 'e', 'u', 'x', 'v', 'f', 'C':
+			case 'o':
+				if i+1 >= len(args) {
+					return "" // set -o prints the options
+				}
+				i++
+				if !args[i].known || !safeNames[args[i].val] {
+					return fmt.Sprintf("`%s -o %s` cannot be proven read-only", name, args[i].src)
+				}
+			default:
+				return fmt.Sprintf("`%s %c%c` cannot be proven read-only", name, v[0], v[j])
+			}
+		}
+	}
+	return ""
 }

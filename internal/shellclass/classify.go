@@ -15,6 +15,7 @@ package shellclass
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -44,7 +45,7 @@ const maxDepth = 64
 // failure is a not-read-only verdict.
 func Classify(command string, t *Table) (v Verdict) {
 	if t == nil {
-		t = DefaultTable()
+		t = sharedDefault()
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -76,6 +77,10 @@ func Classify(command string, t *Table) (v Verdict) {
 	}
 	return Verdict{ReadOnly: true, Reason: ReadOnlyReason}
 }
+
+// sharedDefault is the default table Classify uses when given none,
+// built once: Classify only reads a table.
+var sharedDefault = sync.OnceValue(DefaultTable)
 
 // nestingDepth is a cheap upper bound on the bracket nesting of s, checked
 // before parsing so that pathological input never reaches the parser's
@@ -321,6 +326,14 @@ func (c *classifier) call(x *syntax.CallExpr) string {
 	// The command comes first so that the reason names it (env X=1 rm:
 	// rm), then what its assignments would change.
 	for _, as := range x.Assigns {
+		if len(x.Args) > 0 && as.Name != nil && as.Name.Value == "IFS" && as.Index == nil {
+			// IFS=… before a command changes only how that command
+			// (read, in while IFS= read -r line) splits its input.
+			if r := c.word(as.Value); r != "" {
+				return r
+			}
+			continue
+		}
 		if r := c.assign(as); r != "" {
 			return r
 		}

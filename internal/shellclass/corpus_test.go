@@ -76,4 +76,7 @@ func TestCorpus(t *testing.T) {
 				tc.line, tc.command, v.ReadOnly, v.Reason, tc.readOnly, tc.reason)
 		}
 	}
+	if len(cases) < 300 {
+		t.Errorf("the corpus has %d commands; it must keep at least 300", len(cases))
+	}
 }
