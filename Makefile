@@ -64,7 +64,7 @@ test-ui:
 ## docs/host-snippets.md (test/hosts)
 test-hosts: build
 	.ci/install-hosts
-	PLANSERVER_REQUIRE_HOSTS=1 PLANSERVER_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 20m -v ./test/hosts
+	PLANSERVER_REQUIRE_HOSTS=1 PLANSERVER_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 30m -v ./test/hosts
 
 ## bench: the load benchmark, each scenario against its baseline (docs/benchmarks.md);
 ## with PLANSERVER_BENCH_POSTGRES set, the PostgreSQL scenarios too:

@@ -45,6 +45,11 @@ func claude(t *testing.T, model *hosttest.Model, egress *hosttest.Egress, dir, p
 		// MCP tools offered to the model directly, not deferred behind
 		// ToolSearch, so a test sees the host list them.
 		"ENABLE_TOOL_SEARCH=false",
+		// Under -p Claude Code 2.1 does not wait for MCP servers (it
+		// offers the model WaitForMcpServers instead); a busy machine
+		// connects late, so the tests make it wait.
+		"MCP_CONNECTION_NONBLOCKING=false",
+		"MCP_CONNECT_TIMEOUT_MS=60000",
 	}, env...), bin, args...)
 }
 
