@@ -26,7 +26,7 @@ import (
 func serveAt(t *testing.T, db, addr string, extra ...string) *proc {
 	t.Helper()
 	args := append([]string{"serve", "--addr", addr, "--db", db}, extra...)
-	return startCmd(t, addr, exec.Command(binary, args...), 10*time.Second)
+	return startCmd(t, addr, exec.Command(binary, args...), serverReady)
 }
 
 // stopServer ends p with SIGTERM, as an operator restarting it would.

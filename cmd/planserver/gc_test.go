@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestServeSetsTheGCTargetUnlessGOGCIsSet: serve collects at GOGC=200 by
@@ -28,7 +27,7 @@ func TestServeSetsTheGCTargetUnlessGOGCIsSet(t *testing.T) {
 			addr := freeAddr(t)
 			cmd := exec.Command(binary, "serve", "--addr", addr, "--db", filepath.Join(t.TempDir(), "p.db"))
 			cmd.Env = env
-			p := startCmd(t, addr, cmd, 10*time.Second)
+			p := startCmd(t, addr, cmd, serverReady)
 			if !strings.Contains(p.stderr.String(), "gc_percent="+c.want+" source="+c.source) {
 				t.Errorf("start-up log lacks gc_percent=%s source=%s:\n%s", c.want, c.source, p.stderr.String())
 			}

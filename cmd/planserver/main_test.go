@@ -72,8 +72,14 @@ func start(t *testing.T, db string, extra ...string) *proc {
 	t.Helper()
 	addr := freeAddr(t)
 	args := append([]string{"serve", "--addr", addr, "--db", db}, extra...)
-	return startCmd(t, addr, exec.Command(binary, args...), 10*time.Second)
+	return startCmd(t, addr, exec.Command(binary, args...), serverReady)
 }
+
+// serverReady is how long a started server may take to answer /readyz.
+// It waits for the server, which answers as soon as it is ready, so the
+// bound only has to tell a server that never gets there from one on a
+// machine whose every core is busy: the flaky-test hunt saw 10 s run out.
+const serverReady = 60 * time.Second
 
 // startCmd starts cmd, a planserver serve on addr, and waits up to ready
 // for it to be ready.

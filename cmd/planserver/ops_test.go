@@ -497,7 +497,7 @@ func startUnderFDLimit(t *testing.T, limit int, db string, extra ...string) *pro
 	args := append([]string{binary, "serve", "--addr", addr, "--db", db}, extra...)
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), noFileEnv+"="+strconv.Itoa(limit))
-	return startCmd(t, addr, cmd, 10*time.Second)
+	return startCmd(t, addr, cmd, serverReady)
 }
 
 // limitsLogged reads the caps serve derived and logged at start.

@@ -23,8 +23,12 @@ const (
 	// refused above the cap: keep-alive connections come and go quickly.
 	connRetryAfter = 2
 	// rejectLinger bounds how long a refused connection is kept to deliver
-	// its answer before it is closed.
-	rejectLinger = time.Second
+	// its answer before it is closed. The answer waits for the request's
+	// head, which on a loaded machine can arrive seconds after the
+	// connection (the flaky-test hunt saw over a second, with every core
+	// busy): answered before it, a client takes the answer for a stray and
+	// fails ("server closed idle connection") instead of reading the 503.
+	rejectLinger = 5 * time.Second
 	// maxRejecting bounds the refused connections being answered at once,
 	// each for up to rejectLinger, so a flood cannot spend the file
 	// descriptors the cap keeps free.
