@@ -8,8 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
-	"strconv"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,9 +50,9 @@ type config struct {
 	// Host hooks.
 	HookSandboxAllowConnect string
 	HookMCPServers          string
-	PublicURL            string
-	WebhookAllowHosts    string
-	WebhookLease         time.Duration
+	PublicURL               string
+	WebhookAllowHosts       string
+	WebhookLease            time.Duration
 	// Sign-in through an OIDC provider (docs/sign-in.md).
 	OIDCIssuer           string
 	OIDCClientID         string

@@ -124,7 +124,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		MaxEventStreams:      maxStreams,
 		Webhooks: deliver.Options{AllowHosts: strings.Split(cfg.WebhookAllowHosts, ","), PublicURL: publicURL,
 			LeaseTTL: cfg.WebhookLease},
-		OIDC:                 signInProvider,
+		OIDC: signInProvider,
 	})
 	// Retention runs beside the server; it stops (and is waited for)
 	// before the database closes.
