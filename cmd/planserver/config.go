@@ -410,8 +410,8 @@ func (c *config) validateServe() error {
 			return fmt.Errorf("--public-url %q: want an absolute http:// or https:// URL such as https://planserver.example.com", c.PublicURL)
 		}
 	}
-	if c.WebhookLease < time.Second {
-		return fmt.Errorf("--webhook-lease %v: at least 1s", c.WebhookLease)
+	if c.WebhookLease != 0 && c.WebhookLease < time.Second {
+		return fmt.Errorf("--webhook-lease %v: at least 1s (0: the default, %v)", c.WebhookLease, deliver.DefaultLeaseTTL)
 	}
 	if _, err := deliver.NewGuard(strings.Split(c.WebhookAllowHosts, ",")); err != nil {
 		return err

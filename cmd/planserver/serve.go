@@ -92,17 +92,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		log.Warn("host hooks: the read-only sandbox is not available; in plan mode, shell commands not proven read-only are denied",
 			slog.String("why", hookCfg.Sandbox.Why))
 	}
-	tcp, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
-	}
-	if err := cfg.checkBound(tcp.Addr()); err != nil {
-		tcp.Close()
-		return err
-	}
 	publicURL := strings.TrimRight(cfg.PublicURL, "/")
 	if publicURL == "" {
-		publicURL = strings.TrimSuffix(consoleURL(tcp.Addr()), "/ui/")
+		publicURL = defaultPublicURL(cfg.Addr)
 	}
 	api := planhttp.New(planhttp.Config{
 		Hooks:                hookCfg,
@@ -155,6 +147,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	// Shutdown waits for handlers to return, and an event stream only
 	// returns when told to.
 	srv.RegisterOnShutdown(api.Shutdown)
+	tcp, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	if err := cfg.checkBound(tcp.Addr()); err != nil {
+		tcp.Close()
+		return err
+	}
 	ln := api.Listener(tcp, maxConns)
 	srv.ConnContext = ln.ConnContext
 	log.Info("planserver listening", slog.String("addr", "http://"+ln.Addr().String()),
@@ -337,4 +337,18 @@ func consoleURL(addr net.Addr) string {
 		host = "localhost"
 	}
 	return "http://" + net.JoinHostPort(host, port) + "/ui/"
+}
+
+// defaultPublicURL is the base of the console links in webhook messages
+// without --public-url: http:// and --addr, an unspecified host named
+// localhost.
+func defaultPublicURL(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }

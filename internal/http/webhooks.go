@@ -11,6 +11,7 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/events"
 	"github.com/planserver/planserver/internal/webhooks"
 	"github.com/planserver/planserver/internal/webhooks/deliver"
 )
@@ -136,12 +137,17 @@ func (s *Server) RunWebhooks(ctx context.Context) {
 
 // newDeliverer builds the deliverer of cfg's webhook options.
 func newDeliverer(s *Server) *deliver.Deliverer {
-	d, err := deliver.New(s.cfg.DB, s.broker, s.log, s.registry, s.cfg.Webhooks)
+	// The deliverer has a broker of its own: its wake-ups are not event
+	// streams, and the streams' gauge (planserver_event_subscribers) must
+	// count only those.
+	wake := events.NewBroker()
+	s.cfg.DB.OnCommit(wake.Notify)
+	d, err := deliver.New(s.cfg.DB, wake, s.log, s.registry, s.cfg.Webhooks)
 	if err != nil {
 		// The options were validated by the caller (serve checks
 		// --webhook-allow-hosts); a bad list here is a programming error.
 		s.log.Error("webhooks: bad options", slog.Any("error", err))
-		d, _ = deliver.New(s.cfg.DB, s.broker, s.log, nil, deliver.Options{})
+		d, _ = deliver.New(s.cfg.DB, wake, s.log, nil, deliver.Options{})
 	}
 	return d
 }

@@ -42,5 +42,15 @@ CREATE TABLE webhook_deliveries (
 CREATE INDEX webhook_deliveries_by_webhook ON webhook_deliveries (webhook_id, id);
 
 -- +goose Down
+-- A rollback refuses while subscriptions exist, rather than forget them.
+-- +goose StatementBegin
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM webhooks) THEN
+        RAISE EXCEPTION 'refusing to roll back 00013_webhooks: webhook subscriptions exist; delete them first (planserver webhook delete ID) if that is what you want';
+    END IF;
+END
+$$;
+-- +goose StatementEnd
 DROP TABLE webhook_deliveries;
 DROP TABLE webhooks;

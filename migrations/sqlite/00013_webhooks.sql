@@ -51,5 +51,17 @@ CREATE TABLE webhook_deliveries (
 CREATE INDEX webhook_deliveries_by_webhook ON webhook_deliveries (webhook_id, id);
 
 -- +goose Down
+-- A rollback refuses while subscriptions exist, saying why, rather than
+-- forget them and their secrets (raise() works only in a trigger, hence
+-- the temporary one).
+CREATE TEMP TABLE down_guard (x INTEGER);
+-- +goose StatementBegin
+CREATE TEMP TRIGGER down_guard BEFORE INSERT ON down_guard
+BEGIN
+    SELECT raise(ABORT, 'refusing to roll back 00013_webhooks: webhook subscriptions exist; delete them first (planserver webhook delete ID) if that is what you want');
+END;
+-- +goose StatementEnd
+INSERT INTO down_guard SELECT 1 WHERE EXISTS (SELECT 1 FROM webhooks);
+DROP TABLE down_guard;
 DROP TABLE webhook_deliveries;
 DROP TABLE webhooks;
