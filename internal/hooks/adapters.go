@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"sort"
 	"strings"
 )
@@ -232,8 +233,9 @@ func classify(c *Call, tools map[string]Kind, commandField string) error {
 // transcript_path, cwd, permission_mode, hook_event_name, tool_name,
 // tool_input, tool_use_id, agent_id?, agent_type?}.
 func parseClaude(c *Call, m map[string]json.RawMessage) error {
+	var transcript string
 	if err := strs(m, map[string]*string{"hook_event_name": &c.Event, "session_id": &c.Conversation,
-		"tool_name": &c.Tool, "agent_id": &c.AgentID, "agent_type": &c.AgentType}); err != nil {
+		"tool_name": &c.Tool, "agent_id": &c.AgentID, "agent_type": &c.AgentType, "transcript_path": &transcript}); err != nil {
 		return err
 	}
 	if c.Event != "PreToolUse" {
@@ -247,7 +249,35 @@ func parseClaude(c *Call, m map[string]json.RawMessage) error {
 		return err
 	}
 	c.Input, c.CanRewrite = in, true
-	return classify(c, claudeTools, "command")
+	if err := classify(c, claudeTools, "command"); err != nil {
+		return err
+	}
+	if c.Kind == Write && (c.Tool == "Write" || c.Tool == "Edit") && claudePlanFile(c.Path, transcript) {
+		// Claude Code's plan mode has the model write its plan to this
+		// one file before ExitPlanMode, which then carries the file's
+		// text: it is the model's own notes, not a change to the work.
+		c.Kind = Planning
+	}
+	return nil
+}
+
+// claudePlanFile reports whether file is a plan file of Claude Code's own:
+// a .md file directly in the plans directory of the configuration
+// directory the transcript lives in (<config>/projects/.../x.jsonl, so
+// <config>/plans/NAME.md, where <config> is ~/.claude or
+// $CLAUDE_CONFIG_DIR). A file of the same name anywhere else, a path that
+// climbs out with .., or a transcript outside a projects directory is not.
+func claudePlanFile(file, transcript string) bool {
+	if !path.IsAbs(file) || !path.IsAbs(transcript) || strings.Contains(file, "\x00") {
+		return false
+	}
+	i := strings.LastIndex(transcript, "/projects/")
+	if i <= 0 {
+		return false
+	}
+	config := path.Clean(transcript[:i])
+	clean := path.Clean(file)
+	return path.Dir(clean) == config+"/plans" && path.Ext(clean) == ".md" && clean == file
 }
 
 // parseGemini reads Gemini CLI's BeforeTool input: {session_id,

@@ -118,3 +118,41 @@ func FuzzParseRender(f *testing.F) {
 		}
 	})
 }
+
+// TestClaudePlanFile: in plan mode Claude Code has the model write its
+// plan to <config>/plans/NAME.md before ExitPlanMode; that one file is the
+// model's notes (Planning), while every other write, however it is
+// spelled, stays a Write.
+func TestClaudePlanFile(t *testing.T) {
+	const transcript = "/home/ann/.claude/projects/-work-repo/0b7c.jsonl"
+	for _, tc := range []struct {
+		tool, file, transcript string
+		want                   Kind
+	}{
+		{"Write", "/home/ann/.claude/plans/quiet-fox.md", transcript, Planning},
+		{"Edit", "/home/ann/.claude/plans/quiet-fox.md", transcript, Planning},
+		{"MultiEdit", "/home/ann/.claude/plans/quiet-fox.md", transcript, Write},
+		{"Write", "/home/ann/.claude/plans/quiet-fox.txt", transcript, Write},
+		{"Write", "/home/ann/.claude/plans/sub/x.md", transcript, Write},
+		{"Write", "/home/ann/.claude/plans/../settings.md", transcript, Write},
+		{"Write", "/home/ann/.claude/plans/../../.bashrc", transcript, Write},
+		{"Write", "/work/repo/.claude/plans/x.md", transcript, Write},
+		{"Write", "plans/x.md", transcript, Write},
+		{"Write", "/home/ann/.claude/plans/x.md", "/tmp/0b7c.jsonl", Write},
+		{"Write", "/home/ann/.claude/plans/x.md", "", Write},
+		{"Write", "/cfg/plans/x.md", "/cfg/projects/p/t.jsonl", Planning},
+	} {
+		raw, err := json.Marshal(map[string]any{"hook_event_name": "PreToolUse", "session_id": "s", "tool_name": tc.tool,
+			"transcript_path": tc.transcript, "tool_input": map[string]any{"file_path": tc.file, "content": "# plan"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := Parse(ClaudeCode, raw)
+		if err != nil {
+			t.Fatalf("%s %s: %v", tc.tool, tc.file, err)
+		}
+		if c.Kind != tc.want {
+			t.Errorf("%s %s (transcript %q): kind %v, want %v", tc.tool, tc.file, tc.transcript, c.Kind, tc.want)
+		}
+	}
+}

@@ -1,11 +1,7 @@
-//go:build hostspending
-
-// This test waits on the hooks: Claude Code 2.1 reads ExitPlanMode's plan
-// from the plan file it names under ~/.claude/plans/, which the model must
-// write first, and planserver's hook denies that Write in plan mode, so
-// ExitPlanMode reaches the hook with an empty input ("ExitPlanMode carried
-// no plan"). It runs with go test -tags hostspending ./test/hosts; once
-// the hook lets Claude Code's own plan file through, drop the build tag.
+// Claude Code 2.1 reads ExitPlanMode's plan from the plan file it names
+// under ~/.claude/plans/, which the model writes first: the hook lets that
+// one file through (internal/hooks, claudePlanFile) and judges every other
+// write as before.
 
 package hosts
 
