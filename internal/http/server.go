@@ -158,10 +158,13 @@ func New(cfg Config) *Server {
 		gate:     sessions.NewGate(cfg.PlanModeAllow),
 		tokens:   auth.NewStore(cfg.DB),
 		limiter:  newLimiter(cfg.RateLimit, cfg.RateBurst),
-		plans:    plans.NewStore(cfg.DB, plans.Config{History: cfg.PlanHistory, MaxContentBytes: cfg.MaxPlanBytes}),
 		broker:   events.NewBroker(),
 		shutdown: make(chan struct{}),
 	}
+	s.plans = plans.NewStore(cfg.DB, plans.Config{History: cfg.PlanHistory, MaxContentBytes: cfg.MaxPlanBytes,
+		// A plan body that starts, completes or claims a step executes it
+		// exactly as the step routes do, so it takes the same decision.
+		AuthorizeExecution: func(ctx context.Context) error { return s.Authorize(ctx, auth.ExecuteSteps, "", nil) }})
 	s.eventMetrics = newEventMetrics(reg, s.broker.Subscribers)
 	s.streams = newStreamGate(cfg.MaxEventStreams, reg)
 	registerProcessMetrics(reg, cfg.DB, cfg.Version)
