@@ -99,7 +99,7 @@ func (e *Endpoint) gateMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 			if sess != nil {
 				readOnly := op.ReadOnly
 				check, err := e.b.Sessions.CheckTool(ctx, sess.ID, e.b.Gate,
-					sessions.Tool{Name: op.Name, ReadOnlyHint: &readOnly, Upstream: Upstream})
+					sessions.Tool{Name: op.Name, ReadOnlyHint: &readOnly, Upstream: Upstream, Own: true})
 				if err != nil {
 					return toolError(describe(err, op.Name)), nil
 				}
