@@ -84,3 +84,17 @@ func TestEditPlanIsBoundedByTheLimit(t *testing.T) {
 		t.Fatalf("a refused edit changed the plan: revision %d, %d bytes", p.Revision, len(p.Content))
 	}
 }
+
+// TestToolArgumentsRefuseNUL: NUL is refused in a tool's arguments as in
+// an HTTP body, naming the argument, and nothing is written.
+func TestToolArgumentsRefuseNUL(t *testing.T) {
+	env := apitest.New(t)
+	c := connect(t, env, clientOpts{})
+	before := head(t, env)
+	c.fails("write_plan", map[string]any{"name": "p", "content": "# P\x00"}, "invalid_argument", "content", "NUL")
+	c.fails("write_plan", map[string]any{"name": "p", "content": "# P", "steps": []map[string]any{
+		{"id": "a", "owner": "o", "description": "\x00"}}}, "steps[0].description", "NUL")
+	if head(t, env) != before {
+		t.Fatal("a refused write_plan was recorded")
+	}
+}

@@ -89,6 +89,11 @@ func (e *Endpoint) gateMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 			if !ok {
 				return next(ctx, method, req) // the SDK's unknown-tool error
 			}
+			// The arguments are the tool's body: NUL is refused in them as
+			// in every HTTP body (validation.NoNULInJSON).
+			if err := validation.NoNULInJSON("", r.Params.Arguments); err != nil {
+				return toolError(describe(err, op.Name)), nil
+			}
 			sess, err := Bind(ctx, e.b, headerOf(r.Extra), r.Params.Meta)
 			if err != nil {
 				return toolError(describe(err, op.Name)), nil
