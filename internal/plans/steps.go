@@ -16,8 +16,8 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
-	"github.com/planserver/planserver/internal/validation"
 	"github.com/planserver/planserver/internal/db"
+	"github.com/planserver/planserver/internal/validation"
 )
 
 // Step statuses. A step is pending until it is started (claimed or set
