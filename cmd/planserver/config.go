@@ -41,6 +41,7 @@ type config struct {
 	MaxConnections       int
 	MaxEventStreams      int
 	SkipIntegrityCheck   bool
+	UpstreamTimeout      time.Duration
 }
 
 // defaultAddr is where serve listens and healthcheck asks.
@@ -104,6 +105,11 @@ func flagSet(name string, cfg *config) *flag.FlagSet {
 			"(0: the file-descriptor limit less 64 and 3 per database connection)")
 	fs.IntVar(&cfg.MaxEventStreams, "max-event-streams", 0,
 		"event `streams` open at once; above it GET /v1/events as SSE is 503 (0: 3/4 of --max-connections)")
+	// Issue 29: a gate's upstream that never answers must not hold a
+	// caller (or anything else) forever.
+	fs.DurationVar(&cfg.UpstreamTimeout, "upstream-timeout", planhttp.DefaultUpstreamTimeout,
+		"the longest a call to a registered gate's tool server (/mcp/gate/{name}) may take, connecting included; "+
+			"past it the caller gets an error")
 	return fs
 }
 
@@ -304,6 +310,9 @@ func (c *config) validate() error {
 func (c *config) validateServe() error {
 	if err := c.validate(); err != nil {
 		return err
+	}
+	if c.UpstreamTimeout < 0 {
+		return fmt.Errorf("--upstream-timeout must not be negative")
 	}
 	if c.MaxConnections < 0 || c.MaxEventStreams < 0 {
 		return fmt.Errorf("--max-connections and --max-event-streams must not be negative (0 derives them from the file-descriptor limit)")

@@ -42,6 +42,9 @@ type Config struct {
 	// whatever their annotations. Nil means sessions.DefaultPlanModeAllow;
 	// empty means none.
 	PlanModeAllow []string
+	// UpstreamTimeout bounds every call to a gate's tool server
+	// (--upstream-timeout); 0 means DefaultUpstreamTimeout.
+	UpstreamTimeout time.Duration
 	// PlanHistory is how many revisions of a shared plan stay readable, the
 	// current one included (--plan-history); 100 when zero.
 	PlanHistory int
@@ -121,6 +124,10 @@ type Server struct {
 // DefaultMaxBodyBytes bounds JSON bodies when Config names no limit.
 const DefaultMaxBodyBytes = 1 << 20
 
+// DefaultUpstreamTimeout bounds a call to a gate's tool server when Config
+// names no limit.
+const DefaultUpstreamTimeout = 30 * time.Second
+
 // DefaultMaxPlanBytes bounds plan content when Config names no limit.
 const DefaultMaxPlanBytes = 1 << 20
 
@@ -131,6 +138,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.UpstreamTimeout <= 0 {
+		cfg.UpstreamTimeout = DefaultUpstreamTimeout
 	}
 	if cfg.MaxPlanBytes <= 0 {
 		cfg.MaxPlanBytes = DefaultMaxPlanBytes
