@@ -15,9 +15,9 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"time"
 	"net/http"
 	"strings"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
