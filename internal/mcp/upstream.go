@@ -1,8 +1,11 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"sync"
@@ -63,8 +66,43 @@ func (u *Upstreams) ServeGate(w http.ResponseWriter, r *http.Request, name strin
 		u.b.Problem(w, r, err)
 		return
 	}
+	// The body is read exactly before the SDK reads it (wire.go): a
+	// message the gate and the upstream could read differently is refused.
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxMessage+1))
+	if err != nil {
+		u.b.Problem(w, r, apierr.New(apierr.InvalidArgument, "could not read the request body: %v", err))
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err := judgeable(body); err != nil {
+		u.b.Problem(w, r, apierr.New(apierr.InvalidArgument, "planserver gate refused an ambiguous or malformed message: %v", err))
+		return
+	}
 	up := u.upstream(g)
 	serveMCP(up.handler, u.b.Problem, w, r)
+}
+
+// judgeable checks that every message of body (one, or a batch) reads
+// exactly.
+func judgeable(body []byte) error {
+	if err := checkUnambiguous(body); err != nil {
+		return err
+	}
+	t := bytes.TrimSpace(body)
+	if len(t) > 0 && t[0] == '[' {
+		var batch []json.RawMessage
+		if err := json.Unmarshal(t, &batch); err != nil {
+			return err
+		}
+		for _, m := range batch {
+			if _, err := parseMessage(m); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	_, err := parseMessage(t)
+	return err
 }
 
 // upstream returns the proxy of registration g, made anew when the
