@@ -62,6 +62,7 @@ type config struct {
 	OIDCScopes           string
 	OIDCSessionIdle      time.Duration
 	OIDCSessionMax       time.Duration
+	UpstreamTimeout      time.Duration
 }
 
 // defaultAddr is where serve listens and healthcheck asks.
@@ -156,6 +157,11 @@ func flagSet(name string, cfg *config) *flag.FlagSet {
 		"a sign-in without a request for this `duration` ends")
 	fs.DurationVar(&cfg.OIDCSessionMax, "oidc-session-max", planhttp.DefaultSignInMaxAge,
 		"a sign-in ends this `duration` after login whatever the activity")
+	// Issue 29: a gate's upstream that never answers must not hold a
+	// caller (or anything else) forever.
+	fs.DurationVar(&cfg.UpstreamTimeout, "upstream-timeout", planhttp.DefaultUpstreamTimeout,
+		"the longest a call to a registered gate's tool server (/mcp/gate/{name}) may take, connecting included; "+
+			"past it the caller gets an error")
 	return fs
 }
 
@@ -400,6 +406,9 @@ func (c *config) validate() error {
 func (c *config) validateServe() error {
 	if err := c.validate(); err != nil {
 		return err
+	}
+	if c.UpstreamTimeout < 0 {
+		return fmt.Errorf("--upstream-timeout must not be negative")
 	}
 	if c.MaxConnections < 0 || c.MaxEventStreams < 0 {
 		return fmt.Errorf("--max-connections and --max-event-streams must not be negative (0 derives them from the file-descriptor limit)")

@@ -11,7 +11,7 @@ import (
 	"github.com/planserver/planserver/internal/db"
 )
 
-const copyUsage = `usage: planserver copy --from DB --to DB
+const copyUsage = `usage: planserver copy --from DB --to DB [--replace-nul]
 
 Copies a whole planserver database into a new, empty one, between engines or
 not: a SQLite file (planserver.db) or a PostgreSQL URL (postgres://...).
@@ -22,6 +22,12 @@ target is migrated to the source's schema version first; a target that holds
 any data is refused. The source is read in one snapshot and may be serving
 meanwhile, but writes made after the copy began are not in the copy: stop
 the servers first when moving for good.
+
+PostgreSQL cannot store the NUL character (U+0000), which planserver now
+refuses in every text but older SQLite databases may hold: a copy to
+PostgreSQL reads the whole source first and, if any row holds one, lists
+those rows and writes nothing. --replace-nul copies them with each NUL
+replaced by U+FFFD (the replacement character), and says how many.
 
   planserver copy --from planserver.db --to postgres://planserver@db/planserver
   planserver copy --from postgres://planserver@db/planserver --to backup.db
@@ -36,6 +42,8 @@ func copyDB(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.Usage = func() {}
 	from := fs.String("from", "", "the database to copy: a SQLite `file` or a postgres:// URL")
 	to := fs.String("to", "", "the new, empty database to copy into: a SQLite `file` or a postgres:// URL")
+	replaceNUL := fs.Bool("replace-nul", false, "replace each NUL character (U+0000) in text copied to PostgreSQL, which cannot store it, with U+FFFD; "+
+		"without it a source holding NULs is refused, listing its rows, before anything is written")
 	if len(args) > 0 && isHelp(args[0]) {
 		printCopyHelp(stdout, fs)
 		return errHelp
@@ -70,8 +78,8 @@ func copyDB(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer dst.Close()
-	stats, err := db.Copy(ctx, src, dst, stdout)
-	if errors.Is(err, db.ErrTargetNotEmpty) {
+	stats, err := db.CopyWith(ctx, src, dst, stdout, db.CopyOptions{ReplaceNUL: *replaceNUL})
+	if errors.Is(err, db.ErrTargetNotEmpty) || errors.Is(err, db.ErrNUL) {
 		return err
 	}
 	if err != nil {

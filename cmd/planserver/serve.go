@@ -109,6 +109,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Auth:                 cfg.Auth,
 		RateLimit:            cfg.RateLimit,
 		RateBurst:            cfg.RateBurst,
+		UpstreamTimeout:      cfg.UpstreamTimeout,
 		CORSOrigins:          corsOrigins,
 		AllowedHosts:         allowedHosts,
 		EventRetention:       events.Retention{MaxAge: cfg.EventRetention, MaxRows: cfg.EventMaxRows},

@@ -76,7 +76,32 @@ var ErrTargetNotEmpty = errors.New("the target database is not empty")
 // to in one transaction, so a failed copy leaves to empty. progress, when
 // not nil, gets a line per table.
 func Copy(ctx context.Context, from, to *DB, progress io.Writer) (CopyStats, error) {
+	return CopyWith(ctx, from, to, progress, CopyOptions{})
+}
+
+// CopyOptions tune CopyWith.
+type CopyOptions struct {
+	// ReplaceNUL replaces every NUL (U+0000) in the text copied to
+	// PostgreSQL, which cannot store it, with U+FFFD (the replacement
+	// character). Without it, a source holding NULs (written by a SQLite
+	// server before they were refused) is refused before anything is
+	// written, with the list of its rows that would not fit.
+	ReplaceNUL bool
+}
+
+// ErrNUL is CopyWith's refusal of a source holding text PostgreSQL cannot
+// store.
+var ErrNUL = errors.New("the source holds NUL characters (U+0000), which PostgreSQL cannot store")
+
+// maxNULRows bounds the rows an ErrNUL names; the count is always whole.
+const maxNULRows = 50
+
+// CopyWith is Copy with options. When to is PostgreSQL it first reads
+// every row of the snapshot for NULs, before it writes any: a copy that
+// cannot finish must not fail half way.
+func CopyWith(ctx context.Context, from, to *DB, progress io.Writer, opt CopyOptions) (CopyStats, error) {
 	stats := CopyStats{Rows: map[string]int64{}}
+	_, noNUL := to.eng.(*postgresEngine)
 	known := KnownVersion()
 	current, err := from.AppliedVersion(ctx)
 	if err != nil {
@@ -99,8 +124,14 @@ func Copy(ctx context.Context, from, to *DB, progress io.Writer) (CopyStats, err
 			return err
 		}
 		return from.Read(ctx, func(r *Tx) error {
+			if noNUL && !opt.ReplaceNUL {
+				if err := findNUL(r); err != nil {
+					return err
+				}
+			}
+			replaced := 0
 			for _, t := range copyTables {
-				n, err := copyRows(r, w, t)
+				n, err := copyRows(r, w, t, noNUL, &replaced)
 				if err != nil {
 					return fmt.Errorf("copy %s: %w", t.name, err)
 				}
@@ -109,6 +140,9 @@ func Copy(ctx context.Context, from, to *DB, progress io.Writer) (CopyStats, err
 				if progress != nil {
 					fmt.Fprintf(progress, "%-16s %d rows\n", t.name, n)
 				}
+			}
+			if replaced > 0 && progress != nil {
+				fmt.Fprintf(progress, "replaced NUL (U+0000) with U+FFFD in %d values (--replace-nul)\n", replaced)
 			}
 			var pruned int64
 			if err := r.QueryRow(`SELECT pruned_through FROM event_retention WHERE id = 1`).Scan(&pruned); err != nil {
@@ -174,7 +208,7 @@ const copyBatchParams = 30000
 
 // copyRows copies every row of t from r to w, in t's order, many rows per
 // INSERT, and returns how many it copied.
-func copyRows(r, w *Tx, t copyTable) (int64, error) {
+func copyRows(r, w *Tx, t copyTable, replaceNUL bool, replaced *int) (int64, error) {
 	ncol := len(strings.Split(t.columns, ","))
 	perInsert := min(500, copyBatchParams/ncol)
 	rows, err := r.Query(`SELECT ` + t.columns + ` FROM ` + t.name + ` ORDER BY ` + t.order)
@@ -211,6 +245,10 @@ func copyRows(r, w *Tx, t copyTable) (int64, error) {
 			if b, ok := v.([]byte); ok {
 				v = string(b)
 			}
+			if str, ok := v.(string); ok && replaceNUL && strings.IndexByte(str, 0) >= 0 {
+				v = strings.ReplaceAll(str, "\x00", "\uFFFD")
+				*replaced++
+			}
 			batch = append(batch, v)
 		}
 		n++
@@ -224,4 +262,83 @@ func copyRows(r, w *Tx, t copyTable) (int64, error) {
 		return n, err
 	}
 	return n, flush()
+}
+
+// findNUL reads every row of the snapshot r and returns ErrNUL naming the
+// rows (table, key, columns) whose text holds a NUL, or nil.
+func findNUL(r *Tx) error {
+	var found []string
+	total := 0
+	for _, t := range copyTables {
+		cols := strings.Split(t.columns, ",")
+		keys := strings.Split(t.order, ",")
+		for i := range cols {
+			cols[i] = strings.TrimSpace(cols[i])
+		}
+		for i := range keys {
+			keys[i] = strings.TrimSpace(keys[i])
+		}
+		rows, err := r.Query(`SELECT ` + t.order + `, ` + t.columns + ` FROM ` + t.name + ` ORDER BY ` + t.order)
+		if err != nil {
+			return fmt.Errorf("look for NUL in %s: %w", t.name, err)
+		}
+		vals := make([]any, len(keys)+len(cols))
+		ptrs := make([]any, len(vals))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		for rows.Next() {
+			if err := rows.Scan(ptrs...); err != nil {
+				rows.Close()
+				return fmt.Errorf("look for NUL in %s: %w", t.name, err)
+			}
+			var bad []string
+			for i, v := range vals[len(keys):] {
+				var s string
+				switch x := v.(type) {
+				case string:
+					s = x
+				case []byte:
+					s = string(x)
+				}
+				if strings.IndexByte(s, 0) >= 0 {
+					bad = append(bad, cols[i])
+				}
+			}
+			if len(bad) == 0 {
+				continue
+			}
+			total++
+			if len(found) < maxNULRows {
+				key := make([]string, len(keys))
+				for i, k := range keys {
+					key[i] = fmt.Sprintf("%s=%q", k, fmt.Sprint(textOf(vals[i])))
+				}
+				found = append(found, fmt.Sprintf("%s %s: %s", t.name, strings.Join(key, " "), strings.Join(bad, ", ")))
+			}
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return fmt.Errorf("look for NUL in %s: %w", t.name, err)
+		}
+	}
+	if total == 0 {
+		return nil
+	}
+	more := ""
+	if total > len(found) {
+		more = fmt.Sprintf("\n  … and %d more", total-len(found))
+	}
+	return fmt.Errorf("%w: %d rows would not fit, and nothing was written:\n  %s%s\n"+
+		"copy again with --replace-nul to replace each NUL with U+FFFD (the replacement character)",
+		ErrNUL, total, strings.Join(found, "\n  "), more)
+}
+
+// textOf is a scanned key value as text.
+func textOf(v any) any {
+	if b, ok := v.([]byte); ok {
+		return string(b)
+	}
+	return v
 }

@@ -1,8 +1,11 @@
 package http
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -54,12 +57,17 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		}
 		// Without tokens there is one caller, the loopback user, whose
 		// host apps must not throttle each other; rate limits are per token
-		// and per person.
+		// and per person, and a JSON-RPC batch counts as its calls.
+		calls, err := s.mcpCalls(w, r, route)
+		if err != nil {
+			writeProblem(w, r, err)
+			return
+		}
 		key := "token:" + p.Name
 		if p.Person != nil {
 			key = "person:" + p.Person.Subject
 		}
-		if s.cfg.Auth == AuthToken && s.limited(w, r, key) {
+		if s.cfg.Auth == AuthToken && s.limitedN(w, r, key, calls) {
 			return
 		}
 		ctx := events.WithActor(r.Context(), p.Name)
@@ -185,9 +193,23 @@ func stripAccessToken(r *http.Request) {
 // limited takes one request from key's rate limit; when none is left it
 // answers 429 with Retry-After and reports true.
 func (s *Server) limited(w http.ResponseWriter, r *http.Request, key string) bool {
-	ok, wait := s.limiter.allow(key, time.Now())
+	return s.limitedN(w, r, key, 1)
+}
+
+// limitedN is limited for a request that is n calls (a JSON-RPC batch).
+func (s *Server) limitedN(w http.ResponseWriter, r *http.Request, key string, n int) bool {
+	ok, wait := s.limiter.allow(key, time.Now(), n)
 	if ok {
 		return false
+	}
+	if n > s.limiter.burst {
+		// Never allowed whole; Retry-After is when a full burst is back,
+		// for a client that splits the batch.
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfter(time.Duration(float64(s.limiter.burst)/float64(s.limiter.rate)*float64(time.Second)))))
+		writeProblem(w, r, apierr.New(apierr.RateLimited,
+			"this JSON-RPC batch holds %d calls, more than this caller's burst of %d (--rate-burst): each call counts "+
+				"against the rate limit like a request of its own; send fewer at once", n, s.limiter.burst))
+		return true
 	}
 	secs := retryAfter(wait)
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
@@ -195,6 +217,39 @@ func (s *Server) limited(w http.ResponseWriter, r *http.Request, key string) boo
 		"more than %g requests a second (bursts of %d) from this caller; retry in %d s",
 		float64(s.limiter.rate), s.limiter.burst, secs))
 	return true
+}
+
+// MaxBatch bounds the messages of one JSON-RPC batch sent to /mcp or a
+// gate: a batch is many calls in one request, and the work of a request
+// must stay bounded.
+const MaxBatch = 32
+
+// mcpCalls is how many calls a request to /mcp or a gate carries, for the
+// rate limit: the messages of a JSON-RPC batch, one otherwise. It reads
+// the body (at most the limit of a plan write) and puts it back for the
+// endpoint. A batch above MaxBatch is 400 invalid_argument.
+func (s *Server) mcpCalls(w http.ResponseWriter, r *http.Request, route string) (int, error) {
+	if route != "POST /mcp" && route != "POST /mcp/gate/{name}" {
+		return 1, nil
+	}
+	body, err := readBody(w, r, s.planBodyLimit())
+	if err != nil {
+		return 0, err
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || trimmed[0] != '[' {
+		return 1, nil
+	}
+	var batch []json.RawMessage
+	if json.Unmarshal(trimmed, &batch) != nil {
+		return 1, nil // not JSON: the endpoint answers the parse error
+	}
+	if len(batch) > MaxBatch {
+		return 0, apierr.Invalid("body", "a JSON-RPC batch holds at most %d messages; this one holds %d: send them in smaller batches or one by one",
+			MaxBatch, len(batch))
+	}
+	return max(1, len(batch)), nil
 }
 
 // clientIP is the address the connection comes from. X-Forwarded-For is

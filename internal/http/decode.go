@@ -143,6 +143,9 @@ func decodeJSONBytes(body []byte, dst any, allowEmpty bool) error {
 	if err := checkMembers(body, dst); err != nil {
 		return err
 	}
+	if err := validation.NoNULInJSON("", body); err != nil {
+		return err
+	}
 	return validation.Struct(dst)
 }
 

@@ -27,6 +27,7 @@ func (s *Server) mcpRoutes(r chi.Router) {
 		ReviewURL:            reviewURL,
 		Problem:              writeProblem,
 		MaxPlanBytes:         s.cfg.MaxPlanBytes,
+		UpstreamTimeout:      s.cfg.UpstreamTimeout,
 		RequirePreconditions: s.cfg.RequirePreconditions,
 		Version:              s.cfg.Version,
 		Logger:               s.log,

@@ -32,9 +32,11 @@ func newLimiter(rps float64, burst int) *limiter {
 	return &limiter{rate: rate.Limit(rps), burst: max(burst, 1), buckets: map[string]*rate.Limiter{}}
 }
 
-// allow takes one request from key's bucket. When the bucket is empty it
-// takes nothing and reports how long until a request would be allowed.
-func (l *limiter) allow(key string, now time.Time) (bool, time.Duration) {
+// allow takes n requests from key's bucket (n is more than one for a
+// JSON-RPC batch, which is n calls). When the bucket holds fewer it takes
+// nothing and reports how long until they would be allowed (forever when
+// n is above the burst).
+func (l *limiter) allow(key string, now time.Time, n int) (bool, time.Duration) {
 	if l == nil {
 		return true, 0
 	}
@@ -48,7 +50,10 @@ func (l *limiter) allow(key string, now time.Time) (bool, time.Duration) {
 		l.buckets[key] = b
 	}
 	l.mu.Unlock()
-	res := b.ReserveN(now, 1)
+	res := b.ReserveN(now, n)
+	if !res.OK() {
+		return false, time.Duration(math.MaxInt64)
+	}
 	if delay := res.DelayFrom(now); delay > 0 {
 		res.CancelAt(now)
 		return false, delay

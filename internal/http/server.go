@@ -44,6 +44,9 @@ type Config struct {
 	// whatever their annotations. Nil means sessions.DefaultPlanModeAllow;
 	// empty means none.
 	PlanModeAllow []string
+	// UpstreamTimeout bounds every call to a gate's tool server
+	// (--upstream-timeout); 0 means DefaultUpstreamTimeout.
+	UpstreamTimeout time.Duration
 	// PlanHistory is how many revisions of a shared plan stay readable, the
 	// current one included (--plan-history); 100 when zero.
 	PlanHistory int
@@ -137,6 +140,10 @@ type Server struct {
 // DefaultMaxBodyBytes bounds JSON bodies when Config names no limit.
 const DefaultMaxBodyBytes = 1 << 20
 
+// DefaultUpstreamTimeout bounds a call to a gate's tool server when Config
+// names no limit.
+const DefaultUpstreamTimeout = 30 * time.Second
+
 // DefaultMaxPlanBytes bounds plan content when Config names no limit.
 const DefaultMaxPlanBytes = 1 << 20
 
@@ -147,6 +154,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.UpstreamTimeout <= 0 {
+		cfg.UpstreamTimeout = DefaultUpstreamTimeout
 	}
 	if cfg.MaxPlanBytes <= 0 {
 		cfg.MaxPlanBytes = DefaultMaxPlanBytes
@@ -174,7 +184,6 @@ func New(cfg Config) *Server {
 		gate:     sessions.NewGate(cfg.PlanModeAllow),
 		tokens:   auth.NewStore(cfg.DB),
 		limiter:  newLimiter(cfg.RateLimit, cfg.RateBurst),
-		plans:    plans.NewStore(cfg.DB, plans.Config{History: cfg.PlanHistory, MaxContentBytes: cfg.MaxPlanBytes}),
 		broker:   events.NewBroker(),
 		shutdown: make(chan struct{}),
 	}
@@ -184,6 +193,10 @@ func New(cfg Config) *Server {
 		timeouts = auth.Timeouts{Idle: s.oidc.settings.Idle, MaxAge: s.oidc.settings.MaxAge}
 	}
 	s.signIns = s.tokens.SignIns(timeouts)
+	s.plans = plans.NewStore(cfg.DB, plans.Config{History: cfg.PlanHistory, MaxContentBytes: cfg.MaxPlanBytes,
+		// A plan body that starts, completes or claims a step executes it
+		// exactly as the step routes do, so it takes the same decision.
+		AuthorizeExecution: func(ctx context.Context) error { return s.Authorize(ctx, auth.ExecuteSteps, "", nil) }})
 	s.eventMetrics = newEventMetrics(reg, s.broker.Subscribers)
 	s.streams = newStreamGate(cfg.MaxEventStreams, reg)
 	registerProcessMetrics(reg, cfg.DB, cfg.Version)

@@ -102,7 +102,7 @@ func (s *Server) patchStep(w http.ResponseWriter, r *http.Request) error {
 	// Starting or completing a step is executing it, which plan mode
 	// keeps from agents; setting its owner, or pending or blocked, is
 	// planning.
-	if patch.Status != nil && (*patch.Status == plans.StepInProgress || *patch.Status == plans.StepComplete) {
+	if patch.Status != nil && plans.ExecutingStatus(*patch.Status) {
 		if err := s.Authorize(r.Context(), auth.ExecuteSteps, "", nil); err != nil {
 			return err
 		}

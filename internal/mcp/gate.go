@@ -89,6 +89,11 @@ func (e *Endpoint) gateMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 			if !ok {
 				return next(ctx, method, req) // the SDK's unknown-tool error
 			}
+			// The arguments are the tool's body: NUL is refused in them as
+			// in every HTTP body (validation.NoNULInJSON).
+			if err := validation.NoNULInJSON("", r.Params.Arguments); err != nil {
+				return toolError(describe(err, op.Name)), nil
+			}
 			sess, err := Bind(ctx, e.b, headerOf(r.Extra), r.Params.Meta)
 			if err != nil {
 				return toolError(describe(err, op.Name)), nil
@@ -99,7 +104,7 @@ func (e *Endpoint) gateMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 			if sess != nil {
 				readOnly := op.ReadOnly
 				check, err := e.b.Sessions.CheckTool(ctx, sess.ID, e.b.Gate,
-					sessions.Tool{Name: op.Name, ReadOnlyHint: &readOnly, Upstream: Upstream})
+					sessions.Tool{Name: op.Name, ReadOnlyHint: &readOnly, Upstream: Upstream, Own: true})
 				if err != nil {
 					return toolError(describe(err, op.Name)), nil
 				}

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -61,6 +62,9 @@ type Backend struct {
 	Problem func(w http.ResponseWriter, r *http.Request, err error)
 	// MaxPlanBytes bounds session plan content (--max-plan-bytes).
 	MaxPlanBytes int64
+	// UpstreamTimeout bounds every call to a gate's tool server, connecting
+	// included (--upstream-timeout); 0 means 30 s.
+	UpstreamTimeout time.Duration
 	// RequirePreconditions is --require-preconditions: updates and deletes
 	// need last_known_revision.
 	RequirePreconditions bool

@@ -3,6 +3,8 @@ package mcp
 import (
 	"context"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -254,7 +256,7 @@ func (e *Endpoint) editPlan(ctx context.Context, _ *sdk.CallToolRequest, in edit
 		if err := pre.Check(fmt.Sprintf("plan %q", in.Name), true, cur.Revision); err != nil {
 			return nil, nil, e.fail(tool, err)
 		}
-		content, n, err := ApplyEdits(cur.Content, edits)
+		content, n, err := ApplyEdits(cur.Content, edits, e.b.MaxPlanBytes)
 		if err != nil {
 			return nil, nil, e.fail(tool, err)
 		}
@@ -297,8 +299,17 @@ const maxEdits = 100
 // how many occurrences were replaced. Each old_string must be non-empty,
 // differ from its new_string, and occur in the text it applies to exactly
 // once, or at least once with replace_all. It changes nothing unless every
-// edit applies. Errors: invalid_argument, naming the edit and what to do.
-func ApplyEdits(content string, edits []Edit) (string, int, error) {
+// edit applies. The size of each edit's result is computed before it is
+// built, so no edit allocates more than maxBytes (--max-plan-bytes): a
+// replace_all of a short string by a long one can multiply a plan, and
+// the plan it would make is refused as a PUT of it would be. The work is
+// bounded by maxBytes times the number of edits (at most maxEdits).
+// Errors: invalid_argument, naming the edit and what to do;
+// payload_too_large, naming the limit.
+func ApplyEdits(content string, edits []Edit, maxBytes int64) (string, int, error) {
+	if len(edits) > maxEdits {
+		return "", 0, apierr.Invalid("edits", "at most %d edits at once, got %d", maxEdits, len(edits))
+	}
 	total := 0
 	for i, ed := range edits {
 		field := "old_string"
@@ -316,11 +327,33 @@ func ApplyEdits(content string, edits []Edit) (string, int, error) {
 		case n > 1 && !ed.ReplaceAll:
 			return "", 0, apierr.Invalid(field, "occurs %d times%s; include more of the surrounding text so it occurs once, or set replace_all", n, afterEarlier(i))
 		default:
+			if size, ok := editedSize(int64(len(content)), int64(n), int64(len(ed.OldString)), int64(len(ed.NewString)), maxBytes); !ok {
+				return "", 0, apierr.New(apierr.PayloadTooLarge, "%s: replacing its %d occurrence(s) would make the plan's content %s bytes, "+
+					"above the limit of %d bytes (--max-plan-bytes)", field, n, size, maxBytes)
+			}
 			total += n
 			content = strings.ReplaceAll(content, ed.OldString, ed.NewString)
 		}
 	}
 	return content, total, nil
+}
+
+// editedSize is the length of a text of length size after n occurrences
+// of a string of length oldLen are replaced by one of length newLen, and
+// whether it is at most maxBytes; computed without overflow, and named
+// "more than maxBytes" when it would not fit an int64.
+func editedSize(size, n, oldLen, newLen, maxBytes int64) (string, bool) {
+	if newLen <= oldLen {
+		return strconv.FormatInt(size-n*(oldLen-newLen), 10), size-n*(oldLen-newLen) <= maxBytes
+	}
+	grow := newLen - oldLen
+	if size > maxBytes || n > (maxBytes-size)/grow {
+		if n > (math.MaxInt64-size)/grow {
+			return fmt.Sprintf("more than %d", maxBytes), false
+		}
+		return strconv.FormatInt(size+n*grow, 10), false
+	}
+	return strconv.FormatInt(size+n*grow, 10), true
 }
 
 func afterEarlier(i int) string {

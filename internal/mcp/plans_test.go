@@ -251,7 +251,7 @@ func TestApplyEdits(t *testing.T) {
 		{"whitespace counts", "a  b", []mcp.Edit{{OldString: "a b", NewString: "x"}}, "", 0, "does not occur"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, n, err := mcp.ApplyEdits(tc.content, tc.edits)
+			got, n, err := mcp.ApplyEdits(tc.content, tc.edits, 1<<20)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err = %v, want %q", err, tc.err)

@@ -62,7 +62,14 @@ func (p Policy) readOnly(t ToolInfo) bool {
 // gateTool is t as the gate presents it to planserver: read-only when the
 // operator said so.
 func (p Policy) gateTool(t ToolInfo) sessions.Tool {
-	st := sessions.Tool{Name: t.Name, ReadOnlyHint: t.ReadOnlyHint, Upstream: p.Upstream}
+	// Every tool behind a gate is an upstream's, never planserver's own,
+	// so the plan-mode allowlist never covers it; a gate with no name
+	// still says so.
+	upstream := p.Upstream
+	if upstream == "" {
+		upstream = "upstream"
+	}
+	st := sessions.Tool{Name: t.Name, ReadOnlyHint: t.ReadOnlyHint, Upstream: upstream}
 	if p.ReadOnly[t.Name] {
 		yes := true
 		st.ReadOnlyHint = &yes
@@ -145,9 +152,20 @@ const checkTimeout = 5 * time.Second
 
 // Filter implements Checker.
 func (c RemoteChecker) Filter(ctx context.Context, tools []sessions.Tool) (map[string]bool, error) {
-	body := api.ToolFilter{Tools: make([]api.Tool, len(tools))}
+	// Each tool names its upstream in _meta, as a check does: the
+	// plan-mode allowlist is for planserver's own tools only.
+	type tool struct {
+		api.Tool
+		Meta map[string]string `json:"_meta,omitempty"`
+	}
+	body := struct {
+		Tools []tool `json:"tools"`
+	}{Tools: make([]tool, len(tools))}
 	for i, t := range tools {
-		body.Tools[i] = api.Tool{Name: t.Name, Annotations: &api.ToolAnnotations{ReadOnlyHint: t.ReadOnlyHint}}
+		body.Tools[i] = tool{Tool: api.Tool{Name: t.Name, Annotations: &api.ToolAnnotations{ReadOnlyHint: t.ReadOnlyHint}}}
+		if t.Upstream != "" {
+			body.Tools[i].Meta = map[string]string{api.UpstreamMeta: t.Upstream}
+		}
 	}
 	var res api.FilterResult
 	if err := c.post(ctx, "tools/filter", body, &res); err != nil {

@@ -91,6 +91,9 @@ func (g *StdioGate) fromHost(ctx context.Context, in io.Reader, hostOut, up io.W
 		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
 			forward, replies := g.hostLine(ctx, trimmed, line, up)
 			for _, reply := range replies {
+				if len(reply) == 0 {
+					continue // dropped without an answer
+				}
 				if werr := g.toHost(hostOut, reply); werr != nil {
 					return werr
 				}
@@ -116,15 +119,23 @@ func (g *StdioGate) fromHost(ctx context.Context, in io.Reader, hostOut, up io.W
 // by message, so no call slips through inside one: refused calls are
 // answered on their own, the rest goes on as a smaller batch.
 func (g *StdioGate) hostLine(ctx context.Context, trimmed, line []byte, up io.Writer) (forward []byte, replies [][]byte) {
+	// Every message is read exactly or not at all (wire.go): what the
+	// gate cannot read the way the upstream will is answered here and
+	// never forwarded.
+	if err := checkUnambiguous(trimmed); err != nil {
+		g.Log.Info("refused a message", "why", err)
+		return nil, [][]byte{refusal(err)}
+	}
 	if trimmed[0] != '[' {
-		if reply := g.hostMessage(ctx, line, up); reply != nil {
+		if reply := g.hostMessage(ctx, trimmed, up); reply != nil {
 			return nil, [][]byte{reply}
 		}
 		return line, nil
 	}
 	var batch []json.RawMessage
-	if json.Unmarshal(trimmed, &batch) != nil {
-		return line, nil // not JSON: the upstream says so
+	if json.Unmarshal(trimmed, &batch) != nil || len(batch) == 0 {
+		err := errors.New("a batch must be a non-empty JSON array of messages")
+		return nil, [][]byte{refusal(err)}
 	}
 	var kept []json.RawMessage
 	for _, m := range batch {
@@ -144,9 +155,19 @@ func (g *StdioGate) hostLine(ctx context.Context, trimmed, line []byte, up io.Wr
 // hostMessage looks at one message from the host: a refused tools/call is
 // answered here (the answer is returned); anything else goes on (nil).
 func (g *StdioGate) hostMessage(ctx context.Context, line []byte, up io.Writer) []byte {
-	var m message
-	if json.Unmarshal(line, &m) != nil || len(m.ID) == 0 {
-		return nil // a notification, a response to the upstream, or not ours to judge
+	m, err := parseMessage(line)
+	if err != nil {
+		g.Log.Info("refused a message", "why", err)
+		return refusal(err)
+	}
+	if m.Method == "tools/call" && m.ID == nil {
+		// A call sent as a notification could not be answered if refused;
+		// it is not a call MCP knows, and goes nowhere.
+		g.Log.Info("dropped a tools/call without an id", "tool", m.Tool)
+		return []byte{}
+	}
+	if m.ID == nil {
+		return nil // a notification, or not ours to judge
 	}
 	switch m.Method {
 	case "tools/list":
@@ -154,10 +175,7 @@ func (g *StdioGate) hostMessage(ctx context.Context, line []byte, up io.Writer) 
 		g.pending[string(m.ID)] = true
 		g.mu.Unlock()
 	case "tools/call":
-		var p struct {
-			Name string `json:"name"`
-		}
-		_ = json.Unmarshal(m.Params, &p)
+		p := struct{ Name string }{m.Tool}
 		t, ok := g.tool(p.Name)
 		if !ok {
 			// The host calls a tool it has not listed through the gate:

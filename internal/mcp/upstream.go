@@ -1,11 +1,15 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -46,9 +50,12 @@ type upstream struct {
 	gate    api.Gate
 	handler http.Handler
 
-	mu    sync.Mutex
-	cs    *sdk.ClientSession
-	known map[string]ToolInfo
+	// mu guards cs, closed and known; it is never held while the
+	// upstream is asked anything.
+	mu     sync.Mutex
+	cs     *sdk.ClientSession
+	closed bool
+	known  map[string]ToolInfo
 }
 
 // ServeGate serves one MCP request to the gate called name (the path's
@@ -59,8 +66,43 @@ func (u *Upstreams) ServeGate(w http.ResponseWriter, r *http.Request, name strin
 		u.b.Problem(w, r, err)
 		return
 	}
+	// The body is read exactly before the SDK reads it (wire.go): a
+	// message the gate and the upstream could read differently is refused.
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxMessage+1))
+	if err != nil {
+		u.b.Problem(w, r, apierr.New(apierr.InvalidArgument, "could not read the request body: %v", err))
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err := judgeable(body); err != nil {
+		u.b.Problem(w, r, apierr.New(apierr.InvalidArgument, "planserver gate refused an ambiguous or malformed message: %v", err))
+		return
+	}
 	up := u.upstream(g)
 	serveMCP(up.handler, u.b.Problem, w, r)
+}
+
+// judgeable checks that every message of body (one, or a batch) reads
+// exactly.
+func judgeable(body []byte) error {
+	if err := checkUnambiguous(body); err != nil {
+		return err
+	}
+	t := bytes.TrimSpace(body)
+	if len(t) > 0 && t[0] == '[' {
+		var batch []json.RawMessage
+		if err := json.Unmarshal(t, &batch); err != nil {
+			return err
+		}
+		for _, m := range batch {
+			if _, err := parseMessage(m); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	_, err := parseMessage(t)
+	return err
 }
 
 // upstream returns the proxy of registration g, made anew when the
@@ -72,7 +114,9 @@ func (u *Upstreams) upstream(g *api.Gate) *upstream {
 		return up
 	}
 	if old, ok := u.gates[g.Name]; ok {
-		old.close()
+		// Closing may wait on a stuck upstream: never under u.mu, which
+		// every gate's requests take.
+		go old.close()
 	}
 	up := &upstream{u: u, gate: *g, known: map[string]ToolInfo{}}
 	server := sdk.NewServer(&sdk.Implementation{Name: "planserver-gate-" + g.Name, Version: u.b.Version},
@@ -174,45 +218,96 @@ func (up *upstream) unreachable(err error) string {
 	return fmt.Sprintf("the tool server of gate %q (%s) could not be reached: %v", up.gate.Name, up.gate.URL, err)
 }
 
+// timeout is the deadline of every call to the upstream.
+func (up *upstream) timeout() time.Duration {
+	if t := up.u.b.UpstreamTimeout; t > 0 {
+		return t
+	}
+	return 30 * time.Second
+}
+
 // session returns the client session to the upstream, connecting when
-// there is none.
+// there is none. It connects without holding up.mu, so an upstream that
+// never answers holds no lock anyone else needs; a connect that does not
+// finish by ctx's deadline is abandoned (and its session closed when it
+// ends), and two callers connecting at once keep the first session made.
 func (up *upstream) session(ctx context.Context) (*sdk.ClientSession, error) {
 	up.mu.Lock()
-	defer up.mu.Unlock()
-	if up.cs != nil {
-		return up.cs, nil
+	cs := up.cs
+	up.mu.Unlock()
+	if cs != nil {
+		return cs, nil
 	}
 	// The caller's roots are not the upstream's business, so the client
 	// declares no capabilities.
 	c := sdk.NewClient(&sdk.Implementation{Name: "planserver-gate", Version: up.u.b.Version},
 		&sdk.ClientOptions{Capabilities: &sdk.ClientCapabilities{}})
-	// The session outlives this request; each call is bounded by its own
-	// request's context.
-	cs, err := c.Connect(context.WithoutCancel(ctx), &sdk.StreamableClientTransport{Endpoint: up.gate.URL, DisableStandaloneSSE: true}, nil)
-	if err != nil {
-		return nil, err
+	type connected struct {
+		cs  *sdk.ClientSession
+		err error
 	}
-	up.cs = cs
-	return cs, nil
+	done := make(chan connected, 1)
+	go func() {
+		// The session outlives this request, so it is not bound to its
+		// context; the wait for it is.
+		cs, err := c.Connect(context.WithoutCancel(ctx), &sdk.StreamableClientTransport{Endpoint: up.gate.URL, DisableStandaloneSSE: true}, nil)
+		done <- connected{cs, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return nil, r.err
+		}
+		up.mu.Lock()
+		defer up.mu.Unlock()
+		if up.closed {
+			go r.cs.Close()
+			return nil, fmt.Errorf("gate %q was re-pointed or removed", up.gate.Name)
+		}
+		if up.cs != nil {
+			go r.cs.Close()
+			return up.cs, nil
+		}
+		up.cs = r.cs
+		return r.cs, nil
+	case <-ctx.Done():
+		go func() {
+			if r := <-done; r.err == nil {
+				r.cs.Close()
+			}
+		}()
+		return nil, fmt.Errorf("connecting: %w", ctx.Err())
+	}
 }
 
 // retry runs fn with the upstream session, connecting again once when the
 // session failed (the upstream restarted, say).
-func retry[T any](ctx context.Context, up *upstream, fn func(*sdk.ClientSession) (T, error)) (T, error) {
+func retry[T any](ctx context.Context, up *upstream, fn func(context.Context, *sdk.ClientSession) (T, error)) (T, error) {
 	var zero T
+	// Every call to the upstream has a deadline (--upstream-timeout): one
+	// that never answers gets its caller an error, not a hang.
+	ctx, cancel := context.WithTimeoutCause(ctx, up.timeout(),
+		fmt.Errorf("the tool server did not answer within %s (--upstream-timeout)", up.timeout()))
+	defer cancel()
 	for attempt := 0; ; attempt++ {
 		cs, err := up.session(ctx)
 		if err != nil {
+			if ctx.Err() != nil {
+				return zero, context.Cause(ctx)
+			}
 			return zero, err
 		}
-		out, err := fn(cs)
-		if err == nil || attempt > 0 || ctx.Err() != nil {
+		out, err := fn(ctx, cs)
+		if err != nil && ctx.Err() != nil {
+			return out, context.Cause(ctx)
+		}
+		if err == nil || attempt > 0 {
 			return out, err
 		}
 		up.mu.Lock()
 		if up.cs == cs {
 			up.cs = nil
-			cs.Close()
+			go cs.Close()
 		}
 		up.mu.Unlock()
 	}
@@ -220,7 +315,7 @@ func retry[T any](ctx context.Context, up *upstream, fn func(*sdk.ClientSession)
 
 // list returns every tool of the upstream, remembering their annotations.
 func (up *upstream) list(ctx context.Context) ([]*sdk.Tool, error) {
-	tools, err := retry(ctx, up, func(cs *sdk.ClientSession) ([]*sdk.Tool, error) {
+	tools, err := retry(ctx, up, func(ctx context.Context, cs *sdk.ClientSession) ([]*sdk.Tool, error) {
 		var all []*sdk.Tool
 		for t, err := range cs.Tools(ctx, nil) {
 			if err != nil {
@@ -265,7 +360,7 @@ func (up *upstream) info(ctx context.Context, name string) (ToolInfo, error) {
 // call forwards an allowed call and returns the upstream's answer as it
 // is; an upstream that fails is the call's tool error.
 func (up *upstream) call(ctx context.Context, p *sdk.CallToolParamsRaw) (sdk.Result, error) {
-	res, err := retry(ctx, up, func(cs *sdk.ClientSession) (*sdk.CallToolResult, error) {
+	res, err := retry(ctx, up, func(ctx context.Context, cs *sdk.ClientSession) (*sdk.CallToolResult, error) {
 		return cs.CallTool(ctx, &sdk.CallToolParams{Name: p.Name, Arguments: p.Arguments})
 	})
 	if err != nil {
@@ -274,12 +369,16 @@ func (up *upstream) call(ctx context.Context, p *sdk.CallToolParamsRaw) (sdk.Res
 	return res, nil
 }
 
+// close ends the session to the upstream (the gate was re-pointed). The
+// session is taken under up.mu and closed after, so a close that waits on
+// the upstream holds no lock.
 func (up *upstream) close() {
 	up.mu.Lock()
-	defer up.mu.Unlock()
-	if up.cs != nil {
-		up.cs.Close()
-		up.cs = nil
+	cs := up.cs
+	up.cs, up.closed = nil, true
+	up.mu.Unlock()
+	if cs != nil {
+		cs.Close()
 	}
 }
 

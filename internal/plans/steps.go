@@ -17,6 +17,7 @@ import (
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/db"
+	"github.com/planserver/planserver/internal/validation"
 )
 
 // Step statuses. A step is pending until it is started (claimed or set
@@ -257,6 +258,9 @@ func ParseSteps(raw []byte) (Steps, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		return nil, apierr.Invalid("steps", "must be an array of step objects (malformed JSON)")
+	}
+	if err := validation.NoNULInJSON("steps", raw); err != nil {
+		return nil, err
 	}
 	if err := planSchema.Validate(map[string]any{"steps": doc}); err != nil {
 		return nil, schemaError(err)

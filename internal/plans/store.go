@@ -33,6 +33,12 @@ type Config struct {
 	History int
 	// MaxContentBytes bounds a plan's content (--max-plan-bytes).
 	MaxContentBytes int64
+	// AuthorizeExecution says whether ctx's caller may execute steps
+	// (auth.ExecuteSteps: an agent in plan mode may not). Put asks it
+	// inside its transaction when a whole-plan write would execute a step
+	// (FirstExecution), so no transport can forget to ask. Nil allows
+	// (stores used without callers, such as copy and tests).
+	AuthorizeExecution func(ctx context.Context) error
 }
 
 // Store persists shared plans and their history. Every change runs in one
@@ -179,7 +185,8 @@ func (st *Store) GetStatus(ctx context.Context, name string) (*StatusView, error
 // plan tools promise that each write bumps the revision. It reports
 // whether the plan was created. Errors: invalid_argument,
 // payload_too_large, version_conflict, already_exists,
-// precondition_required.
+// precondition_required, and permission_denied when the steps would
+// execute a step for a caller who may not (Config.AuthorizeExecution).
 func (st *Store) Put(ctx context.Context, name string, ch Change, pre revision.Precondition) (*Plan, bool, error) {
 	if err := ValidateName(name); err != nil {
 		return nil, false, err
@@ -205,6 +212,9 @@ func (st *Store) Put(ctx context.Context, name string, ch Change, pre revision.P
 		}
 		rev, err := resource(name, h.rev()).Write(tx, pre)
 		if err != nil {
+			return err
+		}
+		if err := st.authorizeSteps(ctx, tx, name, h, ch.Steps); err != nil {
 			return err
 		}
 		typ := events.PlanUpdated
@@ -263,6 +273,37 @@ func (st *Store) SetStatus(ctx context.Context, name, status string, pre revisio
 		return err
 	})
 	return out, err
+}
+
+// authorizeSteps refuses a write that would replace the steps of plan
+// name (h its head, nil when new) with next and so execute a step, unless
+// the caller may execute steps.
+func (st *Store) authorizeSteps(ctx context.Context, tx *db.Tx, name string, h *head, next Steps) error {
+	if next == nil || st.cfg.AuthorizeExecution == nil {
+		return nil
+	}
+	// Steps that start, complete or claim nothing execute nothing, whatever
+	// was there: most writes need not read the old steps at all.
+	if i, _ := FirstExecution(nil, next); i < 0 {
+		return nil
+	}
+	var old Steps
+	if h != nil {
+		// Steps that cannot be read compare as none (every executing step
+		// counts), so a write can still repair them.
+		if sh, err := loadSteps(tx, name); err == nil {
+			old = sh.steps
+		}
+	}
+	i, what := FirstExecution(old, next)
+	if i < 0 {
+		return nil
+	}
+	err := st.cfg.AuthorizeExecution(ctx)
+	if e, ok := apierr.As(err); ok {
+		return &apierr.Error{Code: e.Code, Detail: fmt.Sprintf("steps[%d] (%q): %s executes it, and %s", i, next[i].ID, what, e.Detail)}
+	}
+	return err
 }
 
 // statusChange is the data of a plan.status_changed event.

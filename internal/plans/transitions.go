@@ -227,3 +227,39 @@ func (s Steps) clone() Steps {
 	}
 	return out
 }
+
+// ExecutingStatus reports whether moving a step to status executes it:
+// starting it or completing it. Plan mode keeps execution from agents
+// (auth.ExecuteSteps); pending and blocked, like owners and descriptions,
+// are planning.
+func ExecutingStatus(status string) bool {
+	return status == StepInProgress || status == StepComplete
+}
+
+// FirstExecution returns the position in next of the first step that a
+// whole-plan write replacing old with next would execute, and what it
+// would do to it; -1 when the write only plans. A step executes when its
+// status moves to in_progress or complete (a step new to the plan moves
+// from nothing), or when its claim is set or changed (taken, renewed or
+// extended), which only claim_step may do for a worker. Steps are matched
+// by id, so reordering or renaming cannot launder a status: a renamed step
+// that is complete is a new step that is complete.
+func FirstExecution(old, next Steps) (int, string) {
+	before := make(map[string]*Step, len(old))
+	for j := range old {
+		before[old[j].ID] = &old[j]
+	}
+	for i := range next {
+		n := &next[i]
+		o := before[n.ID]
+		switch {
+		case ExecutingStatus(n.Status) && (o == nil || o.Status != n.Status):
+			return i, "moving it to " + n.Status
+		case n.ClaimedBy != nil && (o == nil || o.ClaimedBy == nil || *o.ClaimedBy != *n.ClaimedBy):
+			return i, "setting its claim"
+		case n.ClaimExpiresAt != nil && (o == nil || o.ClaimExpiresAt == nil || *o.ClaimExpiresAt != *n.ClaimExpiresAt):
+			return i, "changing its claim's lease"
+		}
+	}
+	return -1, ""
+}

@@ -33,8 +33,13 @@ type Tool struct {
 	Name         string
 	ReadOnlyHint *bool
 	// Upstream names the tool server the tool belongs to, when a gate
-	// asks; only recorded with a denial.
+	// asks; recorded with a denial. A tool with an upstream is that
+	// server's, and the plan-mode allowlist does not cover it.
 	Upstream string
+	// Own marks planserver's own tools (its /mcp endpoint's), which the
+	// allowlist covers although they name planserver as their upstream.
+	// Only planserver sets it; no request can.
+	Own bool
 }
 
 // readOnly reports whether the tool declares itself read-only.
@@ -150,7 +155,7 @@ func (g Gate) Check(s *Session, t Tool) CheckResult {
 	switch {
 	case s.EffectiveMode != Plan:
 		res.Reason = fmt.Sprintf("session %q is in build mode: every tool is allowed", s.ID)
-	case g.set[t.Name]:
+	case g.allowlisted(t):
 		res.Reason = fmt.Sprintf("%q is on the plan-mode allowlist", t.Name)
 	case t.readOnly():
 		res.Reason = fmt.Sprintf("%q is read-only (annotations.readOnlyHint: true), so plan mode allows it", t.Name)
@@ -158,6 +163,9 @@ func (g Gate) Check(s *Session, t Tool) CheckResult {
 		why := "is not marked read-only (annotations.readOnlyHint is false)"
 		if t.ReadOnlyHint == nil {
 			why = "has no annotations.readOnlyHint, so it is treated as state-changing"
+		}
+		if t.Upstream != "" && !t.Own && g.set[t.Name] {
+			why += fmt.Sprintf(" (it is tool server %q's, not planserver's own %s, which the plan-mode allowlist names)", t.Upstream, t.Name)
 		}
 		allowed := "none"
 		if len(g.allow) > 0 {
@@ -174,7 +182,15 @@ func (g Gate) Check(s *Session, t Tool) CheckResult {
 
 // permits is the whole policy.
 func (g Gate) permits(effective Mode, t Tool) bool {
-	return effective != Plan || t.readOnly() || g.set[t.Name]
+	return effective != Plan || t.readOnly() || g.allowlisted(t)
+}
+
+// allowlisted reports whether t is on the plan-mode allowlist. The list
+// names planserver's own plan tools, which write only the plan; a tool of
+// another server (a gate's upstream) that has one of those names is that
+// server's, and may do anything, so the list never covers it.
+func (g Gate) allowlisted(t Tool) bool {
+	return (t.Upstream == "" || t.Own) && g.set[t.Name]
 }
 
 // reminder is the per-turn <system-reminder> for plan mode. It names the

@@ -94,7 +94,12 @@ func text(limit int) func(string) string {
 
 // RuleMessage returns what is wrong with s under the custom rule tag, or
 // "" when nothing is.
-func RuleMessage(tag, s string) string { return rules[tag](s) }
+func RuleMessage(tag, s string) string {
+	if strings.IndexByte(s, 0) >= 0 {
+		return nulMessage
+	}
+	return rules[tag](s)
+}
 
 var validate = newValidator()
 
@@ -206,5 +211,5 @@ func PlanContent(field, content string, maxBytes int64) error {
 	case !utf8.ValidString(content):
 		return apierr.Invalid(field, "must be UTF-8 text")
 	}
-	return nil
+	return NoNUL(field, content)
 }
