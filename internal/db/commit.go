@@ -119,6 +119,10 @@ func (c *committer) drain() {
 
 // run executes one batch and answers each of its writes.
 func (c *committer) run(batch []*writeReq) {
+	if c.db.eng.name() == "postgres" {
+		c.runPipelined(batch)
+		return
+	}
 	errs := make([]error, len(batch))
 	defer func() {
 		for i, r := range batch {
