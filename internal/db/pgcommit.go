@@ -12,6 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/planserver/planserver/internal/tracing"
 )
 
 // Group commit on PostgreSQL, in as few round trips as the guarantees
@@ -58,6 +60,11 @@ type pipeline struct {
 	lockQueued           bool
 	lockSent, lockedAt   time.Time
 	lockHeld, lockWaited time.Duration
+	// spans records the round trips for tracing (trace.go), when on;
+	// committing marks the flush that carries the COMMIT.
+	trace      bool
+	spans      []span
+	committing bool
 }
 
 // infra owns the batch's own statements.
@@ -169,10 +176,21 @@ func (p *pipeline) flush() error {
 	if err := br.Close(); err != nil && p.err == nil {
 		p.err, p.errOwner = err, infra
 	}
+	end := time.Now()
+	if p.trace {
+		sp := span{name: "db.round_trip", start: start, end: end, statements: len(p.queue), owner: p.owner, err: p.err}
+		switch {
+		case p.lockQueued:
+			sp.name, sp.owner = "db.lock_wait", infra
+		case p.committing:
+			sp.name, sp.owner = "db.commit", infra
+		}
+		p.spans = append(p.spans, sp)
+	}
 	if p.lockQueued {
 		p.lockQueued = false
-		p.lockedAt = time.Now()
-		p.lockWaited = p.lockedAt.Sub(start)
+		p.lockedAt = end
+		p.lockWaited = end.Sub(start)
 	}
 	p.flushes++
 	p.queue = p.queue[:0]
@@ -263,7 +281,9 @@ func (c *committer) runPipelined(batch []*writeReq) {
 		return
 	}
 	defer conn.Close()
-	p := &pipeline{ctx: ctx}
+	p := &pipeline{ctx: ctx, trace: tracing.Enabled()}
+	started := time.Now()
+	defer func() { emitSpans(batch, started, p.spans) }()
 	defer func() { db.locks.trips.Add(int64(p.flushes)) }()
 	if err := conn.Raw(func(dc any) error {
 		sc, ok := dc.(*stdlib.Conn)
@@ -346,7 +366,9 @@ func (c *committer) runPipelined(batch []*writeReq) {
 		}
 		p.queueInfra(`SELECT pg_notify($1, $2)`, notifyChannel, db.eng.(*postgresEngine).id)
 		p.queueInfra(`COMMIT`)
+		p.committing = true
 		err = p.flush()
+		p.committing = false
 		if err != nil && p.errOwner == last && last >= 0 {
 			// A statement of the last write, sent with the commit, failed;
 			// the COMMIT never ran. That write fails alone: undo it and
