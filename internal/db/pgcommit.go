@@ -244,17 +244,19 @@ type lockStats struct {
 	// trips counts the round trips of write transactions (tests).
 	trips     atomic.Int64
 	commits   atomic.Int64
+	writes    atomic.Int64
 	heldNanos atomic.Int64
 	waitNanos atomic.Int64
 }
 
-// LockStats reports, for PostgreSQL, how many commits took the write lock
-// and how long they held it and waited for it in total. Held runs from
+// LockStats reports, for PostgreSQL, how many commits took the write lock,
+// how many writes they committed, and how long they held it and waited
+// for it in total. Held runs from
 // the return of the round trip that took the lock to the return of the
 // COMMIT (the lock is released by the commit); waited is that first
 // round trip, the lock's wait included. Both are zero on SQLite.
-func (db *DB) LockStats() (commits int64, held, waited time.Duration) {
-	return db.locks.commits.Load(), time.Duration(db.locks.heldNanos.Load()), time.Duration(db.locks.waitNanos.Load())
+func (db *DB) LockStats() (commits, writes int64, held, waited time.Duration) {
+	return db.locks.commits.Load(), db.locks.writes.Load(), time.Duration(db.locks.heldNanos.Load()), time.Duration(db.locks.waitNanos.Load())
 }
 
 // runPipelined is committer.run on PostgreSQL.
@@ -401,6 +403,7 @@ func (c *committer) runPipelined(batch []*writeReq) {
 		failAll(fmt.Errorf("commit: %w", Classify(err)))
 		return
 	}
+	db.locks.writes.Add(int64(succeeded))
 	db.health.ok()
 	db.committed()
 }

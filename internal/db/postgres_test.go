@@ -570,7 +570,7 @@ func TestPostgresWriteRoundTrips(t *testing.T) {
 	if err := d.Reader(ctx).QueryRow(`SELECT count(*), min(v) FROM kv`).Scan(&count, &v); err != nil || count != 5 || v != "y" {
 		t.Errorf("%d rows, v %q, %v; want 5 rows of y", count, v, err)
 	}
-	if commits, held, _ := d.LockStats(); commits < 3 || held <= 0 {
+	if commits, _, held, _ := d.LockStats(); commits < 3 || held <= 0 {
 		t.Errorf("lock stats: %d commits held %v; want at least 3 commits and a hold time", commits, held)
 	}
 }
