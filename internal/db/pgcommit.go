@@ -57,9 +57,9 @@ type pipeline struct {
 	flushes int
 	// lock: when the round trip that carried the write lock was sent and
 	// came back.
-	lockQueued           bool
-	lockSent, lockedAt   time.Time
-	lockHeld, lockWaited time.Duration
+	lockQueued         bool
+	lockSent, lockedAt time.Time
+	lockWaited         time.Duration
 	// spans records the round trips for tracing (trace.go), when on;
 	// committing marks the flush that carries the COMMIT.
 	trace      bool
