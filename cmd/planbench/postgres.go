@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -108,6 +109,7 @@ func (b *bench) benchPostgres(ctx context.Context) error {
 		if err == nil {
 			put.name = fmt.Sprintf("PUT /v1/plans/{name} If-Match 2 KiB (PostgreSQL, %d replica%s)", n, plural(n))
 			b.compare(ctx, put, raw)
+			b.notes = append(b.notes, lockFigures(b.c, bases, n))
 		}
 		if err == nil && n == 3 {
 			var get side
@@ -390,4 +392,44 @@ func isolationExperiment(ctx context.Context, writers int, dsn string, serializa
 			}
 		},
 	}, retries, pool.Close, nil
+}
+
+// lockFigures sums the write lock's counters over the replicas' /metrics
+// (warm-ups included): commits, writes per commit, and the mean time a
+// commit held the lock and spent in the round trip that took it.
+func lockFigures(c *http.Client, bases []string, n int) string {
+	var commits, writes, held, wait float64
+	for _, base := range bases {
+		resp, err := c.Get(base + "/metrics")
+		if err != nil {
+			return "write lock: " + err.Error()
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, line := range strings.Split(string(body), "\n") {
+			name, value, ok := strings.Cut(line, " ")
+			if !ok {
+				continue
+			}
+			v, err := strconv.ParseFloat(value, 64)
+			if err != nil {
+				continue
+			}
+			switch name {
+			case "planserver_db_write_lock_commits_total":
+				commits += v
+			case "planserver_db_write_lock_writes_total":
+				writes += v
+			case "planserver_db_write_lock_held_seconds_total":
+				held += v
+			case "planserver_db_write_lock_wait_seconds_total":
+				wait += v
+			}
+		}
+	}
+	if commits == 0 {
+		return fmt.Sprintf("write lock, %d replica%s: no commits counted", n, plural(n))
+	}
+	return fmt.Sprintf("write lock, %d replica%s: %.0f commits, %.1f writes per commit, held %.2f ms per commit (%.3f ms per write), lock round trip %.2f ms per commit (wait included)",
+		n, plural(n), commits, writes/commits, 1000*held/commits, 1000*held/max(1, writes), 1000*wait/commits)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/events"
 	planhttp "github.com/planserver/planserver/internal/http"
+	"github.com/planserver/planserver/internal/tracing"
 	"github.com/planserver/planserver/internal/webhooks/deliver"
 )
 
@@ -53,6 +54,20 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	corsOrigins, _ := origins(cfg.CORSOrigins) // validated
 	allowedHosts, _ := hostList(cfg.AllowedHosts)
 	log := newLogger(cfg.LogFormat, stderr)
+	// Off unless OTEL_EXPORTER_OTLP_ENDPOINT names a collector
+	// (docs/tracing.md).
+	stopTracing, err := tracing.Setup(ctx, version)
+	if err != nil {
+		return fmt.Errorf("tracing: %w", err)
+	}
+	defer func() {
+		tctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = stopTracing(tctx) // flushes the last spans
+	}()
+	if tracing.Enabled() {
+		log.Info("tracing on: spans go over OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT")
+	}
 	lock, err := db.Lock(cfg.DB, "serve")
 	if err != nil {
 		return exitError{code: exitDatabaseUnusable, err: err}

@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Group commit. Every write transaction is queued for one goroutine that
@@ -27,9 +28,10 @@ import (
 var ErrClosed = errors.New("database is closed")
 
 type writeReq struct {
-	ctx  context.Context
-	fn   func(tx *Tx) error
-	done chan error
+	ctx    context.Context
+	queued time.Time // for its db.queue span
+	fn     func(tx *Tx) error
+	done   chan error
 }
 
 type committer struct {
@@ -58,7 +60,14 @@ func (c *committer) do(ctx context.Context, fn func(tx *Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	ctx, sp := startWrite(ctx)
+	if sp != nil {
+		defer sp.End()
+	}
 	req := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	if sp != nil {
+		req.queued = time.Now()
+	}
 	c.waiting.Add(1)
 	select {
 	case c.queue <- req:
@@ -119,6 +128,10 @@ func (c *committer) drain() {
 
 // run executes one batch and answers each of its writes.
 func (c *committer) run(batch []*writeReq) {
+	if c.db.eng.name() == "postgres" {
+		c.runPipelined(batch)
+		return
+	}
 	errs := make([]error, len(batch))
 	defer func() {
 		for i, r := range batch {
@@ -126,6 +139,7 @@ func (c *committer) run(batch []*writeReq) {
 		}
 	}()
 	db := c.db
+	started := time.Now()
 	// The batch's statements run under a context no client can cancel:
 	// interrupting one would roll back every write of the batch.
 	ctx := context.Background()
@@ -195,7 +209,9 @@ func (c *committer) run(batch []*writeReq) {
 		c.abort(sqlTx, batch, errs, fmt.Errorf("before commit: %w", Classify(err)))
 		return
 	}
+	commitStart := time.Now()
 	err = sqlTx.Commit()
+	emitSpans(batch, started, []span{{name: "db.commit", start: commitStart, end: time.Now(), owner: infra, err: err}})
 	// Moved whether or not the commit succeeded: a failed commit may still
 	// have reached the disk, and nothing is acknowledged before this.
 	db.generation.Add(1)

@@ -291,3 +291,82 @@ func TestEventSeqsStayContiguousWhenAWriteRollsBack(t *testing.T) {
 		t.Errorf("%d events from %d to %d (the last got %d), want 4 from 1 to 4", n, lo, hi, next)
 	}
 }
+
+// TestStatementFailuresStayTheirWrites: statements whose rows nobody reads
+// may reach a PostgreSQL server later than they are made (pgcommit.go):
+// at the end of their write, or with the commit for the last write of a
+// batch. A duplicate key found there still fails only the write that made
+// it, on both engines, alone or in a batch, and RowsAffected still counts.
+func TestStatementFailuresStayTheirWrites(t *testing.T) {
+	db := kvDB(t)
+	ctx := context.Background()
+	if err := db.Write(ctx, func(tx *Tx) error {
+		_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (100, 'taken')`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Alone: the duplicate goes with the commit.
+	if err := db.Write(ctx, func(tx *Tx) error {
+		if _, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (50, 'lost')`); err != nil {
+			return err
+		}
+		_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (100, 'dup')`)
+		return err
+	}); err == nil {
+		t.Fatal("a duplicate key alone was acknowledged")
+	}
+	release, blocked := blockWriter(t, db)
+	results := make([]error, 4)
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		waitQueued(t, db, i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = db.Write(ctx, func(tx *Tx) error {
+				if _, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (?, 'x')`, i); err != nil {
+					return err
+				}
+				if i%2 == 1 { // 1: in the middle of the batch; 3: last
+					_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (100, 'dup')`)
+					return err
+				}
+				res, err := tx.Exec(`UPDATE kv SET v = 'y' WHERE k = ?`, i)
+				if err != nil {
+					return err
+				}
+				if n, err := res.RowsAffected(); err != nil || n != 1 {
+					return fmt.Errorf("rows affected %d, %v; want 1", n, err)
+				}
+				return nil
+			})
+		}()
+	}
+	waitQueued(t, db, 4)
+	release()
+	if err := <-blocked; err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if results[0] != nil || results[2] != nil || results[1] == nil || results[3] == nil {
+		t.Fatalf("results %v; want 1 and 3 to fail alone", results)
+	}
+	rows, err := db.Reader(ctx).Query(`SELECT k, v FROM kv WHERE k >= 0 ORDER BY k`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var kept []string
+	for rows.Next() {
+		var k int
+		var v string
+		if err := rows.Scan(&k, &v); err != nil {
+			t.Fatal(err)
+		}
+		kept = append(kept, fmt.Sprint(k, " ", v))
+	}
+	if fmt.Sprint(kept) != "[0 y 2 y 100 taken]" {
+		t.Errorf("kept rows %v, want [0 y 2 y 100 taken]", kept)
+	}
+}

@@ -82,6 +82,7 @@ type DB struct {
 	generation atomic.Uint64
 
 	commits   *committer
+	locks     lockStats
 	health    health
 	closeOnce sync.Once
 }

@@ -111,6 +111,7 @@ func openPostgres(ctx context.Context, dsn string, committed func()) (*postgresE
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("open %s: %w", name, err)
 	}
+	cfg.Tracer = pgTracer{} // spans only under a traced request (trace.go)
 	if cfg.RuntimeParams["application_name"] == "" {
 		cfg.RuntimeParams["application_name"] = "planserver"
 	}

@@ -528,3 +528,58 @@ func TestPostgresListenerOutlivesIdleWaits(t *testing.T) {
 		t.Fatal("after idle waits, a commit on b never woke a")
 	}
 }
+
+// TestPostgresWriteRoundTrips: a write that reads once and then makes
+// several changes reaches the server in three round trips, from BEGIN
+// (with the write lock) to COMMIT: the lock, the read, the changes with the
+// commit; one that only writes in one; one that fails before reading in
+// none.
+func TestPostgresWriteRoundTrips(t *testing.T) {
+	dbtest.RequirePostgres(t)
+	d := openTestDSN(t, dbtest.Fresh(t))
+	ctx := context.Background()
+	if err := d.Write(ctx, func(tx *Tx) error {
+		_, err := tx.Exec(`CREATE TABLE kv (k INTEGER PRIMARY KEY, v TEXT)`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	trips := func(fn func(tx *Tx) error) (int64, error) {
+		before := d.locks.trips.Load()
+		err := d.Write(ctx, fn)
+		return d.locks.trips.Load() - before, err
+	}
+	n, err := trips(func(tx *Tx) error {
+		var c int
+		if err := tx.QueryRow(`SELECT count(*) FROM kv`).Scan(&c); err != nil {
+			return err
+		}
+		for i := 0; i < 5; i++ {
+			if _, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (?, 'x')`, c+i); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil || n != 3 {
+		t.Errorf("read then 5 inserts: %d round trips, %v; want 3", n, err)
+	}
+	if n, err = trips(func(tx *Tx) error {
+		_, err := tx.Exec(`UPDATE kv SET v = 'y'`)
+		return err
+	}); err != nil || n != 1 {
+		t.Errorf("an update alone: %d round trips, %v; want 1", n, err)
+	}
+	refused := errors.New("refused")
+	if n, err = trips(func(tx *Tx) error { return refused }); !errors.Is(err, refused) || n != 0 {
+		t.Errorf("a write refused before reading: %d round trips, %v; want 0", n, err)
+	}
+	var count int
+	var v string
+	if err := d.Reader(ctx).QueryRow(`SELECT count(*), min(v) FROM kv`).Scan(&count, &v); err != nil || count != 5 || v != "y" {
+		t.Errorf("%d rows, v %q, %v; want 5 rows of y", count, v, err)
+	}
+	if commits, _, held, _ := d.LockStats(); commits < 3 || held <= 0 {
+		t.Errorf("lock stats: %d commits held %v; want at least 3 commits and a hold time", commits, held)
+	}
+}

@@ -11,10 +11,22 @@ import (
 // its clock, so every statement in it runs under the same context and
 // every timestamp it writes is the same instant.
 type Tx struct {
-	tx  *sql.Tx
+	tx  runner
 	eng engine
 	now time.Time
 	ctx context.Context
+	// pipe, on a PostgreSQL write, holds the statements whose rows nobody
+	// reads until the next round trip (pgcommit.go).
+	pipe *pipeline
+}
+
+// runner is what a transaction's statements run on: a *sql.Tx, or on
+// PostgreSQL the writer's connection, whose transaction the pipeline
+// begins and ends.
+type runner interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // Now is the transaction's clock: the one time it writes and decides by.
@@ -26,19 +38,36 @@ func (t *Tx) NowText() string { return FormatTime(t.now) }
 // Context is the context the transaction's statements run under.
 func (t *Tx) Context() context.Context { return t.ctx }
 
-// Exec runs a statement that returns no rows.
+// Exec runs a statement that returns no rows. In a PostgreSQL write it
+// is sent with the next round trip: its failure is reported by the next
+// Query or QueryRow, by its result's RowsAffected, or as the write's own
+// outcome, and the write fails either way.
 func (t *Tx) Exec(query string, args ...any) (sql.Result, error) {
+	if t.pipe != nil {
+		return t.pipe.exec(t.eng.rebind(query), args), nil
+	}
 	res, err := t.tx.ExecContext(t.ctx, t.eng.rebind(query), args...)
 	return res, Classify(err)
 }
 
 // Query runs a statement that returns rows.
 func (t *Tx) Query(query string, args ...any) (*sql.Rows, error) {
+	if t.pipe != nil {
+		if err := t.pipe.beforeRead(); err != nil {
+			return nil, Classify(err)
+		}
+	}
 	rows, err := t.tx.QueryContext(t.ctx, t.eng.rebind(query), args...)
 	return rows, Classify(err)
 }
 
 // QueryRow runs a statement that returns at most one row.
 func (t *Tx) QueryRow(query string, args ...any) *sql.Row {
+	if t.pipe != nil {
+		// A failure of what was queued leaves the transaction aborted,
+		// so the query fails too, and the write reports the first
+		// failure (runPipelined).
+		_ = t.pipe.beforeRead()
+	}
 	return t.tx.QueryRowContext(t.ctx, t.eng.rebind(query), args...)
 }

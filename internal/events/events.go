@@ -84,11 +84,42 @@ type New struct {
 // signed-in human made the change; the time is tx's clock. Data is marshalled
 // to JSON (nil becomes {}).
 func Append(tx *db.Tx, e New) (int64, error) {
+	args, err := eventArgs(tx, e)
+	if err != nil {
+		return 0, err
+	}
+	var seq int64
+	if err := tx.QueryRow(insertEvent+` RETURNING seq`, args...).Scan(&seq); err != nil {
+		return 0, fmt.Errorf("append %s event: %w", e.Type, db.Classify(err))
+	}
+	return seq, nil
+}
+
+// Record is Append for a write that does not need the seq: on PostgreSQL
+// the insert then travels with the write's other changes (internal/db's
+// pipeline) instead of costing a round trip of its own. The seq is the
+// same either way: taken from the counter inside the transaction.
+func Record(tx *db.Tx, e New) error {
+	args, err := eventArgs(tx, e)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(insertEvent, args...); err != nil {
+		return fmt.Errorf("append %s event: %w", e.Type, db.Classify(err))
+	}
+	return nil
+}
+
+const insertEvent = `INSERT INTO events (type, time, actor, session_id, session_pk, session_path, plan, revision, data, actor_person)
+		 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// eventArgs are the values of insertEvent for e.
+func eventArgs(tx *db.Tx, e New) ([]any, error) {
 	raw := []byte("{}")
 	if e.Data != nil {
 		var err error
 		if raw, err = json.Marshal(e.Data); err != nil {
-			return 0, fmt.Errorf("append %s event: %w", e.Type, err)
+			return nil, fmt.Errorf("append %s event: %w", e.Type, err)
 		}
 	}
 	var (
@@ -100,15 +131,8 @@ func Append(tx *db.Tx, e New) (int64, error) {
 		pk = sql.NullInt64{Int64: s.PK, Valid: true}
 		path = sql.NullString{String: s.Path, Valid: true}
 	}
-	var seq int64
-	err := tx.QueryRow(`INSERT INTO events (type, time, actor, session_id, session_pk, session_path, plan, revision, data, actor_person)
-		 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`,
-		e.Type, tx.NowText(), ActorFrom(tx.Context()), sessionID, pk, path,
-		nullString(e.Plan), nullInt(e.Revision), string(raw), MarshalPerson(PersonFrom(tx.Context()))).Scan(&seq)
-	if err != nil {
-		return 0, fmt.Errorf("append %s event: %w", e.Type, db.Classify(err))
-	}
-	return seq, nil
+	return []any{e.Type, tx.NowText(), ActorFrom(tx.Context()), sessionID, pk, path,
+		nullString(e.Plan), nullInt(e.Revision), string(raw), MarshalPerson(PersonFrom(tx.Context()))}, nil
 }
 
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }

@@ -14,11 +14,13 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/cors"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/events"
 	"github.com/planserver/planserver/internal/sessions"
+	"github.com/planserver/planserver/internal/tracing"
 )
 
 // The values of Config.Auth.
@@ -38,15 +40,18 @@ const (
 // of Refined routes check the action their body names with s.allow.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		span := startAuthorize(r)
 		if len(r.Header.Values("Authorization")) > 1 {
 			// Which one would count depends on who reads the request: a
 			// proxy and this server could each pick another.
+			span.end("deny")
 			writeProblem(w, r, apierr.Invalid("Authorization", "sent more than once; send one Authorization header"))
 			return
 		}
 		route, params := s.resolve(r)
 		p, err := s.authenticate(r, route)
 		if err != nil {
+			span.end("deny")
 			// Failed attempts count against the client's address, so that
 			// guessing tokens is rate limited too.
 			if s.limited(w, r, "ip:"+clientIP(r)) {
@@ -60,6 +65,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		// and per person, and a JSON-RPC batch counts as its calls.
 		calls, err := s.mcpCalls(w, r, route)
 		if err != nil {
+			span.end("deny")
 			writeProblem(w, r, err)
 			return
 		}
@@ -68,6 +74,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			key = "person:" + p.Person.Subject
 		}
 		if s.cfg.Auth == AuthToken && s.limitedN(w, r, key, calls) {
+			span.end("rate_limited")
 			return
 		}
 		ctx := events.WithActor(r.Context(), p.Name)
@@ -78,13 +85,37 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		stripAccessToken(r)
 		if route != "" {
 			if err := s.authorizeRoute(r, route, params); err != nil {
+				span.end("deny")
 				writeProblem(w, r, err)
 				return
 			}
 		}
+		span.end("allow")
 		// Unknown routes and methods go on to the router's 404 and 405.
 		next.ServeHTTP(w, r)
 	})
+}
+
+// authorizeSpan is the authorize span of a traced request (tracing.go).
+type authorizeSpan struct{ span trace.Span }
+
+// startAuthorize opens the span of the authorization decision, when the
+// request is traced; it is a child of the request's span and ends before
+// the handler runs.
+func startAuthorize(r *http.Request) authorizeSpan {
+	if !tracing.Enabled() || !trace.SpanContextFromContext(r.Context()).IsValid() {
+		return authorizeSpan{}
+	}
+	_, sp := tracing.Tracer().Start(r.Context(), "authorize")
+	return authorizeSpan{span: sp}
+}
+
+func (a authorizeSpan) end(decision string) {
+	if a.span == nil {
+		return
+	}
+	a.span.SetAttributes(tracing.Decision.String(decision))
+	a.span.End()
 }
 
 // resolve finds the route a request will reach, as "METHOD /pattern", and

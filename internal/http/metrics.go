@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"os"
 	"runtime"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -57,4 +58,27 @@ func registerProcessMetrics(reg prometheus.Registerer, d *db.DB, version string)
 		Name: "planserver_db_writer_queue",
 		Help: "Write transactions waiting for the writer now (group commit runs them together).",
 	}, func() float64 { return float64(d.QueueLength()) }))
+	// PostgreSQL's write lock (db.LockStats): the sums over the commits
+	// that took it, so that rate(held)/rate(commits) is the mean hold.
+	lock := func(pick func(commits, writes int64, held, waited time.Duration) float64) func() float64 {
+		return func() float64 { return pick(d.LockStats()) }
+	}
+	reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "planserver_db_write_lock_commits_total",
+			Help: "Commits that took PostgreSQL's write lock (0 on SQLite).",
+		}, lock(func(c, _ int64, _, _ time.Duration) float64 { return float64(c) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "planserver_db_write_lock_writes_total",
+			Help: "Writes committed under PostgreSQL's write lock; over commits, the writes per commit.",
+		}, lock(func(_, w int64, _, _ time.Duration) float64 { return float64(w) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "planserver_db_write_lock_held_seconds_total",
+			Help: "Time PostgreSQL's write lock was held, from the round trip that took it to the commit's return.",
+		}, lock(func(_, _ int64, h, _ time.Duration) float64 { return h.Seconds() })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "planserver_db_write_lock_wait_seconds_total",
+			Help: "Time spent in the round trip that took PostgreSQL's write lock, the wait for it included.",
+		}, lock(func(_, _ int64, _, w time.Duration) float64 { return w.Seconds() })),
+	)
 }

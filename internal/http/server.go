@@ -26,6 +26,7 @@ import (
 	"github.com/planserver/planserver/internal/mcp"
 	"github.com/planserver/planserver/internal/plans"
 	"github.com/planserver/planserver/internal/sessions"
+	"github.com/planserver/planserver/internal/tracing"
 	"github.com/planserver/planserver/internal/webhooks"
 	"github.com/planserver/planserver/internal/webhooks/deliver"
 )
@@ -216,6 +217,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.Se
 // routes lists the whole API in one place.
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
+	if tracing.Enabled() {
+		// Outermost, so that the request log line carries the trace id.
+		r.Use(traceRequests)
+	}
 	r.Use(withRequestID, s.observe, securityHeaders, conflictingFraming)
 	r.Use(s.hostGuard, s.originGuard) // origin.go: no driving the server from another site's page
 	if len(s.cfg.CORSOrigins) > 0 {

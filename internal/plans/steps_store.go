@@ -210,7 +210,7 @@ func (st *Store) moveSteps(ctx context.Context, name string, pre revision.Precon
 		if err := st.bump(tx, name, &h.head, rev, Change{Steps: m.steps}, m.renewal); err != nil {
 			return err
 		}
-		if _, err := events.Append(tx, m.event(name, rev)); err != nil {
+		if err := events.Record(tx, m.event(name, rev)); err != nil {
 			return err
 		}
 		out = &StepResult{Step: m.steps.View(tx.Now())[m.i], Revision: rev}

@@ -230,7 +230,7 @@ func (st *Store) Put(ctx context.Context, name string, ch Change, pre revision.P
 		if out, err = get(tx, name, tx.Now()); err != nil {
 			return err
 		}
-		_, err = events.Append(tx, events.New{Type: typ, Plan: name, Revision: out.Revision, Data: out.Summary()})
+		err = events.Record(tx, events.New{Type: typ, Plan: name, Revision: out.Revision, Data: out.Summary()})
 		return err
 	})
 	if err != nil {
@@ -267,7 +267,7 @@ func (st *Store) SetStatus(ctx context.Context, name, status string, pre revisio
 			return err
 		}
 		out = &StatusView{Name: name, Status: status, Revision: rev}
-		_, err = events.Append(tx, events.New{Type: events.PlanStatusChanged, Plan: name, Revision: rev, Data: statusChange{
+		err = events.Record(tx, events.New{Type: events.PlanStatusChanged, Plan: name, Revision: rev, Data: statusChange{
 			Name: name, Status: status, PreviousStatus: h.status, Revision: rev,
 		}})
 		return err
@@ -346,6 +346,16 @@ func (c Change) authorOf(tx *db.Tx) string {
 // to the configured length. renewal marks a change that only renews a
 // claim's lease.
 func (st *Store) bump(tx *db.Tx, name string, h *head, rev int64, ch Change, renewal bool) error {
+	// The content is compared before anything is changed: on PostgreSQL
+	// the changes then travel together, after this read (internal/db's
+	// pipeline), instead of one round trip before it and one after.
+	same := true
+	if ch.Content != nil {
+		if err := tx.QueryRow(`SELECT content = ? FROM plan_contents WHERE name = ? AND content_rev = ?`,
+			*ch.Content, name, h.contentRev).Scan(&same); err != nil {
+			return fmt.Errorf("compare content of plan %q: %w", name, err)
+		}
+	}
 	if !h.renewed {
 		if _, err := tx.Exec(`INSERT INTO plan_revisions
 			(name, revision, title, author, status, updated_at, steps, content_rev)
@@ -355,11 +365,6 @@ func (st *Store) bump(tx *db.Tx, name string, h *head, rev int64, ch Change, ren
 	}
 	contentRev := h.contentRev
 	if ch.Content != nil {
-		var same bool
-		if err := tx.QueryRow(`SELECT content = ? FROM plan_contents WHERE name = ? AND content_rev = ?`,
-			*ch.Content, name, h.contentRev).Scan(&same); err != nil {
-			return fmt.Errorf("compare content of plan %q: %w", name, err)
-		}
 		if !same {
 			contentRev = rev
 			if _, err := tx.Exec(`INSERT INTO plan_contents (name, content_rev, content) VALUES (?, ?, ?)`,
@@ -430,7 +435,7 @@ func (st *Store) Delete(ctx context.Context, name string, pre revision.Precondit
 		if err := res.Deleted(tx); err != nil {
 			return err
 		}
-		_, err = events.Append(tx, events.New{Type: events.PlanDeleted, Plan: name, Revision: h.revision,
+		err = events.Record(tx, events.New{Type: events.PlanDeleted, Plan: name, Revision: h.revision,
 			Data: map[string]any{"name": name, "revision": h.revision}})
 		return err
 	})

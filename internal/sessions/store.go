@@ -359,7 +359,7 @@ func (st *Store) Create(ctx context.Context, in api.SessionCreate) (*Session, er
 			return err
 		}
 		created = &r.Session
-		_, err = events.Append(tx, events.New{Type: events.SessionCreated, Session: self.Ref(), Revision: r.Revision, Data: created})
+		err = events.Record(tx, events.New{Type: events.SessionCreated, Session: self.Ref(), Revision: r.Revision, Data: created})
 		return err
 	})
 	if err != nil {
@@ -505,7 +505,7 @@ func (st *Store) Update(ctx context.Context, id string, patch Patch, pre revisio
 			return err
 		}
 		out = &r.Session
-		_, err = events.Append(tx, events.New{Type: events.SessionUpdated, Session: r.link().Ref(), Revision: rev, Data: out})
+		err = events.Record(tx, events.New{Type: events.SessionUpdated, Session: r.link().Ref(), Revision: rev, Data: out})
 		return err
 	})
 	return out, err
@@ -657,7 +657,7 @@ func setMode(tx *db.Tx, r *record, mode Mode, rev int64, review Review, cancelle
 	if err != nil {
 		return nil, err
 	}
-	if _, err := events.Append(tx, events.New{Type: events.SessionModeChanged, Session: out.link().Ref(), Revision: rev,
+	if err := events.Record(tx, events.New{Type: events.SessionModeChanged, Session: out.link().Ref(), Revision: rev,
 		Data: modeChange{Mode: out.Mode, PreviousMode: r.Mode, EffectiveMode: out.EffectiveMode, ModeSource: out.ModeSource,
 			ReviewCancelled: cancelled}}); err != nil {
 		return nil, err
@@ -674,7 +674,7 @@ func setMode(tx *db.Tx, r *record, mode Mode, rev int64, review Review, cancelle
 		if d.source != nil {
 			eff = Plan
 		}
-		if _, err := events.Append(tx, events.New{Type: events.SessionModeChanged, Session: d.Ref(), Revision: drev,
+		if err := events.Record(tx, events.New{Type: events.SessionModeChanged, Session: d.Ref(), Revision: drev,
 			Data: modeChange{Mode: d.Mode, PreviousMode: d.Mode, EffectiveMode: eff, ModeSource: d.source, ChangedBy: r.ID}}); err != nil {
 			return nil, err
 		}
@@ -754,7 +754,7 @@ func (st *Store) Delete(ctx context.Context, id string, pre revision.Preconditio
 		// their parent.
 		for i := len(nodes) - 1; i >= 0; i-- {
 			n := nodes[i]
-			if _, err := events.Append(tx, events.New{Type: events.SessionDeleted, Session: n.Ref(),
+			if err := events.Record(tx, events.New{Type: events.SessionDeleted, Session: n.Ref(),
 				Data: map[string]any{"id": n.ID, "deleted_with": id}}); err != nil {
 				return err
 			}

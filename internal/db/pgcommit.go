@@ -1,0 +1,421 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/planserver/planserver/internal/tracing"
+)
+
+// Group commit on PostgreSQL, in as few round trips as the guarantees
+// allow. The batch is the same as on SQLite (commit.go): whatever queued
+// while the last commit ran, each write in a savepoint, one commit, nobody
+// answered before it. What differs is how the statements travel. A round
+// trip to the server costs far more than executing a planserver statement,
+// and every one of them is paid while the write lock is held, so:
+//
+//   - A statement whose rows nobody reads (Tx.Exec) is not sent when it is
+//     made: it waits in the pipeline and goes with the next statement that
+//     must be answered, as one pgx batch (one round trip). BEGIN, the write
+//     lock and the write's SAVEPOINT wait the same way, so the lock is taken
+//     in the round trip of the batch's first read, not before it.
+//   - A write's queued statements are sent when the write ends, together
+//     with its RELEASE, so that a failure is still the write's own and rolls
+//     back alone. A write that runs alone sends them together with the
+//     NOTIFY and the COMMIT: a write that reads once and then writes is two
+//     round trips from BEGIN to COMMIT.
+//   - A write that fails before anything of it reached the server costs no
+//     round trip at all.
+//
+// Postgres aborts the transaction at a failed statement, so no write can
+// go on after one of its statements failed: sending a statement later
+// changes which call reports the failure (the next read, or the end of
+// the write), never whether the write fails. Tx.Exec's result reads its
+// row count by sending what is queued.
+
+// pipeline is one batch's connection and the statements queued on it.
+type pipeline struct {
+	conn  *pgx.Conn
+	ctx   context.Context
+	queue []queued
+	// err is the first statement failure since the last rollback, and
+	// errOwner the write it belongs to (infra for the batch's own
+	// statements: BEGIN, the lock, savepoints, NOTIFY, COMMIT).
+	err      error
+	errOwner int
+	// owner is the write running now; flushes counts round trips.
+	owner   int
+	flushes int
+	// lock: when the round trip that carried the write lock was sent and
+	// came back.
+	lockQueued         bool
+	lockSent, lockedAt time.Time
+	lockWaited         time.Duration
+	// spans records the round trips for tracing (trace.go), when on;
+	// committing marks the flush that carries the COMMIT.
+	trace      bool
+	spans      []span
+	committing bool
+}
+
+// infra owns the batch's own statements.
+const infra = -1
+
+type queued struct {
+	sql   string
+	args  []any
+	owner int
+	res   *pipeResult
+}
+
+// pipeResult is the sql.Result of a queued statement: its row count is
+// known once the statement was sent.
+type pipeResult struct {
+	p    *pipeline
+	tag  pgconn.CommandTag
+	err  error
+	sent bool
+}
+
+func (r *pipeResult) LastInsertId() (int64, error) {
+	return 0, errors.New("LastInsertId is not supported on PostgreSQL: use RETURNING")
+}
+
+func (r *pipeResult) RowsAffected() (int64, error) {
+	if !r.sent {
+		if err := r.p.flush(); err != nil && !r.sent {
+			return 0, Classify(err)
+		}
+	}
+	if r.err != nil {
+		return 0, Classify(r.err)
+	}
+	return r.tag.RowsAffected(), nil
+}
+
+// exec queues a statement of the write running now.
+func (p *pipeline) exec(query string, args []any) sql.Result {
+	res := &pipeResult{p: p}
+	p.queue = append(p.queue, queued{sql: query, args: args, owner: p.owner, res: res})
+	if isDDL(query) {
+		// pgx prepares every statement of a batch before it runs any, so
+		// a statement after this one in the same batch could not name
+		// what it creates: it goes at once.
+		_ = p.flush()
+		p.flushes++
+	}
+	return res
+}
+
+// isDDL reports whether query changes the schema (tests and tools create
+// tables inside writes; the stores never do).
+func isDDL(query string) bool {
+	q := strings.TrimLeft(query, " \t\r\n")
+	for _, kw := range []string{"CREATE", "ALTER", "DROP"} {
+		if len(q) >= len(kw) && strings.EqualFold(q[:len(kw)], kw) {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *pipeline) queueInfra(query string, args ...any) {
+	p.queue = append(p.queue, queued{sql: query, args: args, owner: infra})
+}
+
+// pendingOf reports whether a statement of write w waits to be sent.
+func (p *pipeline) pendingOf(w int) bool {
+	for _, q := range p.queue {
+		if q.owner == w {
+			return true
+		}
+	}
+	return false
+}
+
+// flush sends every queued statement in one round trip. After a failure
+// the transaction is aborted until a rollback: what is queued then is
+// dropped, and the failure is answered again.
+func (p *pipeline) flush() error {
+	if len(p.queue) == 0 || p.err != nil {
+		for _, q := range p.queue {
+			if q.res != nil {
+				q.res.err, q.res.sent = p.err, true
+			}
+		}
+		p.queue = p.queue[:0]
+		return p.err
+	}
+	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(p.queue))}
+	for _, q := range p.queue {
+		b.Queue(q.sql, q.args...)
+	}
+	start := time.Now()
+	if p.lockQueued {
+		p.lockSent = start
+	}
+	br := p.conn.SendBatch(p.ctx, b)
+	for _, q := range p.queue {
+		tag, err := br.Exec()
+		if q.res != nil {
+			q.res.tag, q.res.err, q.res.sent = tag, err, true
+		}
+		if err != nil && p.err == nil {
+			p.err, p.errOwner = err, q.owner
+		}
+	}
+	if err := br.Close(); err != nil && p.err == nil {
+		p.err, p.errOwner = err, infra
+	}
+	end := time.Now()
+	if p.trace {
+		sp := span{name: "db.round_trip", start: start, end: end, statements: len(p.queue), owner: p.owner, err: p.err}
+		switch {
+		case p.lockQueued:
+			sp.name, sp.owner = "db.lock_wait", infra
+		case p.committing:
+			sp.name, sp.owner = "db.commit", infra
+		}
+		p.spans = append(p.spans, sp)
+	}
+	if p.lockQueued {
+		p.lockQueued = false
+		p.lockedAt = end
+		p.lockWaited = end.Sub(start)
+	}
+	p.flushes++
+	p.queue = p.queue[:0]
+	return p.err
+}
+
+// beforeRead sends what is queued ahead of a read, which then reaches the
+// server too.
+func (p *pipeline) beforeRead() error {
+	err := p.flush()
+	p.flushes++
+	return err
+}
+
+// rollbackTo undoes the write running now (its savepoint), after dropping
+// what of it was never sent. When something of it reached the server, the
+// rollback goes at once: pgx would prepare the statements of a batch
+// before running its ROLLBACK TO, and a transaction aborted by the failure
+// refuses that.
+func (p *pipeline) rollbackTo(flushesAtStart int) error {
+	if p.flushes == flushesAtStart {
+		// Nothing of the write reached the server, not even its
+		// savepoint, which was queued last before it ran.
+		for len(p.queue) > 0 {
+			last := p.queue[len(p.queue)-1]
+			p.queue = p.queue[:len(p.queue)-1]
+			if last.owner == infra {
+				break // the SAVEPOINT
+			}
+		}
+		return nil
+	}
+	p.queue = p.queue[:0] // all the write's own: its flush took the rest
+	p.err = nil
+	p.flushes++
+	_, err := p.conn.PgConn().Exec(p.ctx, `ROLLBACK TO w; RELEASE w`).ReadAll()
+	return err
+}
+
+// rollback ends the transaction, whatever state it is in.
+func (p *pipeline) rollback() {
+	p.queue = p.queue[:0]
+	if p.conn.PgConn().TxStatus() != 'I' {
+		_, _ = p.conn.Exec(p.ctx, `ROLLBACK`)
+		p.flushes++
+	}
+}
+
+// lockStats accumulates the write lock's hold and wait times (LockStats).
+type lockStats struct {
+	// trips counts the round trips of write transactions (tests).
+	trips     atomic.Int64
+	commits   atomic.Int64
+	writes    atomic.Int64
+	heldNanos atomic.Int64
+	waitNanos atomic.Int64
+}
+
+// LockStats reports, for PostgreSQL, how many commits took the write lock,
+// how many writes they committed, and how long they held it and waited
+// for it in total. Held runs from
+// the return of the round trip that took the lock to the return of the
+// COMMIT (the lock is released by the commit); waited is that first
+// round trip, the lock's wait included. Both are zero on SQLite.
+func (db *DB) LockStats() (commits, writes int64, held, waited time.Duration) {
+	return db.locks.commits.Load(), db.locks.writes.Load(), time.Duration(db.locks.heldNanos.Load()), time.Duration(db.locks.waitNanos.Load())
+}
+
+// runPipelined is committer.run on PostgreSQL.
+func (c *committer) runPipelined(batch []*writeReq) {
+	errs := make([]error, len(batch))
+	defer func() {
+		for i, r := range batch {
+			r.done <- errs[i]
+		}
+	}()
+	db := c.db
+	ctx := context.Background()
+	failAll := func(err error) {
+		err = db.health.failed(err)
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+	}
+	conn, err := db.writer.Conn(ctx)
+	if err != nil {
+		failAll(fmt.Errorf("begin write: %w", Classify(err)))
+		return
+	}
+	defer conn.Close()
+	p := &pipeline{ctx: ctx, trace: tracing.Enabled()}
+	started := time.Now()
+	defer func() { emitSpans(batch, started, p.spans) }()
+	defer func() { db.locks.trips.Add(int64(p.flushes)) }()
+	if err := conn.Raw(func(dc any) error {
+		sc, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("writer connection is %T, not pgx's", dc)
+		}
+		p.conn = sc.Conn()
+		return nil
+	}); err != nil {
+		failAll(fmt.Errorf("begin write: %w", err))
+		return
+	}
+	// The pgx connection is used after Raw returns: conn stays checked
+	// out until this batch ends, and this goroutine is its only user.
+	p.queueInfra(`BEGIN`)
+	p.queueInfra(`SELECT pg_advisory_xact_lock($1)`, writeLockKey)
+	p.lockQueued = true
+
+	alone := len(batch) == 1
+	succeeded, last := 0, -1
+	for i, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			errs[i] = err // gave up while queued; nothing of it ran
+			continue
+		}
+		last = i
+	}
+	for i, r := range batch {
+		if errs[i] != nil {
+			continue
+		}
+		p.owner = i
+		if !alone {
+			p.queueInfra(`SAVEPOINT w`)
+		}
+		start := p.flushes
+		tx := &Tx{tx: conn, eng: db.eng, now: db.Now(), ctx: context.WithoutCancel(r.ctx), pipe: p}
+		werr := runWrite(r.fn, tx)
+		if werr == nil && p.err == nil && !alone {
+			p.queueInfra(`RELEASE w`)
+			// The last write's statements go with the commit; an earlier
+			// one's now, so that a failure of them is still its own.
+			if i != last && p.pendingOf(i) {
+				_ = p.flush()
+			}
+		}
+		if p.err != nil {
+			if p.errOwner != i {
+				// The batch's own statement failed (BEGIN, the lock, a
+				// savepoint): nothing of the batch can commit.
+				c.abortPipelined(p, errs, fmt.Errorf("write transaction: %w", Classify(p.err)))
+				return
+			}
+			werr = Classify(p.err) // the write's own statement: its failure
+		}
+		if werr != nil {
+			errs[i] = werr
+			if alone {
+				if p.flushes > 0 {
+					p.rollback()
+				}
+				db.health.sawError(werr)
+				return
+			}
+			if err := p.rollbackTo(start); err != nil {
+				c.abortPipelined(p, errs, fmt.Errorf("roll back to savepoint: %w", Classify(err)))
+				return
+			}
+			continue
+		}
+		succeeded++
+	}
+	p.owner = infra
+	for {
+		if succeeded == 0 {
+			if p.flushes > 0 {
+				p.rollback()
+			}
+			return
+		}
+		p.queueInfra(`SELECT pg_notify($1, $2)`, notifyChannel, db.eng.(*postgresEngine).id)
+		p.queueInfra(`COMMIT`)
+		p.committing = true
+		err = p.flush()
+		p.committing = false
+		if err != nil && p.errOwner == last && last >= 0 {
+			// A statement of the last write, sent with the commit, failed;
+			// the COMMIT never ran. That write fails alone: undo it and
+			// commit the others.
+			errs[last] = Classify(err)
+			db.health.sawError(errs[last])
+			succeeded--
+			if alone {
+				p.rollback()
+				return
+			}
+			if err := p.rollbackTo(-1); err != nil {
+				c.abortPipelined(p, errs, fmt.Errorf("roll back to savepoint: %w", Classify(err)))
+				return
+			}
+			continue
+		}
+		break
+	}
+	committed := time.Now()
+	// Moved whether or not the commit succeeded (see run).
+	db.generation.Add(1)
+	if !p.lockedAt.IsZero() {
+		db.locks.commits.Add(1)
+		db.locks.heldNanos.Add(int64(committed.Sub(p.lockedAt)))
+		db.locks.waitNanos.Add(int64(p.lockWaited))
+	}
+	if err != nil {
+		p.rollback()
+		failAll(fmt.Errorf("commit: %w", Classify(err)))
+		return
+	}
+	db.locks.writes.Add(int64(succeeded))
+	db.health.ok()
+	db.committed()
+}
+
+// abortPipelined rolls back a batch that cannot go on and fails every
+// write of it that had not failed already with cause.
+func (c *committer) abortPipelined(p *pipeline, errs []error, cause error) {
+	p.rollback()
+	cause = c.db.health.failed(cause)
+	for i := range errs {
+		if errs[i] == nil {
+			errs[i] = cause
+		}
+	}
+}
