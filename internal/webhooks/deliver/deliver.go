@@ -42,6 +42,11 @@ const (
 	pollInterval = time.Second
 	// pageSize is how many events a worker reads at a time.
 	pageSize = 100
+	// MaxUnrecorded is the most deliveries a replica killed mid-run can
+	// have made without recording them: a run of successes is recorded
+	// together, at most a page of them. Another replica delivers those
+	// again, with the same webhook-id.
+	MaxUnrecorded = pageSize
 )
 
 // Options configure a Deliverer.
