@@ -36,6 +36,7 @@ var uiTypes = map[string]string{
 	".css":  "text/css; charset=utf-8",
 	".svg":  "image/svg+xml",
 	".json": "application/json",
+	".txt":  "text/plain; charset=utf-8", // vendored libraries' licenses and versions
 	".png":  "image/png",
 }
 

@@ -102,6 +102,7 @@ func TestUIServesTheConsole(t *testing.T) {
 		".js":  "text/javascript; charset=utf-8",
 		".css": "text/css; charset=utf-8",
 		".svg": "image/svg+xml",
+		".txt": "text/plain; charset=utf-8", // the vendored libraries' licenses and versions
 	}
 	served := 0
 	err := fs.WalkDir(web.Files, "assets", func(p string, d fs.DirEntry, err error) error {
