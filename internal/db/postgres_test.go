@@ -137,7 +137,7 @@ func TestPostgresSchemaMatchesSQLite(t *testing.T) {
 func isPrimaryKey(col string) bool {
 	switch col {
 	case "sessions.pk", "events.seq", "step_reports.id", "session_reviews.id", "event_retention.id", "tokens.name",
-		"session_plans.session_id", "session_todos.session_id":
+		"session_plans.session_id", "session_todos.session_id", "webhook_deliveries.id":
 		return true
 	}
 	return false

@@ -307,6 +307,18 @@ func (d *Deliverer) step(ctx context.Context, id string) (time.Duration, error) 
 	if err != nil {
 		return 0, err
 	}
+	if len(page.Events) > 0 {
+		// The subscription is read again after its events: an event
+		// committed after a rotation of the secret (or a change of URL
+		// or format) must go out with the new one, and the first read
+		// may have come before that change and the event after it.
+		if s, err = d.store.Load(ctx, id); err != nil {
+			return 0, err
+		}
+		if s.LeaseOwner != d.opt.Owner {
+			return 0, webhooks.ErrLostLease
+		}
+	}
 	// A run of successes is recorded together (Store.Delivered): at most
 	// a page, or a third of the lease, whichever comes first.
 	var (
