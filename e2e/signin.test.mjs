@@ -100,6 +100,7 @@ test('a reviewer signs in through the provider from a deep link, approves, and i
   assert.match(await page.locator('#signed-in-as').textContent(), /reviewer$/);
 
   await page.locator('[data-action="approve"]:not([disabled])').click();
+  await page.locator('[data-action="confirm-approve"]').click(); // approval asks first
   await page.locator('[data-outcome="approved"]').waitFor();
 
   const history = await admin.must(200, 'GET', '/v1/sessions/oidc-review/reviews');
