@@ -238,18 +238,7 @@ func parseClaude(c *Call, m map[string]json.RawMessage) error {
 		"tool_name": &c.Tool, "agent_id": &c.AgentID, "agent_type": &c.AgentType, "transcript_path": &transcript}); err != nil {
 		return err
 	}
-	if c.Event != "PreToolUse" {
-		return inputErr("hook_event_name is %q: planserver hook answers Claude Code's PreToolUse only.", c.Event)
-	}
-	if err := require("tool_name", c.Tool); err != nil {
-		return err
-	}
-	in, err := object(m, "tool_input")
-	if err != nil {
-		return err
-	}
-	c.Input, c.CanRewrite = in, true
-	if err := classify(c, claudeTools, "command"); err != nil {
+	if err := toolCall(c, m, "Claude Code", "PreToolUse", claudeTools); err != nil {
 		return err
 	}
 	if c.Kind == Write && (c.Tool == "Write" || c.Tool == "Edit") && claudePlanFile(c.Path, transcript) {
@@ -288,8 +277,17 @@ func parseGemini(c *Call, m map[string]json.RawMessage) error {
 		"tool_name": &c.Tool}); err != nil {
 		return err
 	}
-	if c.Event != "BeforeTool" {
-		return inputErr("hook_event_name is %q: planserver hook answers Gemini CLI's BeforeTool only.", c.Event)
+	return toolCall(c, m, "Gemini CLI", "BeforeTool", geminiTools)
+}
+
+// toolCall reads the part Claude Code's PreToolUse and Gemini CLI's
+// BeforeTool inputs share, once their common members are in c: the event
+// must be the one planserver answers, tool_name is required, tool_input
+// is an object (which both hosts run as rewritten), and the tool is
+// classified by the host's table.
+func toolCall(c *Call, m map[string]json.RawMessage, host, event string, tools map[string]Kind) error {
+	if c.Event != event {
+		return inputErr("hook_event_name is %q: planserver hook answers %s's %s only.", c.Event, host, event)
 	}
 	if err := require("tool_name", c.Tool); err != nil {
 		return err
@@ -299,7 +297,7 @@ func parseGemini(c *Call, m map[string]json.RawMessage) error {
 		return err
 	}
 	c.Input, c.CanRewrite = in, true
-	return classify(c, geminiTools, "command")
+	return classify(c, tools, "command")
 }
 
 // The Cursor events planserver answers: each fires before the agent acts
