@@ -10,6 +10,11 @@ import (
 	"strings"
 )
 
+// AdapterHeader names the adapter that asks POST /v1/hooks/{host}:
+// planserver hook sends "command", the opencode plugin "plugin"; a host
+// calling the HTTP form directly sends none ("http").
+const AdapterHeader = "Planserver-Hook-Adapter"
+
 // Host is an agent host whose hooks planserver answers.
 type Host string
 

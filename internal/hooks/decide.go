@@ -5,14 +5,17 @@
 // answer in the host's own output format. It is pure: the transports (the
 // HTTP form POST /v1/hooks/{host}, the command planserver hook) load the
 // session and the facts, call Decide, and record what it says.
+//
+// It imports no other planserver package and nothing beyond the standard
+// library: the command form (cmd/planserver-hook) links it, and a host
+// starts that process before every tool call, so what this package pulls in
+// is start-up time on every call (TestHookBinaryStaysLean).
 package hooks
 
 import (
 	"encoding/json"
 	"fmt"
 	"strings"
-
-	"github.com/planserver/planserver/internal/sessions"
 )
 
 // Kind is what a tool call does, as far as plan mode is concerned.
@@ -138,22 +141,35 @@ type Sandbox struct {
 
 // Policy is how plan mode judges a host's tool calls.
 type Policy struct {
-	// Gate is the plan-mode tool policy of /mcp, which judges planserver's
-	// own MCP tools.
-	Gate sessions.Gate
-	// OwnServers are the names the hosts give planserver's own MCP
-	// server (mcp__<name>__tool).
-	OwnServers map[string]bool
-	// OwnTool says whether planserver's MCP tool name exists and is
-	// read-only.
-	OwnTool func(name string) (readOnly, known bool)
 	// Classify proves shell commands read-only; nil proves none.
 	Classify Classifier
 	Sandbox  Sandbox
 }
 
+// Mode is what the decision needs of the session a call acts for.
+type Mode struct {
+	// Session is the session's id.
+	Session string
+	// Plan says the session's effective mode is plan.
+	Plan bool
+	// Source is the ancestor the session inherits plan mode from; empty
+	// when the mode is its own.
+	Source string
+}
+
+// Verdict is a judgement made elsewhere that the decision adopts.
+type Verdict struct {
+	Allowed bool
+	Reason  string
+}
+
 // Facts are what the transport looked up for one call.
 type Facts struct {
+	// Own is the verdict of /mcp's plan-mode tool policy (the one that
+	// judges planserver's own MCP tools there) when the call is to one of
+	// planserver's own MCP tools (mcp__<its server name>__tool); nil
+	// otherwise.
+	Own *Verdict
 	// MCPReadOnly says the operator declared the call's MCP tool read-only
 	// (the gate registry's read_only_tools for a gate named like the
 	// server), the same declaration the MCP gate's policy honours.
@@ -168,9 +184,9 @@ type Facts struct {
 const MaxCommand = 64 << 10
 
 // Decide is the rule, the one place it is decided: what a host's tool
-// call c of session s (its effective mode resolved) gets.
-func Decide(c Call, s *sessions.Session, p Policy, f Facts) Decision {
-	if s.EffectiveMode != sessions.Plan {
+// call c of a session in mode s (its effective mode resolved) gets.
+func Decide(c Call, s Mode, p Policy, f Facts) Decision {
+	if !s.Plan {
 		return Decision{Outcome: None}
 	}
 	switch c.Kind {
@@ -186,7 +202,7 @@ func Decide(c Call, s *sessions.Session, p Policy, f Facts) Decision {
 	case Shell:
 		return decideShell(c, s, p)
 	case MCP:
-		return decideMCP(c, s, p, f)
+		return decideMCP(c, s, f)
 	case Write:
 		return Decision{Outcome: Deny, Reason: fmt.Sprintf("[planserver: plan mode] %s changes files%s and is not available. %s "+
 			"You may read, search and run read-only commands while you plan. %s",
@@ -197,7 +213,7 @@ func Decide(c Call, s *sessions.Session, p Policy, f Facts) Decision {
 		c.Tool, modeSentence(s), nextStep(c.Host))}
 }
 
-func decideShell(c Call, s *sessions.Session, p Policy) Decision {
+func decideShell(c Call, s Mode, p Policy) Decision {
 	why := "no classifier is configured"
 	switch {
 	case strings.TrimSpace(c.Command) == "":
@@ -244,15 +260,12 @@ func decideShell(c Call, s *sessions.Session, p Policy) Decision {
 		"without redirections to files. %s", why, sandboxWhy, modeSentence(s), nextStep(c.Host))}
 }
 
-func decideMCP(c Call, s *sessions.Session, p Policy, f Facts) Decision {
-	if p.OwnServers[c.MCPServer] && p.OwnTool != nil {
-		if ro, known := p.OwnTool(c.MCPTool); known {
-			res := p.Gate.Check(s, sessions.Tool{Name: c.MCPTool, ReadOnlyHint: &ro})
-			if res.Allowed {
-				return Decision{Outcome: Allow, Reason: res.Reason}
-			}
-			return Decision{Outcome: Deny, Reason: res.Reason}
+func decideMCP(c Call, s Mode, f Facts) Decision {
+	if f.Own != nil {
+		if f.Own.Allowed {
+			return Decision{Outcome: Allow, Reason: f.Own.Reason}
 		}
+		return Decision{Outcome: Deny, Reason: f.Own.Reason}
 	}
 	if f.Gated {
 		return Decision{Outcome: Allow, Reason: "the call goes through planserver's gate, which judges it by the session's mode"}
@@ -342,9 +355,9 @@ func nextStep(h Host) string {
 }
 
 // modeSentence says which session holds plan mode.
-func modeSentence(s *sessions.Session) string {
-	if s.ModeSource == nil || *s.ModeSource == s.ID {
-		return fmt.Sprintf("Session %q is in plan mode.", s.ID)
+func modeSentence(s Mode) string {
+	if s.Source == "" || s.Source == s.Session {
+		return fmt.Sprintf("Session %q is in plan mode.", s.Session)
 	}
-	return fmt.Sprintf("Session %q is in plan mode because session %q is.", s.ID, *s.ModeSource)
+	return fmt.Sprintf("Session %q is in plan mode because session %q is.", s.Session, s.Source)
 }

@@ -7,17 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planserver/planserver/internal/sessions"
 	"github.com/planserver/planserver/internal/shellclass"
 )
 
 func policy() Policy {
 	return Policy{
-		Gate:       sessions.NewGate(nil),
-		OwnServers: map[string]bool{"planserver": true},
-		OwnTool: func(name string) (bool, bool) {
-			return name == "read_plan", name == "read_plan" || name == "claim_step"
-		},
 		Classify: func(cmd string) (bool, string) {
 			v := shellclass.Classify(cmd, nil)
 			return v.ReadOnly, v.Reason
@@ -25,10 +19,7 @@ func policy() Policy {
 	}
 }
 
-func planSession() *sessions.Session {
-	src := "root"
-	return &sessions.Session{ID: "child", EffectiveMode: sessions.Plan, ModeSource: &src}
-}
+func planSession() Mode { return Mode{Session: "child", Plan: true, Source: "root"} }
 
 // TestDecideNeverAsks: over every fixture of every host, plan mode answers
 // allow, deny, rewrite or review, never anything a click could lift; build
@@ -52,7 +43,7 @@ func TestDecideNeverAsks(t *testing.T) {
 			t.Errorf("%s: %v", f, err)
 			continue
 		}
-		if d := Decide(c, &sessions.Session{ID: "b", EffectiveMode: sessions.Build}, policy(), Facts{}); d.Outcome != None {
+		if d := Decide(c, Mode{Session: "b"}, policy(), Facts{}); d.Outcome != None {
 			t.Errorf("%s in build mode: %v", f, d.Outcome)
 		}
 		d := Decide(c, planSession(), policy(), Facts{})

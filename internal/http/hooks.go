@@ -32,27 +32,29 @@ type HookConfig struct {
 	OwnServers []string
 }
 
-// AdapterHeader names the adapter that asks: planserver hook sends
-// "command", the opencode plugin "plugin"; a host calling the HTTP form
-// directly sends none ("http").
-const AdapterHeader = "Planserver-Hook-Adapter"
+// hookRules are the plan-mode rules of host hooks, built once.
+type hookRules struct {
+	policy hooks.Policy
+	// ownServers are the names hosts give planserver's own MCP server.
+	ownServers map[string]bool
+	// ownTools says which of planserver's MCP tools are read-only.
+	ownTools map[string]bool
+}
 
-// hookPolicy is the plan-mode policy of host hooks, built once.
-func (s *Server) hookPolicy() hooks.Policy {
-	own := map[string]bool{}
-	for _, n := range s.cfg.Hooks.OwnServers {
+func newHookRules(cfg HookConfig) hookRules {
+	r := hookRules{ownServers: map[string]bool{}, ownTools: map[string]bool{}}
+	for _, n := range cfg.OwnServers {
 		if n = strings.TrimSpace(n); n != "" {
-			own[n] = true
+			r.ownServers[n] = true
 		}
 	}
-	if len(own) == 0 {
-		own["planserver"] = true
+	if len(r.ownServers) == 0 {
+		r.ownServers["planserver"] = true
 	}
-	ops := map[string]bool{}
 	for _, op := range mcp.Operations {
-		ops[op.Name] = op.ReadOnly
+		r.ownTools[op.Name] = op.ReadOnly
 	}
-	classify := s.cfg.Hooks.Classify
+	classify := cfg.Classify
 	if classify == nil {
 		table := shellclass.DefaultTable()
 		classify = func(cmd string) (bool, string) {
@@ -60,16 +62,17 @@ func (s *Server) hookPolicy() hooks.Policy {
 			return v.ReadOnly, v.Reason
 		}
 	}
-	return hooks.Policy{
-		Gate:       s.gate,
-		OwnServers: own,
-		OwnTool: func(name string) (bool, bool) {
-			ro, ok := ops[name]
-			return ro, ok
-		},
-		Classify: classify,
-		Sandbox:  s.cfg.Hooks.Sandbox,
+	r.policy = hooks.Policy{Classify: classify, Sandbox: cfg.Sandbox}
+	return r
+}
+
+// hookMode is what hooks.Decide needs of a session.
+func hookMode(sess *sessions.Session) hooks.Mode {
+	m := hooks.Mode{Session: sess.ID, Plan: sess.EffectiveMode == sessions.Plan}
+	if sess.ModeSource != nil {
+		m.Source = *sess.ModeSource
 	}
+	return m
 }
 
 // hook is POST /v1/hooks/{host}: a host's hook input in, the host's hook
@@ -83,7 +86,7 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) error {
 		return apierr.New(apierr.NotFound, "%v", err)
 	}
 	adapter := "http"
-	switch v := r.Header.Get(AdapterHeader); v {
+	switch v := r.Header.Get(hooks.AdapterHeader); v {
 	case "command", "plugin":
 		adapter = v
 	}
@@ -126,12 +129,12 @@ func (s *Server) hookDecision(w http.ResponseWriter, r *http.Request, host hooks
 		// The decision does not depend on it: log, and answer.
 		s.log.WarnContext(ctx, "hook: enforcement not recorded", "session", sess.ID, "err", err)
 	}
-	policy := s.hookPolicy()
-	facts, err := s.hookFacts(ctx, call)
+	policy := s.hookRules.policy
+	facts, err := s.hookFacts(ctx, call, sess)
 	if err != nil {
 		return refuse(call, err)
 	}
-	d := hooks.Decide(call, sess, policy, facts)
+	d := hooks.Decide(call, hookMode(sess), policy, facts)
 	switch d.Outcome {
 	case hooks.Review:
 		if d, err = s.hookReview(ctx, r, call, sess); err != nil {
@@ -152,7 +155,7 @@ func (s *Server) hookDecision(w http.ResponseWriter, r *http.Request, host hooks
 		// the read is honoured, and the event matches the answer.
 		var again hooks.Decision
 		_, _, err := s.sessions.DenyToolCall(ctx, sess.ID, func(cur *sessions.Session) *sessions.HookDenial {
-			again = hooks.Decide(call, cur, policy, facts)
+			again = hooks.Decide(call, hookMode(cur), policy, facts)
 			if again.Outcome != hooks.Deny {
 				return nil
 			}
@@ -195,12 +198,19 @@ func (s *Server) hookSession(ctx context.Context, q url.Values, call hooks.Call)
 	return nil, apierr.Invalid("session", "name the session with ?session=ID (or ?parent=ID to bind the host's conversation to a child of ID)")
 }
 
-// hookFacts looks up what Decide needs beyond the session: for an MCP call
+// hookFacts looks up what Decide needs beyond the session's mode: for a
+// call to one of planserver's own MCP tools, /mcp's verdict on it (the
+// same policy, so a tool is judged alike on both paths); for an MCP call
 // to another server, whether the operator declared the tool read-only in
 // the gate registry (a gate named like the server).
-func (s *Server) hookFacts(ctx context.Context, call hooks.Call) (hooks.Facts, error) {
+func (s *Server) hookFacts(ctx context.Context, call hooks.Call, sess *sessions.Session) (hooks.Facts, error) {
 	var f hooks.Facts
 	if call.Kind != hooks.MCP || call.MCPServer == "" {
+		return f, nil
+	}
+	if ro, known := s.hookRules.ownTools[call.MCPTool]; known && s.hookRules.ownServers[call.MCPServer] {
+		res := s.gate.Check(sess, sessions.Tool{Name: call.MCPTool, ReadOnlyHint: &ro})
+		f.Own = &hooks.Verdict{Allowed: res.Allowed, Reason: res.Reason}
 		return f, nil
 	}
 	name, behind := strings.CutPrefix(call.MCPServer, "gate:")

@@ -112,7 +112,9 @@ type Server struct {
 
 	sessions *sessions.Store
 	gate     sessions.Gate
-	tokens   *auth.Store
+	// hookRules judge host hooks' calls (hooks.go).
+	hookRules hookRules
+	tokens    *auth.Store
 	// signIns keeps the sign-ins of OIDC (nil oidc: none are made).
 	signIns *auth.SignIns
 	oidc    *OIDC
@@ -188,6 +190,7 @@ func New(cfg Config) *Server {
 		broker:   events.NewBroker(),
 		shutdown: make(chan struct{}),
 	}
+	s.hookRules = newHookRules(cfg.Hooks)
 	s.oidc = cfg.OIDC
 	timeouts := auth.Timeouts{}
 	if s.oidc != nil {
