@@ -18,9 +18,11 @@ ADDR ?=
 run: build
 	exec $(BIN) serve $(if $(ADDR),--addr $(ADDR))
 
-## build: a static binary in bin/
+## build: static binaries in bin/: planserver, and beside it planserver-hook,
+## the lean command form of host hooks (planserver hook install writes it)
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/planserver
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(dir $(BIN))planserver-hook ./cmd/planserver-hook
 
 ## docs: regenerate docs/cli.md, the CLI reference, from the commands' --help
 ## (TestCLIReferenceIsCurrent fails while it is stale)

@@ -28,8 +28,8 @@ var hookInputs = map[string]string{
 // one call at a time as a host makes them: the HTTP form (POST
 // /v1/hooks/claude-code, what a host calling HTTP hooks waits for) against
 // GET /healthz on the same connection (the loopback round trip), and the
-// command form (planserver hook claude-code, a process per call) against
-// starting /bin/true. Targets: p99 under 2 ms (HTTP) and 15 ms (command).
+// command form (planserver-hook claude-code and planserver hook
+// claude-code, a process per call) against starting /bin/true. Targets: p99 under 2 ms (HTTP) and 15 ms (command).
 func (b *bench) hookLatency(ctx context.Context) error {
 	srv, err := startServer(b.o, filepath.Join(b.dir, "hooks.db"), "normal")
 	if err != nil {
@@ -53,26 +53,40 @@ func (b *bench) hookLatency(ctx context.Context) error {
 		}
 		b.latencyNote("hook, HTTP form, "+name, h, base, "GET /healthz", 2*time.Millisecond)
 
-		command := func() error {
-			cmd := exec.CommandContext(ctx, b.o.bin, "hook", "claude-code", "--session", "bench")
-			cmd.Env = append(os.Environ(), "PLANSERVER_URL="+srv.base, "PLANSERVER_TOKEN=")
-			cmd.Stdin = strings.NewReader(in)
-			var out bytes.Buffer
-			cmd.Stdout = &out
-			if err := cmd.Run(); err != nil {
-				return err
-			}
-			if bytes.Contains(out.Bytes(), []byte("could not be asked")) {
-				return fmt.Errorf("the hook did not reach planserver: %s", out.String())
-			}
-			return nil
+		// The command form twice: the lean planserver-hook that make build
+		// puts beside planserver (what planserver hook install writes), and
+		// planserver hook itself.
+		forms := [][]string{{b.o.bin, "hook"}}
+		if lean := filepath.Join(filepath.Dir(b.o.bin), "planserver-hook"); fileExists(lean) {
+			forms = append([][]string{{lean}}, forms...)
 		}
-		trueCmd := func() error { return exec.CommandContext(ctx, "/bin/true").Run() }
-		cm, base, err := interleave(ctx, cmdN, command, trueCmd)
-		if err != nil {
-			return fmt.Errorf("hook command form: %w", err)
+		for _, form := range forms {
+			command := func() error {
+				argv := append(append([]string(nil), form...), "claude-code", "--session", "bench")
+				cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+				cmd.Env = append(os.Environ(), "PLANSERVER_URL="+srv.base, "PLANSERVER_TOKEN=")
+				cmd.Stdin = strings.NewReader(in)
+				var out bytes.Buffer
+				cmd.Stdout = &out
+				if err := cmd.Run(); err != nil {
+					return err
+				}
+				if bytes.Contains(out.Bytes(), []byte("could not be asked")) {
+					return fmt.Errorf("the hook did not reach planserver: %s", out.String())
+				}
+				return nil
+			}
+			trueCmd := func() error { return exec.CommandContext(ctx, "/bin/true").Run() }
+			cm, base, err := interleave(ctx, cmdN, command, trueCmd)
+			if err != nil {
+				return fmt.Errorf("hook command form: %w", err)
+			}
+			label := filepath.Base(form[0])
+			if len(form) > 1 {
+				label += " " + form[1]
+			}
+			b.latencyNote("hook, command form ("+label+"), "+name, cm, base, "exec /bin/true", 15*time.Millisecond)
 		}
-		b.latencyNote("hook, command form, "+name, cm, base, "exec /bin/true", 15*time.Millisecond)
 	}
 	return nil
 }
@@ -111,4 +125,9 @@ func (b *bench) latencyNote(name string, d, base []time.Duration, baseName strin
 	ms := func(t time.Duration) string { return fmt.Sprintf("%.2f ms", float64(t)/float64(time.Millisecond)) }
 	b.notes = append(b.notes, fmt.Sprintf("%s: p50 %s, p99 %s over %d calls (target p99 < %s: %s); baseline %s p50 %s, p99 %s",
 		name, ms(percentile(d, 0.5)), ms(p99), len(d), ms(target), verdict, baseName, ms(percentile(base, 0.5)), ms(percentile(base, 0.99))))
+}
+
+func fileExists(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
 }

@@ -22,10 +22,8 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/client"
+	"github.com/planserver/planserver/internal/cliflag"
 )
-
-// cliDefaultServer is where the API commands look for a server.
-const cliDefaultServer = "http://127.0.0.1:8080"
 
 // cliEnv are the environment variables of the connection flags, the only
 // API command flags that have one.
@@ -133,7 +131,7 @@ func apiCommand(ctx context.Context, args []string, getenv func(string) string, 
 	fs.Usage = func() {}
 	runCmd := cmd.flags(fs)
 	var token string
-	fs.StringVar(&x.server, "server", cliDefaultServer, "the planserver's base `url`")
+	fs.StringVar(&x.server, "server", cliflag.DefaultServer, "the planserver's base `url`")
 	fs.StringVar(&token, "token", "", "bearer `token` (a server with --auth token needs one)")
 	fs.BoolVar(&x.json, "json", false, "print JSON for scripts instead of text for people")
 
@@ -143,7 +141,7 @@ func apiCommand(ctx context.Context, args []string, getenv func(string) string, 
 		cliHelp(stdout, cmd, fs)
 		return errHelp
 	case err != nil:
-		return usageError(stderr, fs.Name(), flagErrorText(err))
+		return usageError(stderr, fs.Name(), cliflag.ErrorText(err))
 	case len(pos) < cmd.minArgs:
 		return usageError(stderr, fs.Name(), "missing arguments: usage is planserver "+cmd.name+" "+cmd.args)
 	case cmd.maxArgs >= 0 && len(pos) > cmd.maxArgs:

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/planserver/planserver/internal/auth"
+	"github.com/planserver/planserver/internal/cliflag"
 	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/events"
 	planhttp "github.com/planserver/planserver/internal/http"
@@ -205,7 +206,7 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string, std
 			printHelp(stdout, fs)
 			return errHelp
 		}
-		return usageError(stderr, fs.Name(), flagErrorText(err))
+		return usageError(stderr, fs.Name(), cliflag.ErrorText(err))
 	}
 	if fs.NArg() > 0 {
 		return usageError(stderr, fs.Name(), fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
@@ -256,21 +257,6 @@ func (d *durationValue) Set(s string) error {
 	}
 	*d = durationValue(v)
 	return nil
-}
-
-// flagErrorText rewrites the flag package's errors, which name flags in
-// -single-dash form, in the --double-dash form the help uses.
-func flagErrorText(err error) string {
-	msg := err.Error()
-	for _, prefix := range []string{"flag provided but not defined: -", "bad flag syntax: "} {
-		if name, ok := strings.CutPrefix(msg, prefix); ok {
-			return "unknown flag --" + strings.TrimLeft(name, "-")
-		}
-	}
-	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
-		return "flag --" + name + " needs a value"
-	}
-	return strings.Replace(msg, " for flag -", " for flag --", 1)
 }
 
 // printHelp writes a command's help: its synopsis, then each of its flags

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/planserver/planserver/api"
+	"github.com/planserver/planserver/internal/cliflag"
 	"github.com/planserver/planserver/internal/mcp"
 )
 
@@ -94,7 +95,7 @@ func gateProxy(ctx context.Context, args []string, getenv func(string) string, s
 			printHelp(stdout, fs)
 			return errHelp
 		}
-		return usageError(stderr, "planserver gate", flagErrorText(err))
+		return usageError(stderr, "planserver gate", cliflag.ErrorText(err))
 	}
 	if fs.NArg() > 0 {
 		return usageError(stderr, "planserver gate", fmt.Sprintf("unexpected argument %q before --", fs.Arg(0)))

@@ -12,7 +12,9 @@ import (
 	"strings"
 
 	"github.com/planserver/planserver/integrations/opencode"
+	"github.com/planserver/planserver/internal/cliflag"
 	"github.com/planserver/planserver/internal/diff"
+	"github.com/planserver/planserver/internal/hookcmd"
 	"github.com/planserver/planserver/internal/hooks"
 )
 
@@ -38,11 +40,11 @@ func hookInstall(verb string, args []string, getenv func(string) string, stdout,
 	fs.BoolVar(&dryRun, "dry-run", false, "print the change as a diff and write nothing")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, hookUsage)
+			fmt.Fprint(stdout, hookcmd.Usage)
 			printHelp(stdout, fs)
 			return errHelp
 		}
-		return usageError(stderr, name, flagErrorText(err))
+		return usageError(stderr, name, cliflag.ErrorText(err))
 	}
 	if fs.NArg() > 0 {
 		return usageError(stderr, name, fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
@@ -67,7 +69,7 @@ func hookInstall(verb string, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("find planserver's own path for the hook command: %w", err)
 	}
-	spec := installSpec{host: host, scope: scope, base: base, exe: self, session: session, parent: parent}
+	spec := installSpec{host: host, scope: scope, base: base, exe: self, hookExe: leanHookBeside(self), session: session, parent: parent}
 	path, before, after, err := spec.change(verb == "install")
 	if err != nil {
 		return err
@@ -104,13 +106,35 @@ func hookInstall(verb string, args []string, getenv func(string) string, stdout,
 type installSpec struct {
 	host             hooks.Host
 	scope, base, exe string
-	session, parent  string
+	// hookExe is the lean planserver-hook beside exe, "" when there is none.
+	hookExe         string
+	session, parent string
 }
 
-// command is the hook's command line for the host's settings. It carries
-// no token: the hook reads PLANSERVER_TOKEN or --token-file.
+// leanHookName is the lean hook binary's name (cmd/planserver-hook).
+const leanHookName = "planserver-hook"
+
+// leanHookBeside returns the lean hook binary in planserver's own
+// directory, as make build and the release put it, or "" when there is no
+// executable one there.
+func leanHookBeside(self string) string {
+	path := filepath.Join(filepath.Dir(self), leanHookName)
+	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		return ""
+	}
+	return path
+}
+
+// command is the hook's command line for the host's settings: the lean
+// planserver-hook where it sits beside planserver (a host starts the hook
+// before every tool call, and it starts in a fraction of planserver's
+// time), else planserver hook. It carries no token: the hook reads
+// PLANSERVER_TOKEN or --token-file.
 func (s installSpec) command() string {
 	parts := []string{shellQuote(s.exe), "hook", string(s.host)}
+	if s.hookExe != "" {
+		parts = []string{shellQuote(s.hookExe), string(s.host)}
+	}
 	if s.session != "" {
 		parts = append(parts, "--session", shellQuote(s.session))
 	}
@@ -131,11 +155,18 @@ func shellQuote(s string) string {
 }
 
 // ours reports whether a hook command is one planserver hook install
-// wrote for host: planserver's binary running "hook HOST".
+// wrote for host: planserver's binary running "hook HOST", or the lean
+// planserver-hook running "HOST".
 func ours(command string, host hooks.Host) bool {
 	f := strings.Fields(command)
-	return len(f) >= 3 && strings.Contains(filepath.Base(strings.Trim(f[0], `'"`)), "planserver") &&
-		f[1] == "hook" && f[2] == string(host)
+	if len(f) < 2 {
+		return false
+	}
+	name := filepath.Base(strings.Trim(f[0], `'"`))
+	if name == leanHookName {
+		return f[1] == string(host)
+	}
+	return len(f) >= 3 && strings.Contains(name, "planserver") && f[1] == "hook" && f[2] == string(host)
 }
 
 // change returns the settings file and its text before and after.

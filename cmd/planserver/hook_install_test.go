@@ -71,7 +71,7 @@ func TestHookInstallKeepsUserHooks(t *testing.T) {
 
 	// --dry-run shows the change and writes nothing.
 	out := hookInstallRun(t, dir, home, "install", "claude-code", "--session", "s1", "--dry-run")
-	if !strings.Contains(out, "+") || !strings.Contains(out, "hook claude-code --session s1") || readText(t, claude) != userClaude {
+	if !strings.Contains(out, "+") || !strings.Contains(out, "/planserver-hook claude-code --session s1") || readText(t, claude) != userClaude {
 		t.Fatalf("dry run: %s", out)
 	}
 	hookInstallRun(t, dir, home, "install", "claude-code", "--session", "s1")
@@ -100,14 +100,14 @@ func TestHookInstallKeepsUserHooks(t *testing.T) {
 	pre := c.Hooks.PreToolUse
 	if c.Model != "opus" || len(c.Hooks.PostToolUse) != 1 || c.Permissions == nil || len(pre) != 2 ||
 		pre[0].Hooks[0].Command != "/usr/local/bin/lint-bash" || pre[1].Matcher != "*" ||
-		!strings.HasSuffix(pre[1].Hooks[0].Command, " hook claude-code --session s2") || pre[1].Hooks[0].Timeout < 6 {
+		pre[1].Hooks[0].Command != hookBinary+" claude-code --session s2" || pre[1].Hooks[0].Timeout < 6 {
 		t.Errorf("claude settings after install: %s", readText(t, claude))
 	}
 	if text := readText(t, claude); strings.Index(text, `"model"`) > strings.Index(text, `"hooks"`) ||
 		strings.Index(text, `"hooks"`) > strings.Index(text, `"permissions"`) {
 		t.Errorf("member order changed: %s", text)
 	}
-	if g := readText(t, gemini); !strings.Contains(g, "./audit.sh") || !strings.Contains(g, "hook gemini-cli --parent p") || !strings.Contains(g, `"theme": "dark"`) {
+	if g := readText(t, gemini); !strings.Contains(g, "./audit.sh") || !strings.Contains(g, "planserver-hook gemini-cli --parent p") || !strings.Contains(g, `"theme": "dark"`) {
 		t.Errorf("gemini settings: %s", g)
 	}
 	cur := readText(t, cursor)
@@ -116,7 +116,7 @@ func TestHookInstallKeepsUserHooks(t *testing.T) {
 			t.Errorf("cursor hooks lack %s: %s", ev, cur)
 		}
 	}
-	if strings.Count(cur, "hook cursor") != 4 || !strings.Contains(cur, "./block-rm.sh") || !strings.Contains(cur, "./fmt.sh") {
+	if strings.Count(cur, "planserver-hook cursor") != 4 || !strings.Contains(cur, "./block-rm.sh") || !strings.Contains(cur, "./fmt.sh") {
 		t.Errorf("cursor hooks: %s", cur)
 	}
 	plugin := readText(t, filepath.Join(dir, ".opencode", "plugin", "planserver.js"))
@@ -145,7 +145,7 @@ func TestHookInstallKeepsUserHooks(t *testing.T) {
 	// Into no settings at all, and out again: the file goes.
 	fresh := t.TempDir()
 	hookInstallRun(t, fresh, home, "install", "claude-code")
-	if !strings.Contains(readText(t, filepath.Join(fresh, ".claude", "settings.json")), "hook claude-code") {
+	if !strings.Contains(readText(t, filepath.Join(fresh, ".claude", "settings.json")), "planserver-hook claude-code") {
 		t.Error("no settings written")
 	}
 	hookInstallRun(t, fresh, home, "uninstall", "claude-code")
@@ -159,5 +159,46 @@ func TestHookInstallKeepsUserHooks(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "not a JSON object") ||
 		readText(t, filepath.Join(fresh, ".claude", "settings.json")) != "{oops" {
 		t.Errorf("broken settings: %v %s", err, out)
+	}
+}
+
+// TestHookInstallWithoutLeanBinary: a planserver with no planserver-hook
+// beside it writes planserver hook HOST; installing again from one that
+// has it replaces that entry with the lean form, and uninstall finds
+// either.
+func TestHookInstallWithoutLeanBinary(t *testing.T) {
+	alone := filepath.Join(t.TempDir(), "planserver")
+	if err := os.Link(binary, alone); err != nil {
+		raw, err := os.ReadFile(binary)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(alone, raw, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir, home := t.TempDir(), t.TempDir()
+	settings := filepath.Join(dir, ".claude", "settings.json")
+	install := func(bin string, args ...string) {
+		t.Helper()
+		cmd := exec.Command(bin, append([]string{"hook"}, args...)...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "HOME="+home)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s hook %v: %v\n%s", bin, args, err, out)
+		}
+	}
+	install(alone, "install", "claude-code", "--session", "s1")
+	if text := readText(t, settings); !strings.Contains(text, alone+" hook claude-code --session s1") {
+		t.Fatalf("without planserver-hook beside it: %s", text)
+	}
+	install(binary, "install", "claude-code", "--session", "s1")
+	text := readText(t, settings)
+	if strings.Contains(text, alone) || strings.Count(text, hookBinary+" claude-code --session s1") != 1 {
+		t.Fatalf("the lean form did not replace the old entry: %s", text)
+	}
+	install(alone, "uninstall", "claude-code")
+	if _, err := os.Stat(settings); !os.IsNotExist(err) {
+		t.Errorf("uninstall left the lean entry: %v", err)
 	}
 }

@@ -26,22 +26,41 @@ func hookFixture(t *testing.T, host, name string) string {
 	return string(raw)
 }
 
-// runHookCmd runs planserver hook with stdin and returns its decoded answer;
-// it must exit 0 with one JSON object on stdout, whatever happened.
+// hookForm is one way to run the command form: the lean planserver-hook
+// (what planserver hook install writes) or planserver hook.
+type hookForm struct {
+	name string
+	argv func(args ...string) []string
+}
+
+var hookForms = []hookForm{
+	{"planserver-hook", func(args ...string) []string { return append([]string{hookBinary}, args...) }},
+	{"planserver hook", func(args ...string) []string { return append([]string{binary, "hook"}, args...) }},
+}
+
+// runHookCmd runs planserver-hook with stdin and returns its decoded
+// answer; it must exit 0 with one JSON object on stdout, whatever happened.
 func runHookCmd(t *testing.T, serverURL, stdin string, env []string, args ...string) (map[string]any, cliResult) {
 	t.Helper()
-	cmd := exec.Command(binary, append([]string{"hook"}, args...)...)
+	return runHookForm(t, hookForms[0], serverURL, stdin, env, args...)
+}
+
+// runHookForm is runHookCmd with the form f.
+func runHookForm(t *testing.T, f hookForm, serverURL, stdin string, env []string, args ...string) (map[string]any, cliResult) {
+	t.Helper()
+	argv := f.argv(args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "PLANSERVER_URL="+serverURL, "PLANSERVER_TOKEN=", "PLANSERVER_SESSION=", "PLANSERVER_PARENT=")
 	cmd.Env = append(cmd.Env, env...)
 	var out, errOut strings.Builder
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), &out, &errOut
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("planserver hook %v: %v\n%s%s", args, err, out.String(), errOut.String())
+		t.Fatalf("%s %v: %v\n%s%s", f.name, args, err, out.String(), errOut.String())
 	}
 	r := cliResult{stdout: out.String(), stderr: errOut.String()}
 	var m map[string]any
 	if strings.Count(strings.TrimSpace(r.stdout), "\n") != 0 || json.Unmarshal([]byte(r.stdout), &m) != nil {
-		t.Fatalf("planserver hook %v printed no single JSON object: %q (stderr %q)", args, r.stdout, r.stderr)
+		t.Fatalf("%s %v printed no single JSON object: %q (stderr %q)", f.name, args, r.stdout, r.stderr)
 	}
 	return m, r
 }
@@ -57,7 +76,15 @@ func claudeDecision(m map[string]any) (string, string) {
 	return d, r
 }
 
+// TestHookCommandDecides: both forms of the command, against a real
+// server, answer each host as the host reads it, and record each denial.
 func TestHookCommandDecides(t *testing.T) {
+	for _, f := range hookForms {
+		t.Run(f.name, func(t *testing.T) { testHookCommandDecides(t, f) })
+	}
+}
+
+func testHookCommandDecides(t *testing.T, f hookForm) {
 	p := start(t, filepath.Join(t.TempDir(), "p.db"))
 	url := "http://" + p.addr
 	mustCall(t, p, "POST", "/v1/sessions", `{"id":"planning","mode":"plan"}`, 201)
@@ -80,24 +107,24 @@ func TestHookCommandDecides(t *testing.T) {
 		{"claude-code", "subagent_bash_redirect", shellWrite},
 		{"claude-code", "subagent_write", "deny"},
 	} {
-		m, _ := runHookCmd(t, url, hookFixture(t, c.host, c.fixture), plan, c.host)
+		m, _ := runHookForm(t, f, url, hookFixture(t, c.host, c.fixture), plan, c.host)
 		if d, reason := claudeDecision(m); d != c.want {
 			t.Errorf("%s in plan mode: %q %q, want %q", c.fixture, d, reason, c.want)
 		}
-		m, _ = runHookCmd(t, url, hookFixture(t, c.host, c.fixture), nil, c.host, "--session", "building")
+		m, _ = runHookForm(t, f, url, hookFixture(t, c.host, c.fixture), nil, c.host, "--session", "building")
 		if len(m) != 0 {
 			t.Errorf("%s in build mode: %v, want {}", c.fixture, m)
 		}
 	}
-	m, _ := runHookCmd(t, url, hookFixture(t, "gemini-cli", "write_file"), plan, "gemini-cli")
+	m, _ := runHookForm(t, f, url, hookFixture(t, "gemini-cli", "write_file"), plan, "gemini-cli")
 	if m["decision"] != "deny" || !strings.Contains(m["reason"].(string), "write_file changes files") {
 		t.Errorf("gemini write_file: %v", m)
 	}
-	m, _ = runHookCmd(t, url, hookFixture(t, "cursor", "before_shell_npm_install"), plan, "cursor")
+	m, _ = runHookForm(t, f, url, hookFixture(t, "cursor", "before_shell_npm_install"), plan, "cursor")
 	if m["permission"] != "deny" || m["agent_message"] == "" {
 		t.Errorf("cursor npm install: %v", m)
 	}
-	m, _ = runHookCmd(t, url, hookFixture(t, "opencode", "write"), plan, "opencode")
+	m, _ = runHookForm(t, f, url, hookFixture(t, "opencode", "write"), plan, "opencode")
 	if m["decision"] != "deny" {
 		t.Errorf("opencode write: %v", m)
 	}
@@ -152,6 +179,12 @@ func TestHookCommandExitPlanMode(t *testing.T) {
 // misconfigured, reads are allowed and everything else is denied, as JSON
 // with exit status 0, within the bounded time.
 func TestHookCommandFailsClosed(t *testing.T) {
+	for _, f := range hookForms {
+		t.Run(f.name, func(t *testing.T) { testHookCommandFailsClosed(t, f) })
+	}
+}
+
+func testHookCommandFailsClosed(t *testing.T, f hookForm) {
 	down := "http://" + freeAddr(t)
 	hang, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -174,7 +207,7 @@ func TestHookCommandFailsClosed(t *testing.T) {
 			{"read", "allow"}, {"bash_ls", "allow"}, {"write", "deny"}, {"bash_redirect", "deny"}, {"edit", "deny"},
 		} {
 			begin := time.Now()
-			m, r := runHookCmd(t, server, hookFixture(t, "claude-code", c.fixture), session, "claude-code", "--timeout", "300ms")
+			m, r := runHookForm(t, f, server, hookFixture(t, "claude-code", c.fixture), session, "claude-code", "--timeout", "300ms")
 			if took := time.Since(begin); took > 5*time.Second {
 				t.Errorf("%s against %s took %s: not bounded", c.fixture, server, took)
 			}
@@ -198,7 +231,7 @@ func TestHookCommandFailsClosed(t *testing.T) {
 		{"cursor", `{"hook_event_name":"beforeNothing"}`},
 		{"claude-code", `{"hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{"content":"` + strings.Repeat("y", 9<<20) + `"}}`},
 	} {
-		m, _ := runHookCmd(t, down, c.in, session, c.host)
+		m, _ := runHookForm(t, f, down, c.in, session, c.host)
 		denied := m["decision"] == "deny" || m["permission"] == "deny"
 		if d, _ := claudeDecision(m); d == "deny" {
 			denied = true
@@ -207,18 +240,18 @@ func TestHookCommandFailsClosed(t *testing.T) {
 			t.Errorf("%s %.60q: %v", c.host, c.in, m)
 		}
 	}
-	m, _ := runHookCmd(t, down, "{}", session, "vscode")
+	m, _ := runHookForm(t, f, down, "{}", session, "vscode")
 	if m["decision"] != "block" || m["permission"] != "deny" {
 		t.Errorf("unknown host: %v", m)
 	}
 	// A token on the command line is refused and never echoed.
-	m, r := runHookCmd(t, down, hookFixture(t, "claude-code", "write"), session, "claude-code", "--token", "sekrit-token")
+	m, r := runHookForm(t, f, down, hookFixture(t, "claude-code", "write"), session, "claude-code", "--token", "sekrit-token")
 	if d, reason := claudeDecision(m); d != "deny" || !strings.Contains(reason, "--token is refused") ||
 		strings.Contains(r.stdout+r.stderr, "sekrit-token") {
 		t.Errorf("--token on argv: %v %q", m, r.stderr)
 	}
 	// No session configured: reads only.
-	if m, _ := runHookCmd(t, down, hookFixture(t, "claude-code", "write"), nil, "claude-code"); !strings.Contains(
+	if m, _ := runHookForm(t, f, down, hookFixture(t, "claude-code", "write"), nil, "claude-code"); !strings.Contains(
 		m["hookSpecificOutput"].(map[string]any)["permissionDecisionReason"].(string), "no session is configured") {
 		t.Errorf("no session: %v", m)
 	}

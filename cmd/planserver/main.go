@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/planserver/planserver/internal/cliflag"
 	"github.com/planserver/planserver/internal/sandbox"
 )
 
@@ -143,6 +144,4 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 }
 
 // isHelp reports whether arg asks for help rather than naming an action.
-func isHelp(arg string) bool {
-	return arg == "-h" || arg == "--help" || arg == "-help" || arg == "help"
-}
+func isHelp(arg string) bool { return cliflag.IsHelp(arg) }

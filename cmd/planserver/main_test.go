@@ -23,8 +23,9 @@ import (
 	"github.com/planserver/planserver/internal/sessions"
 )
 
-// binary is the planserver binary built once for the process tests.
-var binary string
+// binary is the planserver binary built once for the process tests, and
+// hookBinary the lean planserver-hook beside it (as make build puts it).
+var binary, hookBinary string
 
 func TestMain(m *testing.M) {
 	if limit := os.Getenv(noFileEnv); limit != "" {
@@ -42,6 +43,13 @@ func TestMain(m *testing.M) {
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		panic("build planserver: " + err.Error())
+	}
+	hookBinary = filepath.Join(dir, "planserver-hook")
+	build = exec.Command("go", "build", "-trimpath", "-o", hookBinary, "../planserver-hook")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		panic("build planserver-hook: " + err.Error())
 	}
 	code := m.Run()
 	os.RemoveAll(dir)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/planserver/planserver/internal/cliflag"
 	"github.com/planserver/planserver/internal/sandbox"
 )
 
@@ -40,7 +41,7 @@ func sandboxCmd(args []string, stdout, stderr io.Writer) error {
 			fs.PrintDefaults()
 			return errHelp
 		}
-		return sandboxUsage(stderr, flagErrorText(err))
+		return sandboxUsage(stderr, cliflag.ErrorText(err))
 	}
 	argv := fs.Args()
 	if !*readOnly {

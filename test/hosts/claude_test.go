@@ -91,8 +91,8 @@ func TestClaudeCodeWithoutPlanserverWrites(t *testing.T) {
 // PreToolUse hook for every tool: the HTTP form (Claude Code posts the
 // hook input to planserver; onFailure "block" makes an unreachable
 // planserver a denial, as Claude Code would otherwise run the tool), or
-// the command form (planserver hook claude-code, configured from the
-// environment).
+// the command form (planserver-hook claude-code, the lean binary that
+// planserver hook install writes, configured from the environment).
 func hookSettings(t *testing.T, form, serverURL, session string) string {
 	t.Helper()
 	var hook map[string]any
@@ -101,7 +101,7 @@ func hookSettings(t *testing.T, form, serverURL, session string) string {
 		hook = map[string]any{"type": "http", "url": serverURL + "/v1/hooks/claude-code?session=" + session,
 			"timeout": 10, "onFailure": "block"}
 	case "command":
-		hook = map[string]any{"type": "command", "command": "planserver hook claude-code", "timeout": 10}
+		hook = map[string]any{"type": "command", "command": "planserver-hook claude-code", "timeout": 10}
 	default:
 		t.Fatalf("no hook form %q", form)
 	}
@@ -302,7 +302,7 @@ func listDir(t *testing.T, dir string) string {
 }
 
 // hookForms are the two forms of planserver's Claude Code hook: the HTTP
-// hook (POST /v1/hooks/claude-code) and the command (planserver hook
+// hook (POST /v1/hooks/claude-code) and the command (planserver-hook
 // claude-code).
 var hookForms = []string{"http", "command"}
 

@@ -45,20 +45,28 @@ func TestMain(m *testing.M) {
 	// builds it with make build); otherwise it is built here.
 	// Hosts run it as "planserver" from PATH, so it is that name here.
 	binary = filepath.Join(dir, "planserver")
+	// planserver-hook, the lean command form, is what hosts run (as
+	// planserver hook install writes it), beside planserver.
+	hookBinary := filepath.Join(dir, "planserver-hook")
 	if prebuilt := os.Getenv("PLANSERVER_BIN"); prebuilt != "" {
 		abs, err := filepath.Abs(prebuilt)
 		if err == nil {
 			err = os.Symlink(abs, binary)
 		}
+		if err == nil {
+			err = os.Symlink(filepath.Join(filepath.Dir(abs), "planserver-hook"), hookBinary)
+		}
 		if err != nil {
 			panic(err)
 		}
 	} else {
-		build := exec.Command("go", "build", "-trimpath", "-o", binary, "../../cmd/planserver")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		build.Stderr = os.Stderr
-		if err := build.Run(); err != nil {
-			panic("build planserver: " + err.Error())
+		for _, b := range []struct{ out, pkg string }{{binary, "../../cmd/planserver"}, {hookBinary, "../../cmd/planserver-hook"}} {
+			build := exec.Command("go", "build", "-trimpath", "-o", b.out, b.pkg)
+			build.Env = append(os.Environ(), "CGO_ENABLED=0")
+			build.Stderr = os.Stderr
+			if err := build.Run(); err != nil {
+				panic("build " + b.pkg + ": " + err.Error())
+			}
 		}
 	}
 	code := m.Run()
