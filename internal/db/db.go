@@ -117,6 +117,7 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 		if db.clock == nil {
 			db.clock = time.Now
 		}
+		db.OnCommit(eng.ckpt.committed)
 	}
 	db.commits = newCommitter(db, opt.MaxBatch)
 	return db, nil

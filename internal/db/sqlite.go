@@ -74,6 +74,8 @@ type engine interface {
 // snapshots while a write is in flight.
 type sqliteEngine struct {
 	path string
+	// ckpt checkpoints the WAL off the write path (checkpoint.go).
+	ckpt *checkpointer
 }
 
 func (sqliteEngine) name() string                                { return "sqlite" }
@@ -83,7 +85,8 @@ func (sqliteEngine) beginWrite(context.Context, *sql.Tx) error   { return nil }
 func (sqliteEngine) beforeCommit(context.Context, *sql.Tx) error { return nil }
 func (sqliteEngine) dialect() goose.Dialect                      { return goose.DialectSQLite3 }
 func (sqliteEngine) migrations() fs.FS                           { return migrations.SQLite }
-func (sqliteEngine) close() error                                { return nil }
+
+func (e sqliteEngine) close() error { return e.ckpt.close() }
 
 // migrationLock: SQLite's one writer already takes turns.
 func (sqliteEngine) migrationLock() lock.SessionLocker { return nil }
@@ -159,6 +162,7 @@ func openSQLite(ctx context.Context, path string, durability Durability) (sqlite
 	}
 	wq := cloneValues(base)
 	wq.Set("_txlock", "immediate")
+	wq.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", writerAutocheckpoint))
 	wc, err := newConnector("file:" + path + "?" + wq.Encode())
 	if err != nil {
 		return sqliteEngine{}, nil, nil, fmt.Errorf("open %s: %w", path, err)
@@ -184,7 +188,17 @@ func openSQLite(ctx context.Context, path string, durability Durability) (sqlite
 	reader.SetMaxOpenConns(readers)
 	reader.SetMaxIdleConns(readers)
 	reader.SetConnMaxIdleTime(0)
-	return sqliteEngine{path: path}, writer, reader, nil
+	cc, err := newConnector("file:" + path + "?" + base.Encode())
+	if err != nil {
+		writer.Close()
+		reader.Close()
+		return sqliteEngine{}, nil, nil, fmt.Errorf("open %s for checkpoints: %w", path, err)
+	}
+	ckpt := sql.OpenDB(cc)
+	ckpt.SetMaxOpenConns(1)
+	ckpt.SetMaxIdleConns(1)
+	ckpt.SetConnMaxIdleTime(0)
+	return sqliteEngine{path: path, ckpt: newCheckpointer(ckpt)}, writer, reader, nil
 }
 
 // createPrivate creates the database file with fileMode if it does not

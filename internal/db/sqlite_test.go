@@ -3,7 +3,10 @@ package db
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/planserver/planserver/internal/dbtest"
 )
@@ -154,5 +157,50 @@ func TestStatementCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCheckpointsOffTheWritePath: the writer's own checkpoint threshold is
+// only a backstop, and what a commit adds to the WAL reaches the database
+// file soon after it by the background checkpoint, though it is far below
+// the 1,000 pages at which SQLite would checkpoint inside a commit.
+func TestCheckpointsOffTheWritePath(t *testing.T) {
+	dbtest.SkipOnPostgres(t, "WAL checkpoints are SQLite's")
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ckpt.db")
+	db, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var threshold int
+	if err := db.writer.QueryRowContext(ctx, `PRAGMA wal_autocheckpoint`).Scan(&threshold); err != nil || threshold != writerAutocheckpoint {
+		t.Fatalf("the writer's wal_autocheckpoint: %d %v, want %d", threshold, err, writerAutocheckpoint)
+	}
+	fileSize := func() int64 {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	before := fileSize()
+	const blob = 256 << 10 // 64 pages
+	err = db.Write(ctx, func(tx *Tx) error {
+		if _, err := tx.Exec(`CREATE TABLE b (v BLOB)`); err != nil {
+			return err
+		}
+		_, err := tx.Exec(`INSERT INTO b (v) VALUES (?)`, make([]byte, blob))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for fileSize() < before+blob {
+		if time.Now().After(deadline) {
+			t.Fatalf("the database file is %d bytes 10 s after the commit (%d before): no checkpoint ran", fileSize(), before)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
