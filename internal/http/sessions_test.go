@@ -687,3 +687,25 @@ func TestRecreatedSessionNeverMatchesOldRevisions(t *testing.T) {
 		t.Errorf("effective mode %s after a refused approval", s.EffectiveMode)
 	}
 }
+
+// TestSessionCreateAnswersAsGet: the answer of POST /v1/sessions is the
+// session as GET reads it afterwards, byte for byte: for a root, and for
+// sub-sessions whose effective mode comes from an ancestor in plan mode.
+func TestSessionCreateAnswersAsGet(t *testing.T) {
+	env := apitest.New(t)
+	for _, body := range []map[string]any{
+		{"id": "root", "title": "root", "mode": "plan", "metadata": map[string]any{"k": "v"}},
+		{"id": "child", "parent_id": "root", "agent": "coder", "external_id": "conv-1"},
+		{"id": "grandchild", "parent_id": "child", "mode": "build"},
+		{"id": "other", "harness": true},
+	} {
+		created := env.Call("POST", "/v1/sessions", body)
+		if created.Status != http.StatusCreated {
+			t.Fatalf("create %v: %d %s", body["id"], created.Status, created.Body)
+		}
+		got := env.Call("GET", "/v1/sessions/"+body["id"].(string), nil)
+		if got.Status != 200 || string(got.Body) != string(created.Body) || got.Header.Get("ETag") != created.Header.Get("ETag") {
+			t.Errorf("%v: POST answered\n%s\nGET reads\n%s", body["id"], created.Body, got.Body)
+		}
+	}
+}

@@ -348,16 +348,17 @@ func (st *Store) Create(ctx context.Context, in api.SessionCreate) (*Session, er
 			return err
 		}
 		now := tx.NowText()
-		if err := tx.QueryRow(`INSERT INTO sessions
+		// The row comes back as stored (defaults included), and its chain
+		// is c: no second read.
+		r, err := scanRecord(tx.QueryRow(`INSERT INTO sessions
 			(ancestry, id, title, agent, parent_id, mode, harness, metadata, revision, created_at, updated_at, external_id)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING pk`,
-			self.Ancestry, id, in.Title, in.Agent, parent, mode, boolInt(in.Harness), metadata, rev, now, now, external).Scan(&self.PK); err != nil {
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+sessionColumns,
+			self.Ancestry, id, in.Title, in.Agent, parent, mode, boolInt(in.Harness), metadata, rev, now, now, external))
+		if err != nil {
 			return fmt.Errorf("create session %q: %w", id, err)
 		}
-		r, err := get(tx, id)
-		if err != nil {
-			return err
-		}
+		self.PK = r.pk
+		r.EffectiveMode, r.ModeSource = c.Effective()
 		created = &r.Session
 		err = events.Record(tx, events.New{Type: events.SessionCreated, Session: self.Ref(), Revision: r.Revision, Data: created})
 		return err
