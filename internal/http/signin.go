@@ -2,8 +2,8 @@ package http
 
 import (
 	"context"
-	"encoding/json"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
