@@ -1,28 +1,38 @@
-// Sign-in through an OIDC provider nobody here wrote: mockoidc
-// (github.com/oauth2-proxy/mockoidc) run as a process of its own by
-// test/oidcprovider, on loopback. (Dex, with a login page of its own, was
-// the first choice; it does not build from the Go module proxy today.)
-// A reviewer opens a review deep link, signs in through the provider,
-// lands back on the same review, approves it, and the approval names
-// them: in the page's header, in the review history and in the approval
-// event. Then they sign out, and the cookie they held is refused.
+// Sign-in through an OIDC provider nobody here wrote: zitadel's OpenID
+// Provider (github.com/zitadel/oidc/v3), run as a process of its own by
+// test/oidcprovider on loopback, with its own login page, its own session
+// (a returning browser is signed in without the password) and
+// RP-initiated logout. A reviewer opens a review deep link, is sent to the
+// provider's login page, types their username and password there, lands
+// back on the same review, approves it, and the approval names them: in
+// the page's header, in the review history, in the approval event and in
+// the review.decided webhook a receiver on loopback gets. Then they sign
+// out: planserver's cookie is refused, and the provider's session is over
+// too, so signing in again asks for the password again.
+// (Dex was the first choice; it does not build from the Go module proxy.)
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import http from 'node:http';
 import { mkdtempSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { startServer, launchBrowser, repoRoot } from './harness.mjs';
+import { startServer, launchBrowser, repoRoot, eventually } from './harness.mjs';
 
 const email = 'reviewer@example.com';
+const username = 'rita';
+const password = 'rita-e2e-password';
 const secret = 'planserver-e2e-secret';
 
 let idp;
 let srv;
 let browser;
 let admin;
+let receiver;
+const deliveries = [];
 
 function freePort() {
   return new Promise((resolve, reject) => {
@@ -36,10 +46,12 @@ function freePort() {
 }
 
 // startProvider builds and runs test/oidcprovider and reads its issuer.
-async function startProvider() {
+async function startProvider(base) {
   const bin = path.join(mkdtempSync(path.join(tmpdir(), 'oidcprovider-')), 'oidcprovider');
   execFileSync('go', ['build', '-o', bin, './test/oidcprovider'], { cwd: repoRoot, stdio: 'inherit' });
-  const proc = spawn(bin, ['--client-secret', secret, '--email', email], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(bin, ['--client-secret', secret, '--redirect-uri', `${base}/auth/callback`,
+    '--post-logout-redirect-uri', `${base}/ui/`, '--username', username, '--password', password, '--email', email,
+    '--given-name', 'Rita', '--family-name', 'Reviewer'], { stdio: ['ignore', 'pipe', 'inherit'] });
   const issuer = await new Promise((resolve, reject) => {
     let buf = '';
     const timer = setTimeout(() => reject(new Error('the OIDC provider did not start')), 30000);
@@ -57,14 +69,34 @@ async function startProvider() {
   return { proc, issuer };
 }
 
+// verifies a Standard Webhooks signature (docs/webhooks.md).
+function signedBy(whsec, headers, body) {
+  const key = Buffer.from(whsec.replace(/^whsec_/, ''), 'base64');
+  const want = Buffer.from('v1,' + createHmac('sha256', key)
+    .update(`${headers['webhook-id']}.${headers['webhook-timestamp']}.${body}`).digest('base64'));
+  return (headers['webhook-signature'] || '').split(' ')
+    .some((sig) => sig.length === want.length && timingSafeEqual(Buffer.from(sig), want));
+}
+
 before(async () => {
+  receiver = http.createServer((req, res) => {
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (c) => { body += c; });
+    req.on('end', () => {
+      deliveries.push({ headers: req.headers, body });
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise((r) => receiver.listen(0, '127.0.0.1', r));
   const port = await freePort();
-  const redirect = `http://127.0.0.1:${port}/auth/callback`;
-  idp = await startProvider();
+  const base = `http://127.0.0.1:${port}`;
+  idp = await startProvider(base);
   srv = await startServer({
     addr: `127.0.0.1:${port}`,
     args: ['--auth', 'token', '--oidc-issuer', idp.issuer, '--oidc-client-id', 'planserver',
-      '--oidc-redirect-url', redirect, '--oidc-roles', `reviewer=email:${email}`],
+      '--oidc-redirect-url', `${base}/auth/callback`, '--oidc-roles', `reviewer=email:${email}`,
+      '--webhook-allow-hosts', '127.0.0.1'],
     env: { PLANSERVER_OIDC_CLIENT_SECRET: secret },
   });
   admin = srv.api(srv.token('admin', 'ops'));
@@ -74,13 +106,16 @@ before(async () => {
 after(async () => {
   await browser?.close();
   await srv?.stop();
+  receiver?.close();
   if (idp?.proc && idp.proc.exitCode === null) {
     idp.proc.kill('SIGTERM');
     await new Promise((r) => idp.proc.once('exit', r));
   }
 });
 
-test('a reviewer signs in through the provider from a deep link, approves, and is named everywhere', async () => {
+test('a reviewer signs in on the provider\'s page from a deep link, approves, is named everywhere, and signs out of both', async () => {
+  const hook = await admin.must(201, 'POST', '/v1/webhooks',
+    { url: `http://127.0.0.1:${receiver.address().port}/hook`, events: ['review.decided'] });
   await admin.must(201, 'POST', '/v1/sessions', { id: 'oidc-review', title: 'Ship it', mode: 'plan' });
   const agent = srv.api(srv.token('agent', 'agent-oidc', 'oidc-review'));
   await agent.must(201, 'PUT', '/v1/sessions/oidc-review/plan', { content: '# Plan\n1. Ship it\n' });
@@ -89,14 +124,23 @@ test('a reviewer signs in through the provider from a deep link, approves, and i
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, timezoneId: 'UTC', locale: 'en-GB' });
   const page = await context.newPage();
   const deep = `${srv.url}/ui/sessions/oidc-review/review?revision=1`;
+  const loginPage = `${idp.issuer}/login/username?**`;
   await page.goto(deep);
-  // The console offers the organisation's sign-in; the provider signs
-  // its user in and sends the browser back.
+  // The console offers the organisation's sign-in; the provider asks for
+  // the password on its own page.
   await page.locator('#sign-in-oidc').click();
+  await page.waitForURL(loginPage);
+  await page.locator('#username').fill(username);
+  await page.locator('#password').fill('wrong-password');
+  await page.getByRole('button', { name: 'Login' }).click();
+  await page.getByText('username or password wrong').waitFor(); // the provider's page refuses it
+  await page.locator('#username').fill(username);
+  await page.locator('#password').fill(password);
+  await page.getByRole('button', { name: 'Login' }).click();
   // Back on the deep link, signed in.
   await page.waitForURL(deep);
   await page.locator('#signed-in-as').waitFor();
-  assert.match(await page.locator('#signed-in-as').textContent(), /reviewer@example\.com|reviewer/);
+  assert.match(await page.locator('#signed-in-as').textContent(), /Rita Reviewer|reviewer@example\.com/);
   assert.match(await page.locator('#signed-in-as').textContent(), /reviewer$/);
 
   await page.locator('[data-action="approve"]:not([disabled])').click();
@@ -112,14 +156,44 @@ test('a reviewer signs in through the provider from a deep link, approves, and i
   assert.ok(approved, 'no session.review_approved event');
   assert.equal(approved.actor, email);
   assert.equal(approved.person.email, email);
+  // The review.decided webhook names the person too, signed with the
+  // subscription's secret.
+  await eventually(() => assert.equal(deliveries.length, 1), 20000);
+  const [got] = deliveries;
+  assert.ok(signedBy(hook.secret, got.headers, got.body), 'the delivery is signed with the subscription\'s secret');
+  const delivered = JSON.parse(got.body);
+  assert.equal(delivered.type, 'review.decided');
+  assert.equal(delivered.data.type, 'session.review_approved');
+  assert.equal(delivered.data.actor, email);
+  assert.equal(delivered.data.person.email, email);
 
-  // Sign out: the cookie this browser held is refused from then on.
+  // The provider remembers this browser: without planserver's cookie (a
+  // sign-in that timed out, say), signing in again needs no password.
   const cookie = (await context.cookies(srv.url)).find((c) => c.name === 'planserver_session');
   assert.ok(cookie && cookie.httpOnly && cookie.sameSite === 'Lax', 'the sign-in cookie is HttpOnly and SameSite=Lax');
+  await context.clearCookies({ name: 'planserver_session' });
+  await page.goto(deep);
+  await page.locator('#sign-in-oidc').click();
+  await page.waitForURL(deep);
+  await page.locator('#signed-in-as').waitFor();
+
+  // Sign out: planserver's cookie is refused from then on, and the
+  // browser passes through the provider's end_session_endpoint back to
+  // the console, which ends the provider's session too.
+  const second = (await context.cookies(srv.url)).find((c) => c.name === 'planserver_session');
+  const ended = page.waitForRequest((r) => r.url().startsWith(`${idp.issuer}/end_session?`));
   await page.getByRole('button', { name: 'Sign out' }).click();
+  const endSession = new URL((await ended).url());
+  assert.equal(endSession.searchParams.get('client_id'), 'planserver');
+  assert.equal(endSession.searchParams.get('post_logout_redirect_uri'), `${srv.url}/ui/`);
+  assert.ok(endSession.searchParams.get('id_token_hint'), 'the logout carries the ID token as id_token_hint');
+  await page.waitForURL(`${srv.url}/ui/`);
   await page.locator('#sign-in-oidc').waitFor();
-  const res = await fetch(`${srv.url}/v1/me`, { headers: { Cookie: `planserver_session=${cookie.value}` } });
+  const res = await fetch(`${srv.url}/v1/me`, { headers: { Cookie: `planserver_session=${second.value}` } });
   assert.equal(res.status, 401);
+  await page.locator('#sign-in-oidc').click();
+  await page.waitForURL(loginPage); // the provider asks for the password again
+  await page.locator('#password').waitFor();
   await context.close();
 });
 

@@ -3,11 +3,13 @@ package http
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -77,6 +79,10 @@ type OIDC struct {
 	settings OIDCSettings
 	oauth    oauth2.Config
 	verifier *oidc.IDTokenVerifier
+	// provider answers UserInfo requests; userInfo says it has the
+	// endpoint.
+	provider *oidc.Provider
+	userInfo bool
 	// endSession is the provider's end_session_endpoint (RP-initiated
 	// logout), "" when it offers none.
 	endSession string
@@ -143,6 +149,7 @@ func NewOIDC(ctx context.Context, s OIDCSettings) (*OIDC, error) {
 	}
 	var meta struct {
 		EndSession string   `json:"end_session_endpoint"`
+		UserInfo   string   `json:"userinfo_endpoint"`
 		Challenges []string `json:"code_challenge_methods_supported"`
 	}
 	if err := provider.Claims(&meta); err != nil {
@@ -154,6 +161,8 @@ func NewOIDC(ctx context.Context, s OIDCSettings) (*OIDC, error) {
 		oauth: oauth2.Config{ClientID: s.ClientID, ClientSecret: s.ClientSecret, Endpoint: provider.Endpoint(),
 			RedirectURL: s.RedirectURL, Scopes: s.Scopes},
 		verifier:   provider.Verifier(&oidc.Config{ClientID: s.ClientID}),
+		provider:   provider,
+		userInfo:   meta.UserInfo != "",
 		endSession: meta.EndSession,
 		secure:     redirect.Scheme == "https",
 		origin:     redirect.Scheme + "://" + redirect.Host,
@@ -322,6 +331,9 @@ func (s *Server) finishLogin(r *http.Request) (returnTo, secret string, err erro
 	if err != nil {
 		return "", "", err
 	}
+	if err := s.oidc.completeFromUserInfo(ctx, tok, p, claims); err != nil {
+		return "", "", err
+	}
 	rule, ok := auth.MatchRole(s.oidc.settings.Roles, auth.Claims{Email: claims.Email,
 		EmailVerified: claims.EmailVerified == nil || *claims.EmailVerified, Groups: claims.Groups})
 	if !ok {
@@ -363,6 +375,61 @@ func (o *OIDC) verify(ctx context.Context, raw, nonce string) (*api.Person, *idC
 		name = c.PreferredUsername
 	}
 	return &api.Person{Subject: idt.Subject, Email: c.Email, Name: name}, &c, nil
+}
+
+// completeFromUserInfo fills in what the ID token left out from the
+// provider's UserInfo endpoint. OIDC Core (5.4) lets a provider return the
+// email and profile claims only there when it also issues an access token,
+// and some do (ZITADEL, by default); groups often live only there too.
+// It asks only when something the sign-in needs is missing: the email (the
+// person's name in history and events, and what email and domain rules
+// match) or, when a rule matches on groups, the groups. The answer counts
+// only for the ID token's subject (OIDC Core 5.3.2); the ID token's own
+// claims win over it.
+func (o *OIDC) completeFromUserInfo(ctx context.Context, tok *oauth2.Token, p *api.Person, c *idClaims) error {
+	needGroups := c.Groups == nil && slices.ContainsFunc(o.settings.Roles, func(r auth.RoleRule) bool { return r.Kind == auth.MatchGroup })
+	if !o.userInfo || (c.Email != "" && !needGroups) {
+		return nil
+	}
+	info, err := o.provider.UserInfo(ctx, oauth2.StaticTokenSource(tok))
+	if err != nil {
+		return loginError(http.StatusBadGateway, "The identity provider did not say who you are",
+			"Its ID token lacks your email or groups, and its UserInfo endpoint did not answer: "+err.Error()+". Try again in a moment; "+
+				"if it persists, tell whoever runs planserver.")
+	}
+	if info.Subject != p.Subject {
+		return loginError(http.StatusUnauthorized, "The identity provider's answer was not accepted",
+			"Its UserInfo answer is about another subject than its ID token. Sign in again.")
+	}
+	// email_verified's value comes as go-oidc reads it (some providers
+	// send a string); absent, it counts as verified, as in the ID token.
+	var u struct {
+		Name              string          `json:"name"`
+		PreferredUsername string          `json:"preferred_username"`
+		Groups            []string        `json:"groups"`
+		EmailVerified     json.RawMessage `json:"email_verified"`
+	}
+	if err := info.Claims(&u); err != nil {
+		return loginError(http.StatusBadGateway, "The identity provider's answer is unreadable", err.Error())
+	}
+	if c.Email == "" {
+		c.Email, c.EmailVerified = info.Email, nil
+		if u.EmailVerified != nil {
+			verified := info.EmailVerified
+			c.EmailVerified = &verified
+		}
+		p.Email = info.Email
+	}
+	if c.Groups == nil {
+		c.Groups = u.Groups
+	}
+	if p.Name == "" {
+		p.Name = u.Name
+		if p.Name == "" {
+			p.Name = u.PreferredUsername
+		}
+	}
+	return nil
 }
 
 // logout ends the caller's sign-in on every replica (the record is gone)

@@ -28,12 +28,26 @@ type person struct {
 	sub, email, name string
 	groups           []string
 	unverified       bool
+	// What only the UserInfo answer says: the email when idNoEmail
+	// (the ID token then has none), groups, and, to test the subject
+	// check, another subject.
+	idNoEmail  bool
+	infoGroups []string
+	infoSub    string
 }
 
 func (p person) ID() string { return p.sub }
 
 func (p person) Userinfo([]string) ([]byte, error) {
-	return json.Marshal(map[string]any{"sub": p.sub, "email": p.email, "name": p.name})
+	sub := p.sub
+	if p.infoSub != "" {
+		sub = p.infoSub
+	}
+	info := map[string]any{"sub": sub, "email": p.email, "name": p.name}
+	if p.infoGroups != nil {
+		info["groups"] = p.infoGroups
+	}
+	return json.Marshal(info)
 }
 
 type personClaims struct {
@@ -45,7 +59,11 @@ type personClaims struct {
 }
 
 func (p person) Claims(_ []string, base *mockoidc.IDTokenClaims) (jwt.Claims, error) {
-	return &personClaims{IDTokenClaims: base, Email: p.email, EmailVerified: !p.unverified, Name: p.name, Groups: p.groups}, nil
+	c := &personClaims{IDTokenClaims: base, Email: p.email, EmailVerified: !p.unverified, Name: p.name, Groups: p.groups}
+	if p.idNoEmail {
+		c.Email = ""
+	}
+	return c, nil
 }
 
 var (
@@ -270,6 +288,33 @@ func TestSignInRoleMapping(t *testing.T) {
 	}
 }
 
+// TestSignInUserInfo: what the ID token leaves out (the email, groups)
+// comes from the provider's UserInfo, but only for the ID token's
+// subject.
+func TestSignInUserInfo(t *testing.T) {
+	e := newSignInEnv(t, dbtest.Fresh(t), newIDP(t))
+	for _, tc := range []struct {
+		user        person
+		role, email string
+	}{
+		{person{sub: "ui-1", email: "vic@example.com", name: "Vic", idNoEmail: true}, "viewer", "vic@example.com"},
+		{person{sub: "ui-2", email: "x@other.net", infoGroups: []string{"reviewers"}}, "reviewer", "x@other.net"},
+	} {
+		b := newBrowser(t)
+		if p := b.login(e, tc.user, ""); p.status != http.StatusSeeOther {
+			t.Fatalf("%s: %d %s", tc.user.sub, p.status, p.body)
+		}
+		if status, m := b.me(e); status != http.StatusOK || m.Role != tc.role || m.Email != tc.email || m.Subject != tc.user.sub {
+			t.Errorf("%s: GET /v1/me = %d %+v, want role %s and email %s", tc.user.sub, status, m, tc.role, tc.email)
+		}
+	}
+	b := newBrowser(t)
+	p := b.login(e, person{sub: "ui-3", email: "boss@example.com", idNoEmail: true, infoSub: "someone-else"}, "")
+	if p.status != http.StatusUnauthorized || !strings.Contains(p.body, "another subject") || b.cookie(e, planhttp.SignInCookie) != nil {
+		t.Errorf("UserInfo about another subject: %d %s", p.status, p.body)
+	}
+}
+
 // TestSignInAttacks puts each attack of the issue to the real flow.
 func TestSignInAttacks(t *testing.T) {
 	e := newSignInEnv(t, dbtest.Fresh(t), newIDP(t))
@@ -447,10 +492,11 @@ func flip(c byte) string {
 	return "A"
 }
 
-// TestSignOut: logout needs the CSRF token, deletes the sign-in (the
-// cookie is refused afterwards even if a copy of it is replayed), and
-// sends the browser to the provider's end_session_endpoint when it has
-// one.
+// TestSignOut: logout needs the CSRF token and deletes the sign-in (the
+// cookie is refused afterwards even if a copy of it is replayed). mockoidc
+// offers no end_session_endpoint, so the logout is local only: the
+// browser goes back to /ui/. (RP-initiated logout, with a provider that
+// offers it: TestRPInitiatedLogout.)
 func TestSignOut(t *testing.T) {
 	e := newSignInEnv(t, dbtest.Fresh(t), newIDP(t))
 	b := newBrowser(t)

@@ -1,82 +1,64 @@
-// Command oidcprovider runs github.com/oauth2-proxy/mockoidc, an OIDC
+// Command oidcprovider runs zitadel's OpenID Provider
+// (github.com/zitadel/oidc/v3, through internal/oidctest), an OIDC
 // provider nobody here wrote, as a process of its own on a loopback
-// address, for the browser test of sign-in (e2e/signin.test.mjs). It signs
-// in one user (the flags) on every authorization request, without a login
-// page of its own, and prints {"issuer": …} on stdout once it listens.
+// address, for the browser test of sign-in (e2e/signin.test.mjs). It has
+// its own login page (username and password), a session of its own that
+// signs a returning browser in without asking again, and RP-initiated
+// logout (end_session_endpoint) that ends that session. It registers one
+// confidential web client and one user (the flags), and prints
+// {"issuer": …} on stdout once it listens.
 //
-// Dex was the first choice for this test (a login page of its own), but
-// its main branch does not build from the Go module proxy: its api/v2
-// module is not published at the version it needs.
+// Dex was the first choice for this test, but its main branch does not
+// build from the Go module proxy (its api/v2 module is not published at
+// the version it needs).
 package main
 
 import (
-	"crypto/rand"
-	"crypto/rsa"
 	"encoding/json"
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
+	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
-	"github.com/oauth2-proxy/mockoidc"
+	"github.com/planserver/planserver/internal/oidctest"
 )
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "loopback `host:port` to listen on")
 	clientID := flag.String("client-id", "planserver", "the client id")
 	secret := flag.String("client-secret", "", "the client secret (required)")
+	redirect := flag.String("redirect-uri", "", "the client's redirect URI (required), e.g. http://127.0.0.1:8080/auth/callback")
+	postLogout := flag.String("post-logout-redirect-uri", "", "comma-separated URIs end_session may return to, e.g. http://127.0.0.1:8080/ui/")
 	sub := flag.String("sub", "reviewer-1", "the user's subject")
+	username := flag.String("username", "reviewer", "the user's login name")
+	password := flag.String("password", "", "the user's password (required)")
 	email := flag.String("email", "reviewer@example.com", "the user's email (verified)")
-	name := flag.String("name", "reviewer", "the user's preferred_username")
+	given := flag.String("given-name", "Rita", "the user's given name")
+	family := flag.String("family-name", "Reviewer", "the user's family name")
 	flag.Parse()
-	if *secret == "" {
-		fmt.Fprintln(os.Stderr, "oidcprovider: --client-secret is required")
+	if *secret == "" || *redirect == "" || *password == "" {
+		fmt.Fprintln(os.Stderr, "oidcprovider: --client-secret, --redirect-uri and --password are required")
 		os.Exit(2)
 	}
-	host, _, err := net.SplitHostPort(*addr)
-	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
-		fmt.Fprintln(os.Stderr, "oidcprovider: --addr must be a loopback address")
-		os.Exit(2)
+	var logouts []string
+	if *postLogout != "" {
+		logouts = strings.Split(*postLogout, ",")
 	}
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	p, err := oidctest.Start(oidctest.Options{Addr: *addr, ClientID: *clientID, ClientSecret: *secret,
+		RedirectURIs: []string{*redirect}, PostLogoutRedirectURIs: logouts,
+		Users: []oidctest.User{{Subject: *sub, Username: *username, Password: *password, Email: *email,
+			GivenName: *given, FamilyName: *family}},
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
-		fail(err)
+		fmt.Fprintln(os.Stderr, "oidcprovider:", err)
+		os.Exit(1)
 	}
-	m, err := mockoidc.NewServer(key)
-	if err != nil {
-		fail(err)
-	}
-	m.ClientID, m.ClientSecret = *clientID, *secret
-	user := &mockoidc.MockUser{Subject: *sub, Email: *email, EmailVerified: true, PreferredUsername: *name}
-	// Every authorization request signs this user in.
-	if err := m.AddMiddleware(func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == mockoidc.AuthorizationEndpoint {
-				m.QueueUser(user)
-			}
-			next.ServeHTTP(w, r)
-		})
-	}); err != nil {
-		fail(err)
-	}
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		fail(err)
-	}
-	if err := m.Start(ln, nil); err != nil {
-		fail(err)
-	}
-	_ = json.NewEncoder(os.Stdout).Encode(map[string]string{"issuer": m.Issuer()})
+	_ = json.NewEncoder(os.Stdout).Encode(map[string]string{"issuer": p.Issuer})
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	<-sig
-	_ = m.Shutdown()
-}
-
-func fail(err error) {
-	fmt.Fprintln(os.Stderr, "oidcprovider:", err)
-	os.Exit(1)
+	_ = p.Close()
 }
