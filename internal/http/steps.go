@@ -213,6 +213,11 @@ func (s *Server) listReports(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// SweepLeases records a step.claim_expired event for each lease that has
+// run out and was not reported yet, and returns how many it recorded
+// (plans.Store.SweepLeases); RunLeaseSweeper calls it every interval.
+func (s *Server) SweepLeases(ctx context.Context) (int, error) { return s.plans.SweepLeases(ctx) }
+
 // RunLeaseSweeper records a step.claim_expired event for every lease that
 // runs out (plans.Store.SweepLeases), at once and then every
 // Config.LeaseSweepInterval, until ctx is done. serve runs it beside the
@@ -226,7 +231,7 @@ func (s *Server) RunLeaseSweeper(ctx context.Context) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		n, err := s.plans.SweepLeases(ctx)
+		n, err := s.SweepLeases(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			s.log.Error("sweep step leases", slog.Any("error", err))
