@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -59,6 +60,11 @@ func TestServeReportsLapsedLeases(t *testing.T) {
 	if lag < 0 || lag > 10*time.Second || len(page.Events) != 1 || e.Actor != "planserver" ||
 		!strings.Contains(string(e.Data), `"claimed_by":"w1"`) {
 		t.Errorf("event %+v, %v after the lease's end", e, lag)
+	}
+	// planserver events says it in a line.
+	if out := ok(t, p, "events", "--types", "step.claim_expired"); !regexp.MustCompile(
+		`step\.claim_expired\s+plan work step s1 of w1 at ` + regexp.QuoteMeta(*claimed.Step.ClaimExpiresAt) + ` r2\s+by planserver`).MatchString(out) {
+		t.Errorf("planserver events:\n%s", out)
 	}
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
