@@ -2,7 +2,8 @@ package api
 
 import "encoding/json"
 
-// Event types. Every change appends exactly one event of its type.
+// Event types. Every change appends exactly one event of its type; so does
+// a lease running out, the one change the clock makes.
 const (
 	EventSessionCreated         = "session.created"
 	EventSessionUpdated         = "session.updated"
@@ -21,6 +22,12 @@ const (
 	EventStepUpdated            = "step.updated"
 	EventStepClaimed            = "step.claimed"
 	EventStepReportAdded        = "step.report_added"
+	// EventStepClaimExpired records that a claim's lease ran out: once per
+	// lease, within about a second of its end (plans.SweepInterval), or
+	// by the first write that ends the lease after its end, whichever
+	// comes first. Nothing else changes: the step stays in_progress under
+	// the same claimed_by until someone renews, reports or takes it over.
+	EventStepClaimExpired = "step.claim_expired"
 )
 
 // EventTypes lists every event type, in API.md's order.
@@ -29,7 +36,7 @@ var EventTypes = []string{
 	EventSessionPlanUpdated, EventSessionReviewRequested, EventSessionReviewApproved,
 	EventSessionReviewRejected, EventTodosUpdated, EventToolCallDenied, EventPlanCreated,
 	EventPlanUpdated, EventPlanStatusChanged, EventPlanDeleted, EventStepUpdated,
-	EventStepClaimed, EventStepReportAdded,
+	EventStepClaimed, EventStepReportAdded, EventStepClaimExpired,
 }
 
 // Event is one entry of the change log.

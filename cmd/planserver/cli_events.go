@@ -163,6 +163,8 @@ func eventChange(e *api.Event) string {
 		Review         *api.Review     `json:"review"`
 		Step           *api.Step       `json:"step"`
 		Todos          json.RawMessage `json:"todos"`
+		ClaimedBy      string          `json:"claimed_by"`
+		ClaimExpiresAt string          `json:"claim_expires_at"`
 	}
 	if json.Unmarshal(e.Data, &raw) != nil {
 		return ""
@@ -197,6 +199,10 @@ func eventChange(e *api.Event) string {
 	case "step.claimed":
 		if raw.Step != nil && raw.Step.ClaimedBy != nil {
 			return "step " + raw.Step.ID + " by " + *raw.Step.ClaimedBy
+		}
+	case "step.claim_expired":
+		if raw.StepID != "" && raw.ClaimedBy != "" {
+			return "step " + raw.StepID + " of " + raw.ClaimedBy + " at " + raw.ClaimExpiresAt
 		}
 	case "step.updated":
 		if raw.Step != nil {

@@ -159,6 +159,19 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		stopWebhooks()
 		<-delivered
 	}()
+	// The lease sweeper too: it records each lapsed step lease
+	// (step.claim_expired) about a second after its end, and stops before
+	// the database closes.
+	sweepCtx, stopSweeping := context.WithCancel(ctx)
+	swept := make(chan struct{})
+	go func() {
+		defer close(swept)
+		api.RunLeaseSweeper(sweepCtx)
+	}()
+	defer func() {
+		stopSweeping()
+		<-swept
+	}()
 	srv := newHTTPServer(api, log, defaultTimeouts)
 	// Shutdown waits for handlers to return, and an event stream only
 	// returns when told to.

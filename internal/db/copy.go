@@ -40,6 +40,7 @@ var copyTables = []copyTable{
 	{"plans", "name, title, author, status, revision, created_at, updated_at, steps, content_rev, renewed", "name"},
 	{"plan_contents", "name, content_rev, content", "name, content_rev"},
 	{"plan_revisions", "name, revision, title, author, status, updated_at, steps, content_rev", "name, revision"},
+	{"step_leases", "plan, step_id, claimed_by, claim_expires_at", "plan, step_id"},
 	{"step_reports", "id, plan, step_id, outcome, details, artifacts, actor, worker, timestamp, plan_revision, created_at", "id"},
 	{"events", "seq, type, time, actor, session_id, session_path, plan, revision, data, session_pk, actor_person", "seq"},
 	{"tokens", "name, hash, role, session_id, created_at, expires_at, last_used_at, revoked_at, session_pk, created_by, created_by_person", "name"},

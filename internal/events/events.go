@@ -34,6 +34,7 @@ const (
 	StepUpdated            = api.EventStepUpdated
 	StepClaimed            = api.EventStepClaimed
 	StepReportAdded        = api.EventStepReportAdded
+	StepClaimExpired       = api.EventStepClaimExpired
 )
 
 // Types lists every event type, in API.md's order.
@@ -77,7 +78,15 @@ type New struct {
 	Plan     string
 	Revision int64
 	Data     any
+	// Actor, when set, is the event's actor instead of the transaction's
+	// caller (and no person is recorded): for what nobody did, such as a
+	// lease running out (SystemActor), whichever write notices it.
+	Actor string
 }
+
+// SystemActor is the actor of events planserver records by itself, for
+// what the clock did rather than a caller (a lease running out).
+const SystemActor = "planserver"
 
 // Append records e in the log inside tx and returns its sequence number.
 // The actor is tx's context's, and so is the person behind it when a
@@ -131,8 +140,12 @@ func eventArgs(tx *db.Tx, e New) ([]any, error) {
 		pk = sql.NullInt64{Int64: s.PK, Valid: true}
 		path = sql.NullString{String: s.Path, Valid: true}
 	}
-	return []any{e.Type, tx.NowText(), ActorFrom(tx.Context()), sessionID, pk, path,
-		nullString(e.Plan), nullInt(e.Revision), string(raw), MarshalPerson(PersonFrom(tx.Context()))}, nil
+	actor, person := ActorFrom(tx.Context()), PersonFrom(tx.Context())
+	if e.Actor != "" {
+		actor, person = e.Actor, nil
+	}
+	return []any{e.Type, tx.NowText(), actor, sessionID, pk, path,
+		nullString(e.Plan), nullInt(e.Revision), string(raw), MarshalPerson(person)}, nil
 }
 
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }

@@ -95,6 +95,9 @@ type Config struct {
 	Hooks HookConfig
 	// Webhooks configures the webhook deliverer (RunWebhooks).
 	Webhooks deliver.Options
+	// LeaseSweepInterval is how often RunLeaseSweeper looks for lapsed
+	// step leases; plans.SweepInterval when 0.
+	LeaseSweepInterval time.Duration
 	// OIDC turns sign-in on (signin.go; with AuthToken only): people sign
 	// in at /auth/login and reach /v1 with a cookie. Nil: tokens only.
 	OIDC *OIDC

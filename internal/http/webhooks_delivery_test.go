@@ -28,8 +28,9 @@ var fastSchedule = []time.Duration{50 * time.Millisecond, 100 * time.Millisecond
 	500 * time.Millisecond, 500 * time.Millisecond, 500 * time.Millisecond, 500 * time.Millisecond, 500 * time.Millisecond}
 
 // webhookEnv starts planserver on the database at path with its
-// deliverer running (as serve runs it); stop ends the deliverer.
-func webhookEnv(t *testing.T, path string, opt deliver.Options) (env *apitest.Env, stop func()) {
+// deliverer running (as serve runs it); stop ends the deliverer. configure
+// may adjust the rest of the configuration.
+func webhookEnv(t *testing.T, path string, opt deliver.Options, configure ...func(*planhttp.Config)) (env *apitest.Env, stop func()) {
 	t.Helper()
 	if opt.Schedule == nil {
 		opt.Schedule = fastSchedule
@@ -40,7 +41,7 @@ func webhookEnv(t *testing.T, path string, opt deliver.Options) (env *apitest.En
 	if opt.LeaseTTL == 0 {
 		opt.LeaseTTL = 3 * time.Second
 	}
-	env = apitest.Open(t, path, func(c *planhttp.Config) { c.Webhooks = opt })
+	env = apitest.Open(t, path, append([]func(*planhttp.Config){func(c *planhttp.Config) { c.Webhooks = opt }}, configure...)...)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

@@ -88,6 +88,51 @@ func leaseExpired(s *Step, now time.Time) bool {
 	return err != nil || !now.Before(t)
 }
 
+// A lease is one claim as a write leaves it: the step, its holder, and its
+// end. Renewing a claim or taking a step over starts another lease; each
+// lease that runs out is reported once (step.claim_expired, leases.go).
+type lease struct {
+	stepID, claimedBy, expiresAt string
+}
+
+// leaseIn returns the lease s holds, and false when it holds none: only an
+// in_progress step is claimed.
+func leaseIn(s *Step) (lease, bool) {
+	if s.Status != StepInProgress || s.ClaimedBy == nil || s.ClaimExpiresAt == nil {
+		return lease{}, false
+	}
+	return lease{stepID: s.ID, claimedBy: *s.ClaimedBy, expiresAt: *s.ClaimExpiresAt}, true
+}
+
+// leaseChanges compares the steps a write replaces (old) with the steps it
+// stores (next), matching steps by id: ended lists the positions in old of
+// the steps whose lease the write ends (the step is gone, released,
+// renewed or taken over), started the positions in next of the steps whose
+// lease it starts. A lease both hold unchanged is in neither.
+func leaseChanges(old, next Steps) (ended, started []int) {
+	kept := make(map[lease]bool)
+	for i := range next {
+		if l, ok := leaseIn(&next[i]); ok {
+			kept[l] = true
+		}
+	}
+	had := make(map[lease]bool)
+	for i := range old {
+		if l, ok := leaseIn(&old[i]); ok {
+			had[l] = true
+			if !kept[l] {
+				ended = append(ended, i)
+			}
+		}
+	}
+	for i := range next {
+		if l, ok := leaseIn(&next[i]); ok && !had[l] {
+			started = append(started, i)
+		}
+	}
+	return ended, started
+}
+
 // claimable reports whether a worker may take s now, its deps aside:
 // pending, or in progress under a lease that has run out.
 func claimable(s *Step, now time.Time) bool {

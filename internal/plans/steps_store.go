@@ -210,6 +210,11 @@ func (st *Store) moveSteps(ctx context.Context, name string, pre revision.Precon
 		if err := st.bump(tx, name, &h.head, rev, Change{Steps: m.steps}, m.renewal); err != nil {
 			return err
 		}
+		// A lease that ran out before this move ended it (a takeover, a
+		// late report) is reported before the move's own event.
+		if err := settleLeases(tx, name, h.revision, h.steps, m.steps); err != nil {
+			return err
+		}
 		if err := events.Record(tx, m.event(name, rev)); err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package plans
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -124,20 +125,44 @@ type head struct {
 
 // loadHead reads the head of a plan; nil when it does not exist.
 func loadHead(q db.Querier, name string) (*head, error) {
+	h, _, err := loadHeadSteps(q, name, nil)
+	return h, err
+}
+
+// loadHeadSteps is loadHead that also reads the plan's steps, in the same
+// query, for a write that replaces them with next (nil: a write that
+// keeps them, which reads none): such a write compares them with the old
+// ones when next would execute a step (FirstExecution) or the old ones
+// hold a claim (settleLeases); most writes need neither, and skip the
+// decoding. Steps that cannot be read come back nil, as if there were
+// none, so that a write can still repair them.
+func loadHeadSteps(q db.Querier, name string, next Steps) (*head, Steps, error) {
 	var (
 		h       head
 		renewed int
+		raw     []byte
 	)
-	err := q.QueryRow(`SELECT revision, content_rev, renewed, status, author FROM plans WHERE name = ?`, name).
-		Scan(&h.revision, &h.contentRev, &renewed, &h.status, &h.author)
+	query, dest := `SELECT revision, content_rev, renewed, status, author`, []any{&h.revision, &h.contentRev, &renewed, &h.status, &h.author}
+	if next != nil {
+		query, dest = query+`, steps`, append(dest, &raw)
+	}
+	err := q.QueryRow(query+` FROM plans WHERE name = ?`, name).Scan(dest...)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("get plan %q: %w", name, err)
+		return nil, nil, fmt.Errorf("get plan %q: %w", name, err)
 	}
 	h.renewed = renewed == 1
-	return &h, nil
+	var steps Steps
+	// Stored steps are encoded by Steps.encode: a claim is the member
+	// written exactly so (a string inside a value would have its quotes
+	// escaped), and a step without one has "claimed_by":null.
+	executes, _ := FirstExecution(nil, next)
+	if next != nil && (executes >= 0 || bytes.Contains(raw, []byte(`"claimed_by":"`))) {
+		steps, _ = decodeStoredSteps(raw)
+	}
+	return &h, steps, nil
 }
 
 func (h *head) rev() int64 {
@@ -206,7 +231,7 @@ func (st *Store) Put(ctx context.Context, name string, ch Change, pre revision.P
 		created bool
 	)
 	err := st.db.Write(ctx, func(tx *db.Tx) error {
-		h, err := loadHead(tx, name)
+		h, old, err := loadHeadSteps(tx, name, ch.Steps)
 		if err != nil {
 			return err
 		}
@@ -214,7 +239,7 @@ func (st *Store) Put(ctx context.Context, name string, ch Change, pre revision.P
 		if err != nil {
 			return err
 		}
-		if err := st.authorizeSteps(ctx, tx, name, h, ch.Steps); err != nil {
+		if err := st.authorizeSteps(ctx, name, old, ch.Steps); err != nil {
 			return err
 		}
 		typ := events.PlanUpdated
@@ -226,6 +251,13 @@ func (st *Store) Put(ctx context.Context, name string, ch Change, pre revision.P
 		}
 		if err != nil {
 			return err
+		}
+		if ch.Steps != nil {
+			// A lease that ran out before this write ended it is reported
+			// before the write's own event.
+			if err := settleLeases(tx, name, h.rev(), old, ch.Steps); err != nil {
+				return err
+			}
 		}
 		if out, err = get(tx, name, tx.Now()); err != nil {
 			return err
@@ -275,25 +307,13 @@ func (st *Store) SetStatus(ctx context.Context, name, status string, pre revisio
 	return out, err
 }
 
-// authorizeSteps refuses a write that would replace the steps of plan
-// name (h its head, nil when new) with next and so execute a step, unless
-// the caller may execute steps.
-func (st *Store) authorizeSteps(ctx context.Context, tx *db.Tx, name string, h *head, next Steps) error {
+// authorizeSteps refuses a write that would replace the steps old (none
+// when the plan is new, or its steps cannot be read, so every executing
+// step counts) of plan name with next and so execute a step, unless the
+// caller may execute steps.
+func (st *Store) authorizeSteps(ctx context.Context, name string, old, next Steps) error {
 	if next == nil || st.cfg.AuthorizeExecution == nil {
 		return nil
-	}
-	// Steps that start, complete or claim nothing execute nothing, whatever
-	// was there: most writes need not read the old steps at all.
-	if i, _ := FirstExecution(nil, next); i < 0 {
-		return nil
-	}
-	var old Steps
-	if h != nil {
-		// Steps that cannot be read compare as none (every executing step
-		// counts), so a write can still repair them.
-		if sh, err := loadSteps(tx, name); err == nil {
-			old = sh.steps
-		}
 	}
 	i, what := FirstExecution(old, next)
 	if i < 0 {
@@ -430,6 +450,10 @@ func (st *Store) Delete(ctx context.Context, name string, pre revision.Precondit
 			return err
 		}
 		if _, err := tx.Exec(`DELETE FROM plans WHERE name = ?`, name); err != nil {
+			return fmt.Errorf("delete plan %q: %w", name, err)
+		}
+		// Its leases go with it, unreported: plan.deleted says it all.
+		if _, err := tx.Exec(`DELETE FROM step_leases WHERE plan = ?`, name); err != nil {
 			return fmt.Errorf("delete plan %q: %w", name, err)
 		}
 		if err := res.Deleted(tx); err != nil {

@@ -234,16 +234,14 @@ func Sentence(typ, base string, e api.Event) string {
 			DecidedBy    *string `json:"decided_by"`
 			Feedback     *string `json:"feedback"`
 		} `json:"review"`
-		Plan   string `json:"plan"`
-		Name   string `json:"name"`
-		StepID string `json:"step_id"`
-		Step   struct {
-			ClaimedBy *string `json:"claimed_by"`
-		} `json:"step"`
-		PreviousClaimedBy *string `json:"previous_claimed_by"`
-		Tool              string  `json:"tool"`
-		Reason            string  `json:"reason"`
-		Status            string  `json:"status"`
+		Plan           string `json:"plan"`
+		Name           string `json:"name"`
+		StepID         string `json:"step_id"`
+		ClaimedBy      string `json:"claimed_by"`
+		ClaimExpiresAt string `json:"claim_expires_at"`
+		Tool           string `json:"tool"`
+		Reason         string `json:"reason"`
+		Status         string `json:"status"`
 	}
 	_ = json.Unmarshal(e.Data, &d)
 	title := d.Title
@@ -274,14 +272,8 @@ func Sentence(typ, base string, e api.Event) string {
 		s = fmt.Sprintf("Step *%s* of plan *%s* is complete", slackEscape(d.StepID), slackEscape(plan))
 		return withLink(s, planLink)
 	case api.WebhookStepClaimExpired:
-		prev, now := "", ""
-		if d.PreviousClaimedBy != nil {
-			prev = *d.PreviousClaimedBy
-		}
-		if d.Step.ClaimedBy != nil {
-			now = *d.Step.ClaimedBy
-		}
-		s = fmt.Sprintf("The claim of %s on step *%s* of plan *%s* ran out; %s took it over", slackEscape(prev), slackEscape(d.StepID), slackEscape(plan), slackEscape(now))
+		s = fmt.Sprintf("The claim of %s on step *%s* of plan *%s* ran out at %s; another worker may claim it now",
+			slackEscape(d.ClaimedBy), slackEscape(d.StepID), slackEscape(plan), slackEscape(d.ClaimExpiresAt))
 		return withLink(s, planLink)
 	case api.WebhookPlanChanged:
 		what := map[string]string{api.EventPlanCreated: "was created", api.EventPlanUpdated: "was updated",

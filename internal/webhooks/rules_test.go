@@ -34,11 +34,16 @@ func TestClassify(t *testing.T) {
 		{[]string{"step.completed"}, ev(api.EventStepUpdated, map[string]any{"step": map[string]any{"status": "blocked"}}), ""},
 		{[]string{"step.completed"}, ev(api.EventStepReportAdded, map[string]any{"outcome": "success"}), "step.completed"},
 		{[]string{"step.completed"}, ev(api.EventStepReportAdded, map[string]any{"outcome": "failure"}), ""},
-		{[]string{"step.claim_expired"}, ev(api.EventStepClaimed, map[string]any{"previous_claimed_by": prev}), "step.claim_expired"},
+		{[]string{"step.claim_expired"}, ev(api.EventStepClaimExpired, map[string]any{"claimed_by": prev}), "step.claim_expired"},
+		// A takeover is not a second notice of the lapse its
+		// step.claim_expired already reported.
+		{[]string{"step.claim_expired"}, ev(api.EventStepClaimed, map[string]any{"previous_claimed_by": prev}), ""},
 		{[]string{"step.claim_expired"}, ev(api.EventStepClaimed, map[string]any{}), ""},
 		{[]string{"plan.changed"}, ev(api.EventPlanDeleted, nil), "plan.changed"},
-		{[]string{"step.claimed", "step.claim_expired"}, ev(api.EventStepClaimed, map[string]any{"previous_claimed_by": prev}), "step.claim_expired"},
+		{[]string{"step.claimed", "step.claim_expired"}, ev(api.EventStepClaimed, map[string]any{"previous_claimed_by": prev}), "step.claimed"},
+		{[]string{"step.claimed", "step.claim_expired"}, ev(api.EventStepClaimExpired, map[string]any{"claimed_by": prev}), "step.claim_expired"},
 		{[]string{"step.claimed"}, ev(api.EventStepClaimed, map[string]any{}), "step.claimed"},
+		{[]string{"step.claimed"}, ev(api.EventStepClaimExpired, map[string]any{}), ""},
 	} {
 		got, ok := Classify(c.names, c.e)
 		if got != c.want || ok != (c.want != "") {

@@ -28,18 +28,14 @@ type Type struct {
 // subscription's types. Every event-log type is also a webhook type of
 // its own (api.EventTypes), matching exactly itself.
 //
-// step.claim_expired: a lease runs out without a write (the step merely
-// becomes claimable again), so the log records the expiry when the step is
-// taken over: a step.claimed event that names the previous holder.
+// step.claim_expired is the event-log type of the same name: the plans
+// store records it once per lease, about a second after the lease ends
+// (plans.SweepInterval), so a takeover (a step.claimed that names
+// previous_claimed_by) is not a second notice of the same lapse.
 var Types = []Type{
 	{Name: api.WebhookReviewRequested, Log: []string{api.EventSessionReviewRequested}},
 	{Name: api.WebhookReviewDecided, Log: []string{api.EventSessionReviewApproved, api.EventSessionReviewRejected}},
-	{Name: api.WebhookStepClaimExpired, Log: []string{api.EventStepClaimed}, Match: func(e api.Event) bool {
-		var d struct {
-			PreviousClaimedBy *string `json:"previous_claimed_by"`
-		}
-		return json.Unmarshal(e.Data, &d) == nil && d.PreviousClaimedBy != nil
-	}},
+	{Name: api.WebhookStepClaimExpired, Log: []string{api.EventStepClaimExpired}},
 	{Name: api.WebhookStepCompleted, Log: []string{api.EventStepUpdated, api.EventStepReportAdded}, Match: func(e api.Event) bool {
 		var d struct {
 			Step struct {

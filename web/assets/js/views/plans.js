@@ -374,6 +374,7 @@ export async function planView(main, [name], app) {
     onEvent: (ev) => {
       const what = {
         'step.claimed': 'claimed', 'step.report_added': 'reported on', 'step.updated': 'updated',
+        'step.claim_expired': `lease of ${ev.data?.claimed_by} ran out`,
       }[ev.type];
       announce(what ? `Step ${ev.data?.step_id} ${what}` : `Plan ${name}: ${ev.type}`);
       reload();
