@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -462,11 +461,4 @@ func (w *teamWriter) plan(seq *int64, clock *time.Time, sc teamScale, k int, out
 		return err
 	}
 	return w.event(seq, clock, api.EventPlanCreated, nil, name, 1, func(string) any { return p })
-}
-
-// removeDB deletes a SQLite file and its WAL and index.
-func removeDB(file string) {
-	for _, suffix := range []string{"", "-wal", "-shm"} {
-		os.Remove(file + suffix)
-	}
 }
