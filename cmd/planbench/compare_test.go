@@ -119,3 +119,23 @@ func TestPinnedSplitComesFromTheEnvironment(t *testing.T) {
 		t.Errorf("not pinned: %v %v", ok, err)
 	}
 }
+
+// TestTeamIsOptIn: a plain run (make bench) leaves out the team section,
+// which takes minutes; -only team runs it and nothing else.
+func TestTeamIsOptIn(t *testing.T) {
+	var all options
+	for _, s := range sections {
+		if got, want := all.runs(s), s != "team"; got != want {
+			t.Errorf("a run without -only runs %s: %v, want %v", s, got, want)
+		}
+	}
+	team := options{only: []string{"team"}}
+	for _, s := range sections {
+		if got, want := team.runs(s), s == "team"; got != want {
+			t.Errorf("-only team runs %s: %v, want %v", s, got, want)
+		}
+	}
+	if err := run([]string{"-only", "team", "-team-scale", "2"}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "-team-scale") {
+		t.Errorf("-team-scale 2: %v, want an error naming it", err)
+	}
+}

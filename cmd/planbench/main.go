@@ -40,7 +40,11 @@ func main() {
 }
 
 // sections are the parts of a run, in the order they run (-only picks some).
-var sections = []string{"writes", "reads", "pages", "wal", "subscribers", "hooks", "webhooks", "signin", "postgres"}
+var sections = []string{"writes", "reads", "pages", "wal", "subscribers", "hooks", "webhooks", "signin", "postgres", "team"}
+
+// optIn are the sections that run only when -only names them: they take
+// minutes (team seeds a million events), too long for every make bench.
+var optIn = []string{"team"}
 
 type options struct {
 	bin         string
@@ -51,6 +55,10 @@ type options struct {
 	smallList   int
 	subscribers int
 	only        []string
+	// teamScale sizes the team section's big database (team.go);
+	// teamStreams is its number of event streams across replicas.
+	teamScale   float64
+	teamStreams int
 	// pprofDir, when set, receives a CPU profile of the server per scenario.
 	pprofDir string
 	// postgres, when set, is a PostgreSQL server to run the PostgreSQL
@@ -64,7 +72,10 @@ type options struct {
 }
 
 func (o options) runs(section string) bool {
-	return len(o.only) == 0 || slices.Contains(o.only, section)
+	if len(o.only) == 0 {
+		return !slices.Contains(optIn, section)
+	}
+	return slices.Contains(o.only, section)
 }
 
 // listFlag is a flag that may be given more than once.
@@ -90,7 +101,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.smallList, "list-small", 1000, "plans stored for the small page scenarios")
 	fs.IntVar(&o.largeList, "list-large", 100000, "plans stored for the large page scenarios")
 	fs.IntVar(&o.subscribers, "subscribers", 1000, "idle event streams to hold open")
-	fs.StringVar(&only, "only", "", "run only these sections, comma-separated: "+strings.Join(sections, ","))
+	fs.StringVar(&only, "only", "", "run only these sections, comma-separated: "+strings.Join(sections, ",")+
+		" (every one but "+strings.Join(optIn, ",")+" when not given)")
+	fs.Float64Var(&o.teamScale, "team-scale", 1, "size of the team section's big database, as a fraction of 100,000 sessions, 10,000 plans, 1,000,000 events and 10,000 steps (the small one stays 1%)")
+	fs.IntVar(&o.teamStreams, "team-streams", 2000, "event streams the team section holds open across 3 PostgreSQL replicas")
 	fs.StringVar(&o.pprofDir, "pprof", "", "write a CPU profile of the server for each scenario's first round to this directory")
 	fs.StringVar(&o.postgres, "postgres", os.Getenv("PLANSERVER_BENCH_POSTGRES"),
 		"also run the PostgreSQL scenarios on this server (a URL of a user that may create databases; default $PLANSERVER_BENCH_POSTGRES)")
@@ -103,6 +117,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if o.teamScale <= 0 || o.teamScale > 1 {
+		return fmt.Errorf("-team-scale %g: want a fraction in (0, 1]", o.teamScale)
 	}
 	if o.rounds < 3 {
 		return fmt.Errorf("-rounds %d: a median and a spread need at least 3", o.rounds)
@@ -248,6 +265,11 @@ func (b *bench) all(ctx context.Context) error {
 	if b.o.runs("postgres") && b.o.postgres != "" {
 		if err := b.benchPostgres(ctx); err != nil {
 			return fmt.Errorf("PostgreSQL scenarios: %w", err)
+		}
+	}
+	if b.o.runs("team") {
+		if err := b.team(ctx); err != nil {
+			return fmt.Errorf("team scale: %w", err)
 		}
 	}
 	return nil

@@ -379,3 +379,69 @@ func TestHeadCacheFollowsOtherReplicas(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestSessionFilterAcrossTheWindow reads a quiet subtree and a busy
+// session page by page through a log longer than the stretch a session
+// read walks before it turns to the events_session index: every event of
+// each comes back once, in seq order, whichever part of the read found
+// it.
+func TestSessionFilterAcrossTheWindow(t *testing.T) {
+	d := openDB(t)
+	quiet := &events.Session{ID: "quiet", PK: 1, Path: "/1/"}
+	child := &events.Session{ID: "child", PK: 3, Path: "/1/3/"}
+	busy := &events.Session{ID: "busy", PK: 2, Path: "/2/"}
+	want := map[string][]int64{}
+	err := d.Write(context.Background(), func(tx *db.Tx) error {
+		for i := 0; i < 13000; i++ {
+			s := busy
+			switch {
+			case i%997 == 5:
+				s = quiet
+			case i == 8200 || i == 12999:
+				s = child
+			case i%10 == 3:
+				s = nil // a shared plan's event
+			}
+			e := events.New{Type: events.SessionUpdated, Session: s}
+			if s == nil {
+				e = events.New{Type: events.PlanUpdated, Plan: "p", Revision: int64(i + 1)}
+			}
+			seq, err := events.Append(tx, e)
+			if err != nil {
+				return err
+			}
+			if s == quiet || s == child {
+				want["quiet"] = append(want["quiet"], seq)
+			}
+			if s == busy {
+				want["busy"] = append(want["busy"], seq)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		id, path string
+		limit    int
+	}{{"quiet", "/1/", 3}, {"quiet", "/1/", 100}, {"busy", "/2/", 1000}} {
+		var got []int64
+		after := int64(0)
+		for pages := 0; ; pages++ {
+			p := read(t, d, events.Query{After: after, SessionID: c.id, SessionPath: c.path, Limit: c.limit})
+			got = append(got, seqs(p)...)
+			if p.Next <= after || pages > 1000 {
+				t.Fatalf("%s: the cursor went from %d to %d", c.id, after, p.Next)
+			}
+			after = p.Next
+			if len(p.Events) < c.limit {
+				break
+			}
+		}
+		if !equal(got, want[c.id]) {
+			t.Errorf("%s, pages of %d: %d events read, %d appended; first read %v, first appended %v",
+				c.id, c.limit, len(got), len(want[c.id]), got[:min(5, len(got))], want[c.id][:min(5, len(want[c.id]))])
+		}
+	}
+}

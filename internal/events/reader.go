@@ -188,21 +188,14 @@ func Read(ctx context.Context, d *db.DB, q Query) (Page, error) {
 			}
 			page.SessionPath = path
 		}
-		query, args := readSQL(q, after, path, limit)
-		rows, err := tx.Query(query, args...)
-		if err != nil {
-			return fmt.Errorf("read events after %d: %w", after, err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			e, err := scanEvent(rows)
-			if err != nil {
-				return fmt.Errorf("read events after %d: %w", after, err)
+		for _, part := range readParts(q, after, head, path) {
+			if len(page.Events) == limit {
+				break
 			}
-			page.Events = append(page.Events, e)
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("read events after %d: %w", after, err)
+			query, args := readSQL(q, part, path, limit-len(page.Events))
+			if err := readInto(tx, &page, query, args, after); err != nil {
+				return err
+			}
 		}
 		page.Next = head
 		if len(page.Events) == limit {
@@ -213,16 +206,76 @@ func Read(ctx context.Context, d *db.DB, q Query) (Page, error) {
 	return page, err
 }
 
-// readSQL builds the page query: the events after the cursor that match
-// q's filters (path is the resolved session filter), in seq order. A plan
-// filter is a range of the events_plan index; the rest walk the log from
-// the cursor.
-func readSQL(q Query, after int64, path string, limit int) (string, []any) {
+// readInto appends the events query reads to page.
+func readInto(tx *db.Tx, page *Page, query string, args []any, after int64) error {
+	rows, err := tx.Query(query, args...)
+	if err != nil {
+		return fmt.Errorf("read events after %d: %w", after, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		e, err := scanEvent(rows)
+		if err != nil {
+			return fmt.Errorf("read events after %d: %w", after, err)
+		}
+		page.Events = append(page.Events, e)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read events after %d: %w", after, err)
+	}
+	return nil
+}
+
+// sessionWindow is how many seqs after the cursor a session-filtered read
+// walks in log order before it turns to the events_session index.
+const sessionWindow = 4096
+
+// part is one stretch of the log a page is read from: the seqs in
+// (after, upTo] (upTo 0: no upper bound), walked in log order (walk) or
+// found through the events_session index.
+type part struct {
+	after, upTo int64
+	walk        bool
+}
+
+// readParts splits a read into the stretches it is read from, in seq
+// order. A session filter (without a plan filter, whose index serves it)
+// reads in two: first it walks the next sessionWindow seqs of the log,
+// which finds a busy subtree's page at once; when that leaves the page
+// short, the rest of the log is a range of the events_session index,
+// whose entries sort by path, not seq, so all of the subtree's entries
+// past the window are sorted, which is few once the walk found fewer than
+// a page in a window. Either alone grows with the log: a walk with a
+// quiet session's events (it passes every other event), the index with a
+// busy subtree's (it sorts them all to return a page). Together a page
+// costs at most a window's walk plus the subtree's entries, which are
+// sparse when it comes to that (team benchmark, docs/benchmarks.md).
+func readParts(q Query, after, head int64, path string) []part {
+	if path == "" || q.Plan != "" || head-after <= sessionWindow {
+		return []part{{after: after, walk: true}}
+	}
+	return []part{{after: after, upTo: after + sessionWindow, walk: true}, {after: after + sessionWindow}}
+}
+
+// readSQL builds the query of one part of a page: the events in p's
+// stretch of the log that match q's filters (path is the resolved session
+// filter), in seq order. A plan filter is a range of the events_plan
+// index; a session filter is a range of events_session unless p walks the
+// log, where the path is compared as an expression (coalesce) so that no
+// engine picks the index for it; the rest walk the log from the cursor.
+func readSQL(q Query, p part, path string, limit int) (string, []any) {
 	var where db.Where
-	where.Add("seq > ?", after)
+	where.Add("seq > ?", p.after)
+	if p.upTo > 0 {
+		where.Add("seq <= ?", p.upTo)
+	}
 	if path != "" {
 		lo, hi := SubtreeRange(path)
-		where.Add("session_path >= ? AND session_path < ?", lo, hi)
+		if p.walk {
+			where.Add("coalesce(session_path, '') >= ? AND coalesce(session_path, '') < ?", lo, hi)
+		} else {
+			where.Add("session_path >= ? AND session_path < ?", lo, hi)
+		}
 	}
 	if q.Scope != "" {
 		lo, hi := SubtreeRange(q.Scope)
