@@ -294,10 +294,19 @@ func toolCall(c *Call, m map[string]json.RawMessage, host, event string, tools m
 	if c.Event != event {
 		return inputErr("hook_event_name is %q: planserver hook answers %s's %s only.", c.Event, host, event)
 	}
-	if err := require("tool_name", c.Tool); err != nil {
+	return rewritableCall(c, m, "tool_name", "tool_input", tools)
+}
+
+// rewritableCall reads a generic tool call whose name (already in c.Tool)
+// came from member nameField: the name is required, member inputField is
+// the input as an object, which the host runs as rewritten, and the tool
+// is classified by the host's table. Every host with a generic pre-tool
+// hook shares it (Claude Code, Gemini CLI, Cursor's preToolUse, opencode).
+func rewritableCall(c *Call, m map[string]json.RawMessage, nameField, inputField string, tools map[string]Kind) error {
+	if err := require(nameField, c.Tool); err != nil {
 		return err
 	}
-	in, err := object(m, "tool_input")
+	in, err := object(m, inputField)
 	if err != nil {
 		return err
 	}
@@ -358,15 +367,7 @@ func parseCursor(c *Call, m map[string]json.RawMessage) error {
 		if err := strs(m, map[string]*string{"tool_name": &c.Tool}); err != nil {
 			return err
 		}
-		if err := require("tool_name", c.Tool); err != nil {
-			return err
-		}
-		in, err := object(m, "tool_input")
-		if err != nil {
-			return err
-		}
-		c.Input, c.CanRewrite = in, true
-		return classify(c, cursorTools, "command")
+		return rewritableCall(c, m, "tool_name", "tool_input", cursorTools)
 	}
 	return inputErr("hook_event_name is %q: planserver hook answers Cursor's %s.", c.Event, strings.Join(CursorEvents, ", "))
 }
@@ -401,15 +402,7 @@ func parseOpenCode(c *Call, m map[string]json.RawMessage) error {
 	if err := strs(m, map[string]*string{"tool": &c.Tool, "sessionID": &c.Conversation, "agent": &c.AgentType}); err != nil {
 		return err
 	}
-	if err := require("tool", c.Tool); err != nil {
-		return err
-	}
-	in, err := object(m, "args")
-	if err != nil {
-		return err
-	}
-	c.Input, c.CanRewrite = in, true
-	return classify(c, openCodeTools, "command")
+	return rewritableCall(c, m, "tool", "args", openCodeTools)
 }
 
 // Render answers decision d in host h's output format for call c (as far
