@@ -326,3 +326,65 @@ func TestHookCommandSandboxes(t *testing.T) {
 		t.Errorf("the sandboxed commands wrote %v", entries)
 	}
 }
+
+// TestHookFormsAnswerAlike: the lean planserver-hook (its own small HTTP
+// client) and planserver hook (net/http) answer every call byte for byte
+// alike, an answer far longer than one read included. (planserver sizes its
+// answers with Content-Length; hookwire's tests cover chunks too.)
+func TestHookFormsAnswerAlike(t *testing.T) {
+	p := start(t, filepath.Join(t.TempDir(), "p.db"))
+	url := "http://" + p.addr
+	mustCall(t, p, "POST", "/v1/sessions", `{"id":"planning","mode":"plan"}`, 201)
+	fixtures, err := filepath.Glob(filepath.Join("..", "..", "testdata", "hooks", "claude-code", "*.json"))
+	if err != nil || len(fixtures) < 10 {
+		t.Fatalf("fixtures: %v %v", fixtures, err)
+	}
+	inputs := map[string]string{}
+	for _, f := range fixtures {
+		name := strings.TrimSuffix(filepath.Base(f), ".json")
+		inputs[name] = hookFixture(t, "claude-code", name)
+	}
+	long, _ := json.Marshal(map[string]any{"session_id": "x", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+		"tool_input": map[string]any{"command": "python3 -c 'print(1)' # " + strings.Repeat("ünïcode \"q\" $x ", 600), "description": "long"}})
+	inputs["long command"] = string(long)
+	for name, in := range inputs {
+		var answers []string
+		for _, f := range hookForms {
+			_, r := runHookForm(t, f, url, in, []string{"PLANSERVER_SESSION=planning"}, "claude-code")
+			answers = append(answers, r.stdout)
+		}
+		if answers[0] != answers[1] {
+			t.Errorf("%s: the forms answer differently:\n%s\n%s", name, answers[0], answers[1])
+		}
+		if name == "long command" && len(answers[0]) < 8000 {
+			t.Errorf("the long command's answer is %d bytes: too short to test a long answer", len(answers[0]))
+		}
+	}
+}
+
+// TestLeanHookAlone: planserver-hook without planserver beside it still
+// answers through planserver, and when it cannot (planserver down), it
+// denies the call, saying what is missing, instead of letting it through.
+func TestLeanHookAlone(t *testing.T) {
+	alone := filepath.Join(t.TempDir(), "planserver-hook")
+	raw, err := os.ReadFile(hookBinary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(alone, raw, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	form := hookForm{"lone planserver-hook", func(args ...string) []string { return append([]string{alone}, args...) }}
+	p := start(t, filepath.Join(t.TempDir(), "p.db"))
+	mustCall(t, p, "POST", "/v1/sessions", `{"id":"planning","mode":"plan"}`, 201)
+	session := []string{"PLANSERVER_SESSION=planning"}
+	m, _ := runHookForm(t, form, "http://"+p.addr, hookFixture(t, "claude-code", "write"), session, "claude-code")
+	if d, reason := claudeDecision(m); d != "deny" || !strings.Contains(reason, "plan mode") {
+		t.Errorf("through planserver: %q %q", d, reason)
+	}
+	m, r := runHookForm(t, form, "http://"+freeAddr(t), hookFixture(t, "claude-code", "read"), session, "claude-code")
+	if m["decision"] != "block" || !strings.Contains(m["reason"].(string), "Install planserver beside planserver-hook") ||
+		!strings.Contains(r.stderr, "connection refused") {
+		t.Errorf("planserver down, no planserver beside: %v (stderr %q)", m, r.stderr)
+	}
+}

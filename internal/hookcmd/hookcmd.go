@@ -12,19 +12,13 @@ package hookcmd
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
-	"os"
-	"strings"
-	"time"
 
-	"github.com/planserver/planserver/internal/cliflag"
 	"github.com/planserver/planserver/internal/hooks"
+	"github.com/planserver/planserver/internal/hookwire"
 	"github.com/planserver/planserver/internal/shellclass"
 )
 
@@ -51,43 +45,21 @@ Settings (flags win over the environment):
   --session   PLANSERVER_SESSION  the session whose mode applies
   --parent    PLANSERVER_PARENT   bind each host conversation to a child of this session
   --shell-read-only FILE          the shell table's extension, as serve's (for reads while planserver is down)
+  --offline-reason TEXT           planserver was asked already and could not answer: judge the call
+                                  locally, saying TEXT (what planserver-hook passes when it hands over)
   --token-file, PLANSERVER_TOKEN  the bearer token, from a file or the environment.
               Never on the command line: hosts print the hook command in their
               error messages, so --token is refused.
 
 planserver-hook HOST ... is the same command as a lean binary of its own,
 which starts in a fraction of planserver's time (a host starts the hook
-before every tool call); make build puts it beside planserver.
+before every tool call); make build puts it beside planserver, and it hands
+over to planserver hook what it does not do itself (docs/hosts.md).
 
 install and uninstall add this hook to the host's settings, or take out only
 what install added: planserver-hook when it is beside planserver, else
 planserver hook (docs/hosts.md).
 `
-
-// hookTimeout bounds one question to planserver: well inside every host's
-// default hook timeout (Claude Code and Gemini CLI: 60 s).
-const hookTimeout = 5 * time.Second
-
-// hookSettings are planserver hook's settings.
-type hookSettings struct {
-	server, tokenFile, session, parent string
-	// shellReadOnly is the --shell-read-only file that extends the shell
-	// table, for the commands the hook allows while planserver is down.
-	shellReadOnly string
-	timeout       time.Duration
-	// tokenOnArgv records a --token given on the command line: refused.
-	tokenOnArgv bool
-}
-
-// anyHostDeny is the answer when the host is unknown: a denial every
-// host's format reads as one (Claude Code and Gemini CLI take "decision":
-// "block", Cursor "permission", the opencode plugin anything but
-// allow/none).
-func anyHostDeny(reason string) []byte {
-	raw, _ := json.Marshal(map[string]string{"decision": "block", "reason": reason,
-		"permission": "deny", "agent_message": reason, "user_message": reason})
-	return raw
-}
 
 // Run answers one hook call of host hostName on stdout, whatever happens:
 // it always prints one JSON object the host reads, since a host runs the
@@ -110,7 +82,7 @@ func Run(ctx context.Context, hostName string, args []string, getenv func(string
 			fmt.Fprintf(stderr, "planserver hook: internal error: %v\n", r)
 			d := hooks.Refusal(fmt.Sprintf("planserver hook failed (internal error: %v).", r))
 			if hostErr != nil {
-				write(anyHostDeny(d.Reason))
+				write(hookwire.AnyHostDeny(d.Reason))
 				return
 			}
 			write(hooks.Render(host, call, d))
@@ -118,10 +90,10 @@ func Run(ctx context.Context, hostName string, args []string, getenv func(string
 	}()
 	if hostErr != nil {
 		fmt.Fprintf(stderr, "planserver hook: %v\n", hostErr)
-		write(anyHostDeny(hooks.Refusal(hostErr.Error() + ".").Reason))
+		write(hookwire.AnyHostDeny(hooks.Refusal(hostErr.Error() + ".").Reason))
 		return
 	}
-	raw, err := io.ReadAll(io.LimitReader(stdin, hooks.MaxInput+1))
+	raw, err := io.ReadAll(io.LimitReader(stdin, hookwire.MaxInput+1))
 	if err != nil {
 		write(hooks.Render(host, call, hooks.Refusal(fmt.Sprintf("the hook input could not be read (%v).", err))))
 		return
@@ -131,18 +103,18 @@ func Run(ctx context.Context, hostName string, args []string, getenv func(string
 		write(hooks.Render(host, call, hooks.Refusal(err.Error())))
 		return
 	}
-	set, err := hookFlags(args, getenv)
-	policy := hookLocalPolicy(set.shellReadOnly)
-	if err == nil && set.tokenOnArgv {
-		err = errors.New("--token is refused on the command line (hosts print the hook command in their errors); " +
-			"set PLANSERVER_TOKEN or --token-file")
+	set, err := hookwire.ParseFlags(args, getenv)
+	policy := hookLocalPolicy(set.ShellReadOnly)
+	if err == nil {
+		err = set.Check()
+	}
+	if err == nil && set.OfflineReason != "" {
+		// planserver-hook asked already and handed the call over.
+		err = errors.New(set.OfflineReason)
 	}
 	var token string
 	if err == nil {
-		token, err = hookToken(set, getenv)
-	}
-	if err == nil && set.session == "" && set.parent == "" {
-		err = errors.New("no session is configured: set PLANSERVER_SESSION or --session (or PLANSERVER_PARENT / --parent)")
+		token, err = hookwire.Token(set, getenv)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "planserver hook: %v\n", err)
@@ -171,75 +143,24 @@ func hookLocalPolicy(shellReadOnly string) hooks.Policy {
 	}}
 }
 
-func hookFlags(args []string, getenv func(string) string) (hookSettings, error) {
-	var set hookSettings
-	fs := flag.NewFlagSet("planserver hook", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	var argvToken string
-	fs.StringVar(&set.server, "server", "", "")
-	fs.StringVar(&argvToken, "token", "", "")
-	fs.StringVar(&set.tokenFile, "token-file", "", "")
-	fs.StringVar(&set.session, "session", "", "")
-	fs.StringVar(&set.parent, "parent", "", "")
-	fs.DurationVar(&set.timeout, "timeout", hookTimeout, "")
-	fs.StringVar(&set.shellReadOnly, "shell-read-only", "", "")
-	if err := fs.Parse(args); err != nil {
-		return set, fmt.Errorf("bad arguments: %s", cliflag.ErrorText(err))
-	}
-	if fs.NArg() > 0 {
-		return set, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	set.tokenOnArgv = argvToken != ""
-	env := map[string]*string{"PLANSERVER_URL": &set.server, "PLANSERVER_SESSION": &set.session, "PLANSERVER_PARENT": &set.parent}
-	for name, v := range env {
-		if *v == "" {
-			*v = getenv(name)
-		}
-	}
-	if set.server == "" {
-		set.server = cliflag.DefaultServer
-	}
-	if set.session != "" && set.parent != "" {
-		return set, errors.New("both a session and a parent are set; the hook acts for one session")
-	}
-	if set.timeout <= 0 || set.timeout > time.Minute {
-		return set, fmt.Errorf("--timeout %s is not between 0 and 1m", set.timeout)
-	}
-	return set, nil
-}
-
-// hookToken reads the token from --token-file, else PLANSERVER_TOKEN.
-func hookToken(set hookSettings, getenv func(string) string) (string, error) {
-	if set.tokenFile == "" {
-		return strings.TrimSpace(getenv("PLANSERVER_TOKEN")), nil
-	}
-	raw, err := os.ReadFile(set.tokenFile)
-	if err != nil {
-		return "", fmt.Errorf("read --token-file: %w", err)
-	}
-	return strings.TrimSpace(string(raw)), nil
-}
-
 // askPlanserver sends the host's input to POST /v1/hooks/{host} and
-// returns the answer, which must be a 200 JSON object.
-func askPlanserver(ctx context.Context, set hookSettings, token string, host hooks.Host, raw []byte) ([]byte, error) {
-	q := url.Values{}
-	if set.session != "" {
-		q.Set("session", set.session)
-	} else {
-		q.Set("parent", set.parent)
-	}
-	u := strings.TrimRight(set.server, "/") + "/v1/hooks/" + string(host) + "?" + q.Encode()
-	ctx, cancel := context.WithTimeout(ctx, set.timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(raw))
+// returns the answer, which must be a 200 JSON object. It goes through
+// net/http, so that https and the proxy settings of the environment work;
+// the lean planserver-hook sends the same request (hookwire.NewRequest)
+// with a client of its own.
+func askPlanserver(ctx context.Context, set hookwire.Settings, token string, host hooks.Host, raw []byte) ([]byte, error) {
+	q, err := hookwire.NewRequest(set, token, string(host), raw)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(hooks.AdapterHeader, "command")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+	ctx, cancel := context.WithTimeout(ctx, set.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, q.URL.String(), bytes.NewReader(raw))
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range q.Header {
+		req.Header.Set(h[0], h[1])
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -248,18 +169,7 @@ func askPlanserver(ctx context.Context, set hookSettings, token string, host hoo
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
-		return nil, fmt.Errorf("planserver at %s: reading the answer: %w", set.server, err)
+		return nil, fmt.Errorf("planserver at %s: reading the answer: %w", set.Server, err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		var p struct{ Code, Detail string }
-		if json.Unmarshal(body, &p) == nil && p.Code != "" {
-			return nil, fmt.Errorf("planserver answered %d %s: %s", resp.StatusCode, p.Code, p.Detail)
-		}
-		return nil, fmt.Errorf("planserver answered %d", resp.StatusCode)
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(body, &obj); err != nil {
-		return nil, fmt.Errorf("planserver's answer is not a JSON object: %w", err)
-	}
-	return bytes.TrimSpace(body), nil
+	return hookwire.Answer(resp.StatusCode, body)
 }

@@ -8,12 +8,9 @@ import (
 	"path"
 	"sort"
 	"strings"
-)
 
-// AdapterHeader names the adapter that asks POST /v1/hooks/{host}:
-// planserver hook sends "command", the opencode plugin "plugin"; a host
-// calling the HTTP form directly sends none ("http").
-const AdapterHeader = "Planserver-Hook-Adapter"
+	"github.com/planserver/planserver/internal/hookwire"
+)
 
 // Host is an agent host whose hooks planserver answers.
 type Host string
@@ -44,10 +41,6 @@ func ParseHost(name string) (Host, error) {
 	return "", fmt.Errorf("unknown host %q: want one of %s", name, strings.Join(names, ", "))
 }
 
-// MaxInput bounds one hook input. A host sends a Write call's whole file
-// content, so it is generous; a larger input is refused (fail closed).
-const MaxInput = 8 << 20
-
 // InputError is an input the adapter cannot read; the hook refuses the
 // call with it.
 type InputError struct{ msg string }
@@ -62,8 +55,8 @@ func inputErr(format string, args ...any) error {
 // could read (the event, so that the refusal has the right shape).
 func Parse(h Host, raw []byte) (Call, error) {
 	c := Call{Host: h}
-	if len(raw) > MaxInput {
-		return c, inputErr("the hook input is %d bytes, above the limit of %d.", len(raw), MaxInput)
+	if len(raw) > hookwire.MaxInput {
+		return c, inputErr("the hook input is %d bytes, above the limit of %d.", len(raw), hookwire.MaxInput)
 	}
 	var m map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(raw))

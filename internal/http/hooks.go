@@ -13,6 +13,7 @@ import (
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/hooks"
+	"github.com/planserver/planserver/internal/hookwire"
 	"github.com/planserver/planserver/internal/mcp"
 	"github.com/planserver/planserver/internal/revision"
 	"github.com/planserver/planserver/internal/sessions"
@@ -86,7 +87,7 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) error {
 		return apierr.New(apierr.NotFound, "%v", err)
 	}
 	adapter := "http"
-	switch v := r.Header.Get(hooks.AdapterHeader); v {
+	switch v := r.Header.Get(hookwire.AdapterHeader); v {
 	case "command", "plugin":
 		adapter = v
 	}
@@ -113,7 +114,7 @@ func (s *Server) hookDecision(w http.ResponseWriter, r *http.Request, host hooks
 	if _, err := requireMediaType(r, mediaJSON); err != nil {
 		return refuse(hooks.Call{Host: host}, err)
 	}
-	body, err := readBody(w, r, hooks.MaxInput+1)
+	body, err := readBody(w, r, hookwire.MaxInput+1)
 	if err != nil {
 		return refuse(hooks.Call{Host: host}, err)
 	}
