@@ -42,6 +42,15 @@ func main() {
 		fmt.Fprintf(os.Stderr, "planserver-hook: %s is planserver's: run planserver hook %s HOST\n", args[0], args[0])
 		os.Exit(2)
 	}
+	defer func() {
+		// A host runs the tool when its hook fails: a panic must still be
+		// a denial on stdout, never a stack trace and an exit status.
+		if r := recover(); r != nil {
+			msg := fmt.Sprintf("[planserver hook] planserver-hook failed (internal error: %v). The call is refused so that plan mode cannot be bypassed.", r)
+			fmt.Fprintln(os.Stderr, msg)
+			os.Stdout.Write(append(hookwire.AnyHostDeny(msg), '\n'))
+		}
+	}()
 	os.Stdout.Write(append(answer(args[0], args[1:]), '\n'))
 }
 
