@@ -85,6 +85,10 @@ type Page struct {
 	// SessionPath is the path the query's SessionID named ("" when it
 	// names nothing yet), to pin in the next query.
 	SessionPath string
+	// Encoded, when set (a page Tail.Take answered), holds each event's
+	// JSON, json.Marshal(Events[i]), made once by the tail for every
+	// stream that sends it; nil for a page read from the log.
+	Encoded [][]byte
 }
 
 // bounds returns the log's head (the highest seq ever appended, even if

@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"sync"
@@ -94,6 +95,9 @@ type tailEvent struct {
 	path       string
 	hasPath    bool // session_path is not NULL
 	hasSession bool // session_id is not NULL
+	// json is json.Marshal(Event): one encoding for all the streams that
+	// send the event, instead of one per stream.
+	json []byte
 }
 
 // NewTail returns a tail of d's log, woken by commits. Wake it with
@@ -272,6 +276,9 @@ func readTail(tx *db.Tx, events *[]tailEvent, after, head int64) error {
 		e.SessionID, e.Plan, e.Revision = sessionID.String, plan.String, rev.Int64
 		e.Data = []byte(data)
 		e.path, e.hasPath, e.hasSession = path.String, path.Valid, sessionID.Valid
+		if e.json, err = json.Marshal(e.Event); err != nil {
+			return fmt.Errorf("encode event %d: %w", e.Seq, err)
+		}
 		*events = append(*events, e)
 	}
 	if err := rows.Err(); err != nil {
@@ -316,6 +323,7 @@ func (t *Tail) Take(q Query, key string) (Page, bool, error) {
 	for ; i < len(g.events); i++ {
 		if e := &g.events[i]; m.match(e) {
 			page.Events = append(page.Events, e.Event)
+			page.Encoded = append(page.Encoded, e.json)
 			if len(page.Events) == limit {
 				page.Next = e.Seq
 				break

@@ -1,7 +1,9 @@
 package events_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"math/rand"
 	"reflect"
 	"testing"
@@ -154,6 +156,15 @@ func TestMatcherAgreesWithRead(t *testing.T) {
 		if err != nil || !ok {
 			t.Fatalf("%+v: take: ok %v, %v", q, ok, err)
 		}
+		if len(got.Encoded) != len(got.Events) {
+			t.Fatalf("%+v: %d events, %d encodings", q, len(got.Events), len(got.Encoded))
+		}
+		for i, e := range got.Events {
+			if b, _ := json.Marshal(e); !bytes.Equal(b, got.Encoded[i]) {
+				t.Fatalf("event %d encoded as %s, want %s", e.Seq, got.Encoded[i], b)
+			}
+		}
+		got.Encoded = nil
 		if len(got.Events) == 0 {
 			got.Events = nil
 		}

@@ -237,9 +237,11 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q events.Q
 	heartbeat := time.NewTicker(s.cfg.SSEHeartbeat)
 	defer heartbeat.Stop()
 	for {
-		for _, e := range page.Events {
-			data, err := json.Marshal(e)
-			if err != nil {
+		for i, e := range page.Events {
+			var data []byte
+			if page.Encoded != nil {
+				data = page.Encoded[i] // the tail encoded it once for all streams
+			} else if data, err = json.Marshal(e); err != nil {
 				noteFailure(r, fmt.Errorf("encode event %d: %w", e.Seq, err))
 				return nil
 			}
