@@ -21,6 +21,13 @@ import (
 // against how far behind a stream may fall and still be served from it.
 const DefaultTailRing = 4096
 
+// DefaultTailBackfill is how many of the newest events a tail's first read
+// loads when TailOptions names no other number. The tail runs while
+// streams are open and starts again with the next one, so this is read on
+// every start: enough for streams that resume a little behind, not a
+// whole ring's worth for a lone client that reconnects.
+const DefaultTailBackfill = 256
+
 // tailPage is how many events a tail read asks for at a time.
 const tailPage = 1000
 
@@ -31,6 +38,9 @@ const tailReadTimeout = 30 * time.Second
 type TailOptions struct {
 	// Ring is how many recent events the tail keeps; DefaultTailRing when 0.
 	Ring int
+	// Backfill is how many of the newest events the tail's first read
+	// loads (at most Ring); DefaultTailBackfill when 0.
+	Backfill int
 	// OnRead, when set, is called once per read of the log the tail makes
 	// (for a metric).
 	OnRead func()
@@ -52,11 +62,12 @@ type TailOptions struct {
 // reads for itself. The tail's goroutine runs only while it has
 // subscribers.
 type Tail struct {
-	db     *db.DB
-	in     *Broker // commits
-	out    *Broker // wakes subscribers after each generation
-	ring   int
-	onRead func()
+	db       *db.DB
+	in       *Broker // commits
+	out      *Broker // wakes subscribers after each generation
+	ring     int
+	backfill int
+	onRead   func()
 
 	mu   sync.Mutex
 	keys map[string]*tailKey
@@ -106,8 +117,11 @@ func NewTail(d *db.DB, o TailOptions) *Tail {
 	if o.Ring <= 0 {
 		o.Ring = DefaultTailRing
 	}
-	return &Tail{db: d, in: NewBroker(), out: NewBroker(), ring: o.Ring, onRead: o.OnRead,
-		keys: make(map[string]*tailKey)}
+	if o.Backfill <= 0 {
+		o.Backfill = DefaultTailBackfill
+	}
+	return &Tail{db: d, in: NewBroker(), out: NewBroker(), ring: o.Ring, backfill: min(o.Backfill, o.Ring),
+		onRead: o.OnRead, keys: make(map[string]*tailKey)}
 }
 
 // Notify tells the tail that something committed.
@@ -202,7 +216,7 @@ func (t *Tail) refresh(r *tailRun) {
 }
 
 // read reads a generation in one snapshot: checks, bounds and the events
-// after prev's head (or, with no usable prev, the last ring's worth).
+// after prev's head (or, with no usable prev, the last backfill's worth).
 func (t *Tail) read(ctx context.Context, r *tailRun, prev *generation, checks map[string]func(db.Querier) error) (*generation, error) {
 	g := &generation{run: r, checks: make(map[string]error, len(checks))}
 	err := t.db.Read(ctx, func(tx *db.Tx) error {
@@ -217,11 +231,12 @@ func (t *Tail) read(ctx context.Context, r *tailRun, prev *generation, checks ma
 		if g.head, g.prunedThrough, err = bounds(tx); err != nil {
 			return err
 		}
-		after := max(g.prunedThrough, g.head-int64(t.ring))
-		g.from = after
-		if prev != nil && prev.head <= g.head && prev.head >= after {
+		after := max(g.prunedThrough, g.head-int64(t.backfill))
+		if prev != nil && prev.head <= g.head && prev.head >= g.head-int64(t.ring) {
 			// Read on from where the last generation ended.
 			after, g.from, g.events = prev.head, prev.from, prev.events
+		} else {
+			g.from = after // the first read, or the log moved too far
 		}
 		for {
 			n := len(g.events)

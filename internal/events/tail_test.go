@@ -114,7 +114,7 @@ func TestMatcherAgreesWithRead(t *testing.T) {
 	rng := rand.New(rand.NewSource(27))
 	appendMixed(t, d, rng, 300, false)
 
-	tail := events.NewTail(d, events.TailOptions{})
+	tail := events.NewTail(d, events.TailOptions{Backfill: 1000})
 	d.OnCommit(tail.Notify)
 	wake, stop := tail.Subscribe("k", func(db.Querier) error { return nil })
 	defer stop()
@@ -195,7 +195,7 @@ func TestMatcherAgreesWithRead(t *testing.T) {
 func TestTailRingAndChecks(t *testing.T) {
 	d := openDB(t)
 	appendPlanEvents(t, d, "alpha", 30)
-	tail := events.NewTail(d, events.TailOptions{Ring: 10})
+	tail := events.NewTail(d, events.TailOptions{Ring: 10, Backfill: 100})
 	d.OnCommit(tail.Notify)
 	revoked := apierr.New(apierr.Unauthenticated, "token x was revoked")
 	wake, stop := tail.Subscribe("ok", func(db.Querier) error { return nil })
