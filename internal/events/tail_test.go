@@ -227,3 +227,31 @@ func TestTailRingAndChecks(t *testing.T) {
 		t.Errorf("after sliding: %v ok %v from %d", seqs(p), ok, events.TailFrom(tail))
 	}
 }
+
+// TestTailRestartsWithItsSubscribers: the tail forgets its generation
+// when its last subscriber leaves (nothing answers from a stale one), and
+// reads afresh, from the log's head, when the next one comes.
+func TestTailRestartsWithItsSubscribers(t *testing.T) {
+	d := openDB(t)
+	appendPlanEvents(t, d, "alpha", 3)
+	tail := events.NewTail(d, events.TailOptions{})
+	d.OnCommit(tail.Notify)
+	wake, stop := tail.Subscribe("k", func(db.Querier) error { return nil })
+	waitGeneration(t, tail, wake, 3)
+	stop()
+	stop() // twice is once
+	if h := events.TailHead(tail); h != -1 || tail.Subscribers() != 0 {
+		t.Fatalf("after the last subscriber left: head %d, %d subscribers", h, tail.Subscribers())
+	}
+	if _, ok, _ := tail.Take(events.Query{After: 3}, "k"); ok {
+		t.Error("Take answered with no subscriber")
+	}
+	appendPlanEvents(t, d, "beta", 2)
+	wake, stop = tail.Subscribe("k", func(db.Querier) error { return nil })
+	defer stop()
+	waitGeneration(t, tail, wake, 5)
+	p, ok, err := tail.Take(events.Query{After: 3}, "k")
+	if !ok || err != nil || !equal(seqs(p), []int64{4, 5}) {
+		t.Errorf("after the restart: %v, ok %v, %v", seqs(p), ok, err)
+	}
+}
