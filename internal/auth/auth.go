@@ -103,6 +103,17 @@ type Principal struct {
 	ExpiresAt string
 }
 
+// RecheckKey names what Store.Recheck checks of p: two principals with the
+// same key always get the same answer from it in one snapshot, so a
+// reader that re-checks many principals at once (events.Tail) checks each
+// key once.
+func (p Principal) RecheckKey() string {
+	if p.signIn {
+		return "sign-in:" + p.hash
+	}
+	return "token:" + p.hash
+}
+
 // Kind is "person" for a signed-in human, "token" otherwise (the
 // anonymous caller of --auth none included), as GET /v1/me says.
 func (p Principal) Kind() string {

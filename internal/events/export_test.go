@@ -7,3 +7,22 @@ func SetPruneBatch(n int) (restore func()) {
 	pruneBatch = n
 	return func() { pruneBatch = old }
 }
+
+// TailHead is the head of t's newest generation, or -1 when it has none.
+func TailHead(t *Tail) int64 {
+	g := t.gen.Load()
+	if g == nil {
+		return -1
+	}
+	return g.head
+}
+
+// TailFrom is the cursor from which t's newest generation holds every
+// event, or -1 when it has none.
+func TailFrom(t *Tail) int64 {
+	g := t.gen.Load()
+	if g == nil {
+		return -1
+	}
+	return g.from
+}

@@ -85,6 +85,10 @@ type Page struct {
 	// SessionPath is the path the query's SessionID named ("" when it
 	// names nothing yet), to pin in the next query.
 	SessionPath string
+	// Encoded, when set (a page Tail.Take answered), holds each event's
+	// JSON, json.Marshal(Events[i]), made once by the tail for every
+	// stream that sends it; nil for a page read from the log.
+	Encoded [][]byte
 }
 
 // bounds returns the log's head (the highest seq ever appended, even if
@@ -290,6 +294,46 @@ func readSQL(q Query, p part, path string, limit int) (string, []any) {
 		where.Add("type IN (?"+strings.Repeat(", ?", len(q.Types)-1)+")", types...)
 	}
 	return `SELECT ` + eventColumns + ` FROM events WHERE ` + where.SQL() + ` ORDER BY seq LIMIT ?`, where.Args(limit)
+}
+
+// matcher is the in-memory twin of readSQL's WHERE clause: it decides, for
+// an event the tail (tail.go) holds, exactly what readSQL's conditions
+// decide for its row, so a stream served from memory gets the page Read
+// would give it. The two must change together; TestMatcherAgreesWithRead
+// holds them to it on both engines. path is the resolved session filter
+// ("" for none), as in readSQL.
+type matcher struct {
+	q              Query
+	pathLo, pathHi string
+	scopeLo        string
+	scopeHi        string
+}
+
+func newMatcher(q Query, path string) matcher {
+	m := matcher{q: q}
+	if path != "" {
+		m.pathLo, m.pathHi = SubtreeRange(path)
+	}
+	if q.Scope != "" {
+		m.scopeLo, m.scopeHi = SubtreeRange(q.Scope)
+	}
+	return m
+}
+
+// match reports whether e passes the filters. A NULL session_path (the
+// SQL comparisons are then NULL, not true) never matches a path range;
+// a NULL session_id passes the scope, as the events of no session do.
+func (m matcher) match(e *tailEvent) bool {
+	if m.pathLo != "" && !(e.hasPath && e.path >= m.pathLo && e.path < m.pathHi) {
+		return false
+	}
+	if m.scopeLo != "" && e.hasSession && !(e.hasPath && e.path >= m.scopeLo && e.path < m.scopeHi) {
+		return false
+	}
+	if m.q.Plan != "" && e.Plan != m.q.Plan {
+		return false
+	}
+	return len(m.q.Types) == 0 || slices.Contains(m.q.Types, e.Type)
 }
 
 func scanEvent(rows *sql.Rows) (Event, error) {

@@ -45,6 +45,9 @@ const (
 type eventMetrics struct {
 	delivered *prometheus.CounterVec
 	pruned    prometheus.Counter
+	// reads counts reads of the log for event streams: by the tail, once
+	// per commit for all caught-up streams, or by one stream for itself.
+	reads *prometheus.CounterVec
 }
 
 func newEventMetrics(reg prometheus.Registerer, subscribers func() int) *eventMetrics {
@@ -57,8 +60,14 @@ func newEventMetrics(reg prometheus.Registerer, subscribers func() int) *eventMe
 			Name: "planserver_events_pruned_total",
 			Help: "Events deleted from the log by retention.",
 		}),
+		reads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "planserver_event_log_reads_total",
+			Help: "Reads of the event log for event streams (SSE), by reader: tail (one per commit for every caught-up stream) or stream (a stream reading for itself: opening, catching up, or whatever the tail cannot answer).",
+		}, []string{"reader"}),
 	}
-	reg.MustRegister(m.delivered, m.pruned, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+	m.reads.WithLabelValues("tail")
+	m.reads.WithLabelValues("stream")
+	reg.MustRegister(m.delivered, m.pruned, m.reads, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "planserver_event_subscribers",
 		Help: "Event streams (SSE) connected now.",
 	}, func() float64 { return float64(subscribers()) }))
@@ -167,9 +176,11 @@ func parseCursor(field, s string) (int64, error) {
 const errorEventsParam = "error_events"
 
 // streamEvents serves the feed as Server-Sent Events. It only ever sends
-// rows read back from the log: the broker's wake-ups carry nothing, they
-// only prompt a re-read from the stream's cursor, so catch-up and live
-// delivery are the same loop and cannot race, reorder or skip.
+// rows read back from the log: the tail's wake-ups carry nothing, they
+// only prompt a read from the stream's cursor, so catch-up and live
+// delivery are the same loop and cannot race, reorder or skip. That read
+// is the tail's, in memory, when the tail's last read of the log answers
+// it exactly (events.Tail.Take), and the stream's own otherwise.
 //
 // The stream is authorized for as long as it lasts, not only when it
 // opens: every page is read in a snapshot that first checks the caller's
@@ -182,8 +193,10 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q events.Q
 	p := auth.PrincipalFrom(ctx)
 	q.Guard = func(tx db.Querier) error { return s.tokens.Recheck(tx, p) }
 	// Subscribe before the first read: a commit that lands after the read
-	// leaves a wake-up pending, so the loop never sleeps past it.
-	wake, unsubscribe := s.broker.Subscribe()
+	// leaves a wake-up pending, so the loop never sleeps past it. The tail
+	// re-checks the principal in each of its reads with the same Guard.
+	key := p.RecheckKey()
+	wake, unsubscribe := s.tail.Subscribe(key, q.Guard)
 	defer unsubscribe()
 	q.Limit = sseBatch
 	// The first read comes before the response starts, so an expired or
@@ -192,7 +205,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q events.Q
 	var page events.Page
 	err := qerr
 	if err == nil {
-		page, err = events.Read(ctx, s.cfg.DB, q)
+		page, err = s.readStream(ctx, q, "")
 	}
 	optedIn := r.URL.Query().Get(errorEventsParam) == "true"
 	if err != nil && !optedIn {
@@ -224,9 +237,11 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q events.Q
 	heartbeat := time.NewTicker(s.cfg.SSEHeartbeat)
 	defer heartbeat.Stop()
 	for {
-		for _, e := range page.Events {
-			data, err := json.Marshal(e)
-			if err != nil {
+		for i, e := range page.Events {
+			var data []byte
+			if page.Encoded != nil {
+				data = page.Encoded[i] // the tail encoded it once for all streams
+			} else if data, err = json.Marshal(e); err != nil {
 				noteFailure(r, fmt.Errorf("encode event %d: %w", e.Seq, err))
 				return nil
 			}
@@ -251,11 +266,25 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q events.Q
 		if ctx.Err() != nil {
 			return nil
 		}
-		if page, err = events.Read(ctx, s.cfg.DB, q); err != nil {
+		if page, err = s.readStream(ctx, q, key); err != nil {
 			s.endStream(sw, r, err)
 			return nil
 		}
 	}
+}
+
+// readStream reads a stream's next page: from the tail when it can answer
+// for the principal named key exactly, else from the log (key "": always
+// from the log, as at the stream's opening, whose answer may still be an
+// HTTP status).
+func (s *Server) readStream(ctx context.Context, q events.Query, key string) (events.Page, error) {
+	if key != "" {
+		if page, ok, err := s.tail.Take(q, key); ok {
+			return page, err
+		}
+	}
+	s.eventMetrics.reads.WithLabelValues("stream").Inc()
+	return events.Read(ctx, s.cfg.DB, q)
 }
 
 // errStreamEnds ends a stream without an error event: the client left, a

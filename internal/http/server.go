@@ -129,8 +129,9 @@ type Server struct {
 	webhooks  *webhooks.Store
 	deliverer *deliver.Deliverer
 
-	// broker wakes event streams after every commit.
-	broker *events.Broker
+	// tail wakes event streams after every commit, and serves the caught-up
+	// ones from one read of the log (events.Tail).
+	tail *events.Tail
 	// head is the event log's head for X-Event-Seq.
 	head *events.HeadCache
 	// answers keeps the answers of GET a session and GET a plan between
@@ -190,7 +191,6 @@ func New(cfg Config) *Server {
 		gate:     sessions.NewGate(cfg.PlanModeAllow),
 		tokens:   auth.NewStore(cfg.DB),
 		limiter:  newLimiter(cfg.RateLimit, cfg.RateBurst),
-		broker:   events.NewBroker(),
 		shutdown: make(chan struct{}),
 	}
 	s.hookRules = newHookRules(cfg.Hooks)
@@ -204,10 +204,12 @@ func New(cfg Config) *Server {
 		// A plan body that starts, completes or claims a step executes it
 		// exactly as the step routes do, so it takes the same decision.
 		AuthorizeExecution: func(ctx context.Context) error { return s.Authorize(ctx, auth.ExecuteSteps, "", nil) }})
-	s.eventMetrics = newEventMetrics(reg, s.broker.Subscribers)
+	s.eventMetrics = newEventMetrics(reg, func() int { return s.tail.Subscribers() })
+	tailReads := s.eventMetrics.reads.WithLabelValues("tail")
+	s.tail = events.NewTail(cfg.DB, events.TailOptions{OnRead: tailReads.Inc})
 	s.streams = newStreamGate(cfg.MaxEventStreams, reg)
 	registerProcessMetrics(reg, cfg.DB, cfg.Version)
-	cfg.DB.OnCommit(s.broker.Notify)
+	cfg.DB.OnCommit(s.tail.Notify)
 	s.webhooks = webhooks.NewStore(cfg.DB)
 	s.deliverer = newDeliverer(s)
 	s.head = events.NewHeadCache(cfg.DB)
