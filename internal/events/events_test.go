@@ -445,3 +445,96 @@ func TestSessionFilterAcrossTheWindow(t *testing.T) {
 		}
 	}
 }
+
+// TestScopeAcrossTheWindow reads an agent token's feed (a scope: a quiet
+// young subtree and the events of no session) page by page through a log
+// longer than the stretch a scoped read walks before it turns to the
+// indexes, where other sessions' events are most of the log: every event
+// of the subtree and of no session comes back once, in seq order, as a
+// filter of the whole log in Go gives them, whichever part of the read
+// found it, alone and with a session filter or types inside the scope.
+func TestScopeAcrossTheWindow(t *testing.T) {
+	d := openDB(t)
+	quiet := &events.Session{ID: "quiet", PK: 1, Path: "/1/"}
+	child := &events.Session{ID: "child", PK: 3, Path: "/1/3/"}
+	busy := &events.Session{ID: "busy", PK: 2, Path: "/2/"}
+	neighbour := &events.Session{ID: "neighbour", PK: 10, Path: "/10/"} // "/10/" sorts after "/1/" but is no descendant
+	type row struct {
+		seq  int64
+		s    *events.Session
+		typ  string
+		plan bool
+	}
+	var log []row
+	err := d.Write(context.Background(), func(tx *db.Tx) error {
+		for i := 0; i < 14000; i++ {
+			s := busy
+			switch {
+			case i%997 == 5 && i > 6000: // the subtree is young: none of it in the first window
+				s = quiet
+			case i == 8200 || i == 13999:
+				s = child
+			case i%331 == 7:
+				s = neighbour
+			case i%1500 == 3 || (i > 9000 && i%7 == 0):
+				s = nil // a shared plan's event: sparse, then busy
+			}
+			e := events.New{Type: events.SessionUpdated, Session: s}
+			if s == nil {
+				e = events.New{Type: events.PlanUpdated, Plan: "p", Revision: int64(i + 1)}
+			}
+			seq, err := events.Append(tx, e)
+			if err != nil {
+				return err
+			}
+			log = append(log, row{seq, s, e.Type, s == nil})
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inScope := func(r row) bool { return r.s == nil || r.s == quiet || r.s == child }
+	for _, c := range []struct {
+		name  string
+		q     events.Query
+		keep  func(row) bool
+		limit int
+	}{
+		{"feed", events.Query{}, inScope, 3},
+		{"feed", events.Query{}, inScope, 100},
+		{"feed", events.Query{}, inScope, 1000},
+		{"feed of session updates", events.Query{Types: []string{events.SessionUpdated}},
+			func(r row) bool { return inScope(r) && !r.plan }, 2},
+		{"a session in the feed", events.Query{SessionID: "child"},
+			func(r row) bool { return r.s == child }, 1},
+		{"a session out of the feed", events.Query{SessionID: "busy"},
+			func(row) bool { return false }, 10},
+	} {
+		var want []int64
+		for _, r := range log {
+			if c.keep(r) {
+				want = append(want, r.seq)
+			}
+		}
+		got := []int64{}
+		after := int64(-1)
+		for pages := 0; ; pages++ {
+			q := c.q
+			q.After, q.Limit, q.Scope = after, c.limit, quiet.Path
+			p := read(t, d, q)
+			got = append(got, seqs(p)...)
+			if p.Next < after || (len(p.Events) > 0 && p.Next <= after) || pages > 10000 {
+				t.Fatalf("%s: the cursor went from %d to %d", c.name, after, p.Next)
+			}
+			after = p.Next
+			if len(p.Events) < c.limit {
+				break
+			}
+		}
+		if !equal(got, want) {
+			t.Errorf("%s, pages of %d: %d events read, %d in scope; first read %v, first in scope %v",
+				c.name, c.limit, len(got), len(want), got[:min(5, len(got))], want[:min(5, len(want))])
+		}
+	}
+}

@@ -120,6 +120,11 @@ func SubtreeRange(path string) (lo, hi string) {
 	return path, path[:len(path)-1] + "0"
 }
 
+// deletedSessionPath reads the path of the last event of a session id, a
+// range of the events_session_id index read backwards.
+const deletedSessionPath = `SELECT session_path FROM events WHERE session_id = ? AND session_path IS NOT NULL
+	ORDER BY seq DESC LIMIT 1`
+
 // sessionPath resolves the session_id filter to a path: the live
 // session's, or the last one of that id the log recorded; "" when the id
 // names nothing.
@@ -128,8 +133,7 @@ func sessionPath(q db.Querier, id string) (string, error) {
 	err := q.QueryRow(`SELECT ancestry || pk || '/' FROM sessions WHERE id = ?`, id).Scan(&path)
 	if errors.Is(err, sql.ErrNoRows) {
 		var p sql.NullString
-		err = q.QueryRow(`SELECT session_path FROM events WHERE session_id = ? AND session_path IS NOT NULL
-			ORDER BY seq DESC LIMIT 1`, id).Scan(&p)
+		err = q.QueryRow(deletedSessionPath, id).Scan(&p)
 		if errors.Is(err, sql.ErrNoRows) {
 			return "", nil
 		}
@@ -196,10 +200,15 @@ func Read(ctx context.Context, d *db.DB, q Query) (Page, error) {
 			if len(page.Events) == limit {
 				break
 			}
-			query, args := readSQL(q, part, path, limit-len(page.Events))
-			if err := readInto(tx, &page, query, args, after); err != nil {
-				return err
+			var found []Event
+			for _, st := range readSQL(q, part, path, limit-len(page.Events)) {
+				rows, err := readRows(tx, st, after)
+				if err != nil {
+					return err
+				}
+				found = mergeSeq(found, rows)
 			}
+			page.Events = append(page.Events, found[:min(len(found), limit-len(page.Events))]...)
 		}
 		page.Next = head
 		if len(page.Events) == limit {
@@ -210,64 +219,98 @@ func Read(ctx context.Context, d *db.DB, q Query) (Page, error) {
 	return page, err
 }
 
-// readInto appends the events query reads to page.
-func readInto(tx *db.Tx, page *Page, query string, args []any, after int64) error {
-	rows, err := tx.Query(query, args...)
+// readRows returns the events st reads.
+func readRows(tx *db.Tx, st statement, after int64) ([]Event, error) {
+	rows, err := tx.Query(st.query, st.args...)
 	if err != nil {
-		return fmt.Errorf("read events after %d: %w", after, err)
+		return nil, fmt.Errorf("read events after %d: %w", after, err)
 	}
 	defer rows.Close()
+	var out []Event
 	for rows.Next() {
 		e, err := scanEvent(rows)
 		if err != nil {
-			return fmt.Errorf("read events after %d: %w", after, err)
+			return nil, fmt.Errorf("read events after %d: %w", after, err)
 		}
-		page.Events = append(page.Events, e)
+		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read events after %d: %w", after, err)
+		return nil, fmt.Errorf("read events after %d: %w", after, err)
 	}
-	return nil
+	return out, nil
 }
 
-// sessionWindow is how many seqs after the cursor a session-filtered read
-// walks in log order before it turns to the events_session index.
+// mergeSeq merges two lists of events in seq order into one in seq order.
+// The statements of one part read disjoint sets of rows, so no seq is in
+// both.
+func mergeSeq(a, b []Event) []Event {
+	if len(a) == 0 {
+		return b
+	}
+	out := make([]Event, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if a[0].Seq < b[0].Seq {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	return append(append(out, a...), b...)
+}
+
+// sessionWindow is how many seqs after the cursor a session-filtered or
+// scoped read walks in log order before it turns to the indexes.
 const sessionWindow = 4096
 
 // part is one stretch of the log a page is read from: the seqs in
 // (after, upTo] (upTo 0: no upper bound), walked in log order (walk) or
-// found through the events_session index.
+// found through the indexes of a session filter or a scope.
 type part struct {
 	after, upTo int64
 	walk        bool
 }
 
 // readParts splits a read into the stretches it is read from, in seq
-// order. A session filter (without a plan filter, whose index serves it)
-// reads in two: first it walks the next sessionWindow seqs of the log,
-// which finds a busy subtree's page at once; when that leaves the page
-// short, the rest of the log is a range of the events_session index,
-// whose entries sort by path, not seq, so all of the subtree's entries
-// past the window are sorted, which is few once the walk found fewer than
-// a page in a window. Either alone grows with the log: a walk with a
-// quiet session's events (it passes every other event), the index with a
-// busy subtree's (it sorts them all to return a page). Together a page
-// costs at most a window's walk plus the subtree's entries, which are
-// sparse when it comes to that (team benchmark, docs/benchmarks.md).
+// order. A session filter or a scope (without a plan filter, whose index
+// serves it) reads in two: first it walks the next sessionWindow seqs of
+// the log, which finds a busy subtree's page at once; when that leaves the
+// page short, the rest of the log is found through indexes: a session
+// filter's subtree is a range of the events_session index; a scope's is
+// that and the events of no session, a range of events_no_session (see
+// readSQL). events_session's entries sort by path, not seq, so all of the
+// subtree's entries past the window are sorted, which is few once the walk
+// found fewer than a page in a window. Either alone grows with the log: a
+// walk with a quiet session's events (it passes every other event), the
+// index with a busy subtree's (it sorts them all to return a page).
+// Together a page costs at most a window's walk plus the subtree's
+// entries, which are sparse when it comes to that (team benchmark,
+// docs/benchmarks.md).
 func readParts(q Query, after, head int64, path string) []part {
-	if path == "" || q.Plan != "" || head-after <= sessionWindow {
+	if (path == "" && q.Scope == "") || q.Plan != "" || head-after <= sessionWindow {
 		return []part{{after: after, walk: true}}
 	}
 	return []part{{after: after, upTo: after + sessionWindow, walk: true}, {after: after + sessionWindow}}
 }
 
-// readSQL builds the query of one part of a page: the events in p's
+// statement is one SQL query and its arguments.
+type statement struct {
+	query string
+	args  []any
+}
+
+// readSQL builds the statements of one part of a page: the events in p's
 // stretch of the log that match q's filters (path is the resolved session
-// filter), in seq order. A plan filter is a range of the events_plan
-// index; a session filter is a range of events_session unless p walks the
-// log, where the path is compared as an expression (coalesce) so that no
-// engine picks the index for it; the rest walk the log from the cursor.
-func readSQL(q Query, p part, path string, limit int) (string, []any) {
+// filter), in seq order, at most limit of them. It is one statement, or two
+// that read disjoint rows, each in seq order, for Read to merge. A plan
+// filter is a range of the events_plan index; a session filter is a range
+// of events_session unless p walks the log, where paths are compared as
+// expressions (coalesce) so that no engine picks an index for them; the
+// rest walk the log from the cursor. A scope without a session filter,
+// past the walk, is two statements: its subtree, a range of
+// events_session, and the events of no session, a range of
+// events_no_session; a walk or a session filter's range checks the scope
+// on each row it reads.
+func readSQL(q Query, p part, path string, limit int) []statement {
 	var where db.Where
 	where.Add("seq > ?", p.after)
 	if p.upTo > 0 {
@@ -281,10 +324,6 @@ func readSQL(q Query, p part, path string, limit int) (string, []any) {
 			where.Add("session_path >= ? AND session_path < ?", lo, hi)
 		}
 	}
-	if q.Scope != "" {
-		lo, hi := SubtreeRange(q.Scope)
-		where.Add("(session_id IS NULL OR (session_path >= ? AND session_path < ?))", lo, hi)
-	}
 	where.Equal("plan", q.Plan)
 	if len(q.Types) > 0 {
 		types := make([]any, len(q.Types))
@@ -293,7 +332,31 @@ func readSQL(q Query, p part, path string, limit int) (string, []any) {
 		}
 		where.Add("type IN (?"+strings.Repeat(", ?", len(q.Types)-1)+")", types...)
 	}
-	return `SELECT ` + eventColumns + ` FROM events WHERE ` + where.SQL() + ` ORDER BY seq LIMIT ?`, where.Args(limit)
+	if q.Scope == "" {
+		return []statement{selectEvents(where, limit)}
+	}
+	lo, hi := SubtreeRange(q.Scope)
+	if p.walk || path != "" || q.Plan != "" {
+		// A path that is not a range of '' sorts after '' (paths start
+		// with "/"), so the coalesce is false exactly where the NULL
+		// comparison is not true.
+		where.Add("(session_id IS NULL OR (coalesce(session_path, '') >= ? AND coalesce(session_path, '') < ?))", lo, hi)
+		return []statement{selectEvents(where, limit)}
+	}
+	// The scope's two halves, disjoint (session_id is NULL in one, not in
+	// the other), each an index range in seq order.
+	var subtree, none db.Where
+	subtree.Add(where.SQL(), where.Args()...)
+	none.Add(where.SQL(), where.Args()...)
+	subtree.Add("session_path >= ? AND session_path < ? AND session_id IS NOT NULL", lo, hi)
+	none.Add("session_id IS NULL")
+	return []statement{selectEvents(subtree, limit), selectEvents(none, limit)}
+}
+
+// selectEvents is the statement that reads the first limit events that
+// match where, in seq order.
+func selectEvents(where db.Where, limit int) statement {
+	return statement{`SELECT ` + eventColumns + ` FROM events WHERE ` + where.SQL() + ` ORDER BY seq LIMIT ?`, where.Args(limit)}
 }
 
 // matcher is the in-memory twin of readSQL's WHERE clause: it decides, for
