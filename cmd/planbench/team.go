@@ -78,6 +78,12 @@ type seeded struct {
 	pendingID   string // a session whose review is pending (plan revision 1)
 	took        time.Duration
 	readySample string // one ready step's id
+	// deleted is a session deleted right after its creation, early in
+	// the log (a leaf in the middle group: its session.created and
+	// session.deleted events, its revision floor, no row), whose history
+	// ?session_id= reads; deletedEvents is how many events it has.
+	deleted       string
+	deletedEvents int
 }
 
 // teamSession is a session as the seed builds it.
@@ -94,6 +100,8 @@ type teamSession struct {
 	updated  string
 	planAt   string // when its session plan was written
 	review   api.Review
+	events   int // how many events it has
+	deleted  bool
 }
 
 func (s *teamSession) path() string { return s.ancestry + strconv.FormatInt(s.pk, 10) + "/" }
@@ -200,6 +208,7 @@ func (w *teamWriter) event(seq *int64, clock *time.Time, typ string, s *teamSess
 	var sid, path, pl sql.NullString
 	var pk, r sql.NullInt64
 	if s != nil {
+		s.events++
 		sid = sql.NullString{String: s.id, Valid: true}
 		pk = sql.NullInt64{Int64: s.pk, Valid: true}
 		path = sql.NullString{String: s.path(), Valid: true}
@@ -244,6 +253,9 @@ func (w *teamWriter) seed(sc teamScale, out *seeded) error {
 	planEvery := max(1, sc.sessions/sc.plans)
 	plansMade := 0
 	inSubtree := func(i int) bool { return strings.HasPrefix(all[i].path(), "/1/") }
+	// The deleted session: the last of a group of ten (no session is its
+	// child) in the middle, outside s000001's subtree.
+	deleted := sc.sessions/2/10*10 + 9
 
 	// Sessions in creation order: a root every 10, each of the others the
 	// child of its group's root or of an earlier session of its group;
@@ -277,6 +289,23 @@ func (w *teamWriter) seed(sc teamScale, out *seeded) error {
 		}
 		if s.parent == 0 {
 			out.children++
+		}
+		if i == deleted && s.pending {
+			deleted += 10 // the next group's last: deleting this one would change the inbox
+		}
+		if i == deleted {
+			// Deleted as the store deletes a leaf: its session.deleted
+			// event, the revision it had remembered, no row.
+			s.deleted = true
+			if err := w.event(&seq, &clock, api.EventSessionDeleted, s, "", 0, func(string) any {
+				return map[string]any{"id": s.id, "deleted_with": s.id}
+			}); err != nil {
+				return err
+			}
+			if err := w.exec(`INSERT INTO revision_floors (kind, key, revision) VALUES ('session', ?, ?)`, s.id, s.revision); err != nil {
+				return err
+			}
+			out.deleted, out.deletedEvents = s.id, s.events
 		}
 		if s.pending {
 			out.pending++
@@ -313,6 +342,9 @@ func (w *teamWriter) seed(sc teamScale, out *seeded) error {
 			i = rng.IntN(hot) * 100
 		}
 		s := &all[i]
+		if s.deleted {
+			continue
+		}
 		v := view(all, i)
 		if v.EffectiveMode == "plan" && rng.IntN(3) == 0 {
 			denial := map[string]any{"tool": "Bash", "reason": "plan mode: Bash may change the workspace",
@@ -339,6 +371,9 @@ func (w *teamWriter) seed(sc teamScale, out *seeded) error {
 	// The sessions as they stand after their last event.
 	for i := range all {
 		s := &all[i]
+		if s.deleted {
+			continue
+		}
 		var parent, planRev, rationale, requested sql.NullString
 		if s.parent >= 0 {
 			parent = sql.NullString{String: all[s.parent].id, Valid: true}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -61,6 +62,20 @@ func (b *bench) team(ctx context.Context) error {
 	first := len(b.rows)
 	for i := range reads[0] {
 		b.compare(ctx, reads[1][i], reads[0][i])
+	}
+	// The agent feeds, on the same databases served with --auth token.
+	var feeds [2][]side
+	for k, s := range dbs {
+		srvs[k].stop()
+		srv, sides, err := b.agentFeeds(s)
+		if err != nil {
+			return fmt.Errorf("the agent feed of the %s database: %w", s.scale.label, err)
+		}
+		defer srv.stop()
+		srvs[k], feeds[k] = srv, sides
+	}
+	for i := range feeds[0] {
+		b.compare(ctx, feeds[1][i], feeds[0][i])
 	}
 	b.notes = append(b.notes, fmt.Sprintf("team reads, %d clients, big database against small, p99 ratio (goal ≤ 2):", teamWorkers))
 	for _, r := range b.rows[first:] {
@@ -125,8 +140,8 @@ func (b *bench) checkTeam(base string, s *seeded) error {
 	if err != nil {
 		return err
 	}
-	if all != s.scale.sessions {
-		return fmt.Errorf("the session list has %d sessions, %d were seeded", all, s.scale.sessions)
+	if all != s.scale.sessions-1 {
+		return fmt.Errorf("the session list has %d sessions, %d were seeded (and one deleted)", all, s.scale.sessions-1)
 	}
 	children, err := b.countPages(base+"/v1/sessions?parent_id=s000001&limit=1000", "sessions", nil)
 	if err != nil {
@@ -223,7 +238,80 @@ func (b *bench) checkTeam(base string, s *seeded) error {
 	s.head = tail.NextAfter
 	// The approval took one session out of the inbox.
 	s.pending--
+
+	// A deleted session's history: ?session_id= of a session that is
+	// gone reads the events the log holds of it, its deletion last.
+	if err := expect(b.c, "GET", base+"/v1/sessions/"+s.deleted, nil, nil, 404); err != nil {
+		return err
+	}
+	var history api.EventPage
+	if _, err := b.getJSON(base+"/v1/events?limit=1000&session_id="+s.deleted, &history); err != nil {
+		return err
+	}
+	if len(history.Events) != s.deletedEvents || history.Events[len(history.Events)-1].Type != api.EventSessionDeleted {
+		return fmt.Errorf("the history of deleted session %s: %d events, %d seeded", s.deleted, len(history.Events), s.deletedEvents)
+	}
+	for _, e := range history.Events {
+		if e.SessionID != s.deleted {
+			return fmt.Errorf("the history of deleted session %s holds event %d of %q", s.deleted, e.Seq, e.SessionID)
+		}
+	}
 	return nil
+}
+
+// teamYoung is the session checkTeam creates, after the seeded log: the
+// young session an agent token's feed is scoped to.
+const teamYoung = "team-check"
+
+// agentFeeds restarts the team servers with --auth token and returns the
+// agent feed reads of one database: GET /v1/events with a token scoped to
+// the young session (its subtree and the events of no session), which
+// walked past every other session's events before it found a page. The
+// server must be stopped (token create writes the database, which a
+// running server holds).
+func (b *bench) agentFeeds(s *seeded) (*process, []side, error) {
+	out, err := exec.Command(b.o.bin, "token", "create", "--role", "agent", "--session", teamYoung, "--name", "team-agent", "--db", s.db).Output()
+	if err != nil {
+		return nil, nil, fmt.Errorf("planserver token create --role agent: %w", err)
+	}
+	bearer := map[string]string{"Accept": "application/json", "Authorization": "Bearer " + strings.TrimSpace(string(out))}
+	srv, err := startServer(b.o, s.db, "normal", "--auth", "token", "--rate-limit", "0")
+	if err != nil {
+		return nil, nil, err
+	}
+	srv.label = "team " + s.scale.label + " (--auth token)"
+	// The feed holds the young session's events and the events of no
+	// session, and nothing else.
+	var page api.EventPage
+	if _, body, err := call(b.c, "GET", srv.base+"/v1/events?limit=1000", nil, bearer, 200); err != nil {
+		srv.stop()
+		return nil, nil, err
+	} else if err := json.Unmarshal(body, &page); err != nil {
+		srv.stop()
+		return nil, nil, err
+	}
+	if len(page.Events) < 100 {
+		srv.stop()
+		return nil, nil, fmt.Errorf("the agent feed's first page holds %d events, want at least 100", len(page.Events))
+	}
+	for _, e := range page.Events {
+		if e.SessionID != "" && e.SessionID != teamYoung {
+			srv.stop()
+			return nil, nil, fmt.Errorf("the agent feed of %s holds event %d of session %s", teamYoung, e.Seq, e.SessionID)
+		}
+	}
+	get := func(name, path string) side {
+		return side{
+			name: name + " (" + s.scale.label + ")", proc: srv, workers: teamWorkers,
+			op: func(ctx context.Context, w, i int) error {
+				return expect(b.c, "GET", srv.base+path, nil, bearer, 200)
+			},
+		}
+	}
+	return srv, []side{
+		get("agent feed: GET /v1/events?limit=100, first page", "/v1/events?limit=100"),
+		get("agent feed: GET /v1/events?limit=100, after the middle", fmt.Sprintf("/v1/events?limit=100&after=%d", s.head/2)),
+	}, nil
 }
 
 // countPages follows a list's page tokens to the end, checking each item
@@ -301,6 +389,8 @@ func (b *bench) teamReads(srv *process, s *seeded) ([]side, error) {
 		get("GET /v1/events?limit=100, after the middle", fmt.Sprintf("/v1/events?limit=100&after=%d", s.head/2)),
 		get("GET /v1/events?session_id=s000001&limit=100", "/v1/events?session_id=s000001&limit=100"),
 		get("GET /v1/events?session_id=s000001, after the middle", fmt.Sprintf("/v1/events?session_id=s000001&limit=100&after=%d", s.head/2)),
+		get("GET /v1/events?session_id=(a deleted session)&limit=100", "/v1/events?limit=100&session_id="+s.deleted),
+		get("GET /v1/events?session_id=(an id never used)&limit=100", "/v1/events?limit=100&session_id=never-used"),
 		get("ready set: GET /v1/plans/"+readyPlan+"/steps?ready=true", "/v1/plans/"+readyPlan+"/steps?ready=true"),
 	}, nil
 }
