@@ -399,7 +399,9 @@ func (m matcher) match(e *tailEvent) bool {
 	return len(m.q.Types) == 0 || slices.Contains(m.q.Types, e.Type)
 }
 
-func scanEvent(rows *sql.Rows) (Event, error) {
+// scanEvent reads a row of eventColumns, followed by any columns a reader
+// selects besides them into extra.
+func scanEvent(rows *sql.Rows, extra ...any) (Event, error) {
 	var (
 		e         Event
 		sessionID sql.NullString
@@ -408,7 +410,7 @@ func scanEvent(rows *sql.Rows) (Event, error) {
 		data      string
 		person    sql.NullString
 	)
-	if err := rows.Scan(&e.Seq, &e.Type, &e.Time, &e.Actor, &sessionID, &plan, &rev, &data, &person); err != nil {
+	if err := rows.Scan(append([]any{&e.Seq, &e.Type, &e.Time, &e.Actor, &sessionID, &plan, &rev, &data, &person}, extra...)...); err != nil {
 		return Event{}, err
 	}
 	var err error

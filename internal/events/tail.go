@@ -266,7 +266,7 @@ func (t *Tail) read(ctx context.Context, r *tailRun, prev *generation, checks ma
 // It appends past the end of a slice an older generation may share, which
 // that generation never reads.
 func readTail(tx *db.Tx, events *[]tailEvent, after, head int64) error {
-	rows, err := tx.Query(`SELECT `+eventColumns+`, session_path FROM events WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?`,
+	rows, err := tx.Query(`SELECT `+eventColumns+`, session_path, session_id IS NOT NULL FROM events WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?`,
 		after, head, tailPage)
 	if err != nil {
 		return fmt.Errorf("read events after %d: %w", after, err)
@@ -274,23 +274,13 @@ func readTail(tx *db.Tx, events *[]tailEvent, after, head int64) error {
 	defer rows.Close()
 	for rows.Next() {
 		var (
-			e         tailEvent
-			sessionID sql.NullString
-			plan      sql.NullString
-			rev       sql.NullInt64
-			data      string
-			person    sql.NullString
-			path      sql.NullString
+			e    tailEvent
+			path sql.NullString
 		)
-		if err := rows.Scan(&e.Seq, &e.Type, &e.Time, &e.Actor, &sessionID, &plan, &rev, &data, &person, &path); err != nil {
+		if e.Event, err = scanEvent(rows, &path, &e.hasSession); err != nil {
 			return fmt.Errorf("read events after %d: %w", after, err)
 		}
-		if e.Person, err = UnmarshalPerson(person); err != nil {
-			return err
-		}
-		e.SessionID, e.Plan, e.Revision = sessionID.String, plan.String, rev.Int64
-		e.Data = []byte(data)
-		e.path, e.hasPath, e.hasSession = path.String, path.Valid, sessionID.Valid
+		e.path, e.hasPath = path.String, path.Valid
 		if e.json, err = json.Marshal(e.Event); err != nil {
 			return fmt.Errorf("encode event %d: %w", e.Seq, err)
 		}
