@@ -26,3 +26,18 @@ func TailFrom(t *Tail) int64 {
 	}
 	return g.from
 }
+
+// TailChecked reports whether t's newest generation holds the re-check of
+// every key.
+func TailChecked(t *Tail, keys ...string) bool {
+	g := t.gen.Load()
+	if g == nil {
+		return false
+	}
+	for _, k := range keys {
+		if _, ok := g.checks[k]; !ok {
+			return false
+		}
+	}
+	return true
+}
