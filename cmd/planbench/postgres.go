@@ -358,7 +358,7 @@ var writeShapes = [...]writeShape{advisoryLock, serializableRetry, rowLocks}
 // isolationExperiment runs the shape of planserver's conditional PUT with
 // raw pgx on planserver's schema, each worker on its own plan: read the
 // plan's revision, update the plan, append an event (its seq from the
-// counter, as planserver does), commit, kept correct by shape. Every shape
+// counter, as planserver does), notify, commit, kept correct by shape. Every shape
 // keeps seq order equal to commit order; under SERIALIZABLE every append
 // conflicts on the counter row (retries are counted in the returned
 // counter). No shape batches commits.
@@ -411,7 +411,13 @@ func isolationExperiment(ctx context.Context, writers int, dsn string, shape wri
 					if _, err := tx.Exec(ctx, `UPDATE plans SET revision = $1, updated_at = $2 WHERE name = $3`, rev+1, now, plan); err != nil {
 						return err
 					}
-					_, err := tx.Exec(ctx, `INSERT INTO events (type, time, actor, plan, revision, data) VALUES ('plan.updated', $1, 'bench', $2, $3, '{}')`, now, plan, rev+1)
+					if _, err := tx.Exec(ctx, `INSERT INTO events (type, time, actor, plan, revision, data) VALUES ('plan.updated', $1, 'bench', $2, $3, '{}')`, now, plan, rev+1); err != nil {
+						return err
+					}
+					// Every planserver commit notifies the other replicas,
+					// and PostgreSQL orders notifying commits with a lock of
+					// its own, from just before the commit to its end.
+					_, err := tx.Exec(ctx, `SELECT pg_notify('planbench', '')`)
 					return err
 				})
 				var pe *pgconn.PgError
