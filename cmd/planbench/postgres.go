@@ -28,11 +28,10 @@ import (
 // against a raw pgx upsert of the same row taken in the same run, GET
 // through three replicas, the write transaction under the advisory lock
 // against SERIALIZABLE with retries and against row locks without the
-// global lock, and the delay from a commit on one
-// replica to its delivery on another's event stream. Each scenario gets a
-// database of its own on the server, dropped at the end. Figures depend on
-// the server's settings: measure with fsync on (PLANSERVER_PG_DURABLE=1
-// .ci/postgres make bench).
+// global lock, and the delay from a commit on one replica to its delivery
+// on another's event stream. Each scenario gets a database of its own on
+// the server, dropped at the end. Figures depend on the server's settings:
+// measure with fsync on (PLANSERVER_PG_DURABLE=1 .ci/postgres make bench).
 
 // pgBench creates and drops the benchmark's databases on one server.
 type pgBench struct {
@@ -160,10 +159,9 @@ func (b *bench) benchPostgres(ctx context.Context) error {
 			defer closeIso()
 			sides[k], retries[k] = s, r
 		}
-		for k := range writeShapes[1:] {
-			shape := writeShapes[k+1]
-			b.compare(ctx, sides[k+1], sides[0])
-			if shape != serializableRetry {
+		for k := 1; k < len(writeShapes); k++ {
+			b.compare(ctx, sides[k], sides[0])
+			if writeShapes[k] != serializableRetry {
 				continue
 			}
 			committed := 0
@@ -171,7 +169,7 @@ func (b *bench) benchPostgres(ctx context.Context) error {
 				committed += r.requests - r.errors
 			}
 			b.notes = append(b.notes, fmt.Sprintf("SERIALIZABLE, %d writers: %d serialization failures retried for %d commits (%.2f per commit)",
-				writers, retries[k+1].Load(), committed, float64(retries[k+1].Load())/float64(max(1, committed))))
+				writers, retries[k].Load(), committed, float64(retries[k].Load())/float64(max(1, committed))))
 		}
 	}
 	return nil
@@ -348,8 +346,9 @@ const (
 	serializableRetry
 	// rowLocks: the design without the global lock (issue 27, item 1): a
 	// write locks only the row its precondition reads (SELECT … FOR
-	// UPDATE), and appends its event last, so the counter row, locked from
-	// that append to the commit, is the only thing every write waits for.
+	// UPDATE), and appends its event last, so all writers wait only for
+	// the counter row, locked from that append to the commit (and for
+	// PostgreSQL's own NOTIFY lock at the commit).
 	rowLocks
 )
 
@@ -358,10 +357,10 @@ var writeShapes = [...]writeShape{advisoryLock, serializableRetry, rowLocks}
 // isolationExperiment runs the shape of planserver's conditional PUT with
 // raw pgx on planserver's schema, each worker on its own plan: read the
 // plan's revision, update the plan, append an event (its seq from the
-// counter, as planserver does), notify, commit, kept correct by shape. Every shape
-// keeps seq order equal to commit order; under SERIALIZABLE every append
-// conflicts on the counter row (retries are counted in the returned
-// counter). No shape batches commits.
+// counter, as planserver does), notify, commit, kept correct by shape.
+// Every shape keeps seq order equal to commit order; under SERIALIZABLE
+// every append conflicts on the counter row (retries are counted in the
+// returned counter). No shape batches commits.
 func isolationExperiment(ctx context.Context, writers int, dsn string, shape writeShape) (side, *atomic.Int64, func(), error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
