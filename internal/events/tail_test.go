@@ -95,14 +95,7 @@ func randomQuery(rng *rand.Rand, head int64) events.Query {
 // waitGeneration waits until tail has read the log up to head.
 func waitGeneration(t *testing.T, tail *events.Tail, wake <-chan struct{}, head int64) {
 	t.Helper()
-	deadline := time.After(10 * time.Second)
-	for events.TailHead(tail) != head {
-		select {
-		case <-wake:
-		case <-deadline:
-			t.Fatalf("tail head %d, want %d", events.TailHead(tail), head)
-		}
-	}
+	waitChecked(t, tail, wake, head)
 }
 
 // waitChecked waits until tail's newest generation is at head and holds
