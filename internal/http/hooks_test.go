@@ -323,6 +323,18 @@ func TestHookBadInput(t *testing.T) {
 			}
 		})
 	}
+	// A wrong or missing media type is refused like any other bad input:
+	// a denial the host obeys, not a 415 it would run the tool on.
+	for _, ct := range []string{"text/plain", ""} {
+		r := env.Bad("POST", "/v1/hooks/claude-code?session=b", fixture(t, "claude-code", "read"), "Content-Type", ct)
+		var out map[string]any
+		if r.Status != 200 || json.Unmarshal(r.Body, &out) != nil {
+			t.Fatalf("Content-Type %q: %d %.300s", ct, r.Status, r.Body)
+		}
+		if perm, reason := verdict(t, "claude-code", out); perm != "deny" || !strings.Contains(reason, "Content-Type") {
+			t.Errorf("Content-Type %q: answer %q %q, want a denial naming the Content-Type", ct, perm, reason)
+		}
+	}
 	if r := env.Bad("POST", "/v1/hooks/vscode?session=p", []byte(`{}`)); r.Status != 404 || r.Code() != "not_found" ||
 		!strings.Contains(string(r.Body), "claude-code, gemini-cli, cursor, opencode") {
 		t.Errorf("unknown host: %d %s", r.Status, r.Body)
