@@ -78,7 +78,8 @@ type DB struct {
 
 	hooksMu sync.Mutex
 	hooks   []func()
-	// generation counts this process's commits (Generation).
+	// generation counts this process's commits: the Version of a SQLite
+	// database.
 	generation atomic.Uint64
 
 	commits   *committer
@@ -160,18 +161,6 @@ func (db *DB) OnCommit(fn func()) {
 	db.hooksMu.Lock()
 	defer db.hooksMu.Unlock()
 	db.hooks = append(db.hooks, fn)
-}
-
-// Generation is a number that moves whenever this process commits, or
-// tries to commit, a write: synchronously, before any write of that commit
-// is acknowledged. A value read before a read of the database and read
-// again unchanged later therefore means no write has been acknowledged in
-// between, so that read's answer is still current (internal/http's answer
-// cache relies on it). exclusive is false where other processes commit to
-// the same database (PostgreSQL replicas): their commits do not move it,
-// and an unchanged generation proves nothing.
-func (db *DB) Generation() (generation uint64, exclusive bool) {
-	return db.generation.Load(), !db.eng.sharedWriters()
 }
 
 func (db *DB) committed() {

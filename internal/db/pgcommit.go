@@ -366,6 +366,7 @@ func (c *committer) runPipelined(batch []*writeReq) {
 			}
 			return
 		}
+		p.queueInfra(bumpCommitVersion)
 		p.queueInfra(`SELECT pg_notify($1, $2)`, notifyChannel, db.eng.(*postgresEngine).id)
 		p.queueInfra(`COMMIT`)
 		p.committing = true
@@ -391,8 +392,6 @@ func (c *committer) runPipelined(batch []*writeReq) {
 		break
 	}
 	committed := time.Now()
-	// Moved whether or not the commit succeeded (see run).
-	db.generation.Add(1)
 	if !p.lockedAt.IsZero() {
 		db.locks.commits.Add(1)
 		db.locks.heldNanos.Add(int64(committed.Sub(p.lockedAt)))

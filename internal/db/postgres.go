@@ -96,6 +96,8 @@ type postgresEngine struct {
 	bindCount atomic.Int64
 	listen    *listener
 	clock     *serverClock
+	// versions reads commit_version for DB.Version.
+	versions versionReads
 }
 
 // maxCachedBinds bounds the rebind cache: statements built from filters
@@ -229,12 +231,20 @@ func (e *postgresEngine) beginWrite(ctx context.Context, tx *sql.Tx) error {
 	return err
 }
 
-// beforeCommit queues the commit notification; PostgreSQL delivers it when,
-// and only if, the transaction commits.
+// beforeCommit moves the commit version and queues the commit
+// notification; PostgreSQL delivers it when, and only if, the transaction
+// commits.
 func (e *postgresEngine) beforeCommit(ctx context.Context, tx *sql.Tx) error {
+	if _, err := tx.ExecContext(ctx, bumpCommitVersion); err != nil {
+		return err
+	}
 	_, err := tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, e.id)
 	return err
 }
+
+// bumpCommitVersion runs in every commit's transaction, so that the
+// commit version moves exactly when the commit becomes visible (DB.Version).
+const bumpCommitVersion = `UPDATE commit_version SET version = version + 1 WHERE id = 1`
 
 func (e *postgresEngine) readOptions() *sql.TxOptions {
 	return &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
@@ -278,8 +288,11 @@ func (e *postgresEngine) backup(context.Context, string) error { return errBacku
 // lowOnSpace cannot look at the server's disk: a probe write decides.
 func (e *postgresEngine) lowOnSpace() bool { return false }
 
-// sharedWriters: every replica commits to the one database.
-func (e *postgresEngine) sharedWriters() bool { return true }
+// version: every replica commits to the one database, and counts its
+// commits in commit_version.
+func (e *postgresEngine) version(ctx context.Context, db *DB) (uint64, error) {
+	return e.versions.read(ctx, db.reader)
+}
 
 // highWater reads the identity sequences and the event seq counter
 // (migrations/postgres).

@@ -60,10 +60,8 @@ type engine interface {
 	// setHighWater sets those counters, in a write transaction, so that
 	// the next key of each table is above its mark.
 	setHighWater(tx *Tx, marks map[string]int64) error
-	// sharedWriters reports whether other processes may commit to the
-	// same database (PostgreSQL replicas): then this process's commit
-	// generation does not cover every change (DB.Generation).
-	sharedWriters() bool
+	// version is DB.Version.
+	version(ctx context.Context, db *DB) (uint64, error)
 	// close releases what the engine holds besides the two pools.
 	close() error
 }
@@ -79,7 +77,6 @@ type sqliteEngine struct {
 }
 
 func (sqliteEngine) name() string                                { return "sqlite" }
-func (sqliteEngine) sharedWriters() bool                         { return false }
 func (sqliteEngine) rebind(query string) string                  { return query }
 func (sqliteEngine) beginWrite(context.Context, *sql.Tx) error   { return nil }
 func (sqliteEngine) beforeCommit(context.Context, *sql.Tx) error { return nil }
@@ -87,6 +84,12 @@ func (sqliteEngine) dialect() goose.Dialect                      { return goose.
 func (sqliteEngine) migrations() fs.FS                           { return migrations.SQLite }
 
 func (e sqliteEngine) close() error { return e.ckpt.close() }
+
+// version: this process is the file's only writer, so its own commit
+// generation counts every commit.
+func (sqliteEngine) version(_ context.Context, db *DB) (uint64, error) {
+	return db.generation.Load(), nil
+}
 
 // migrationLock: SQLite's one writer already takes turns.
 func (sqliteEngine) migrationLock() lock.SessionLocker { return nil }

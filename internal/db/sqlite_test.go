@@ -14,6 +14,9 @@ import (
 // openTest opens a fresh database on the engine under test (dbtest).
 func openTest(t *testing.T) *DB {
 	t.Helper()
+	if dbtest.Postgres() {
+		return openTestDSN(t, dbtest.Fresh(t))
+	}
 	db, err := Open(context.Background(), dbtest.Fresh(t), Options{})
 	if err != nil {
 		t.Fatal(err)

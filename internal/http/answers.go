@@ -2,6 +2,7 @@ package http
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -17,15 +18,16 @@ import (
 // reads showed the database read and the decoding of its row as a third of
 // the server's CPU per request (docs/benchmarks.md).
 //
-// Freshness rests on the database's commit generation (db.Generation),
-// which moves after every commit of this process before any write of it is
-// acknowledged. An answer is kept with the generation read before its
-// database read and served only while the generation is still that one, so
-// it never predates a write whose client was told it succeeded: reads stay
-// linearizable. A plan's answer also expires at its next lease end, when
-// the same row reads differently (plans.NextViewChange). Where other
-// processes commit to the same database (PostgreSQL replicas) the
-// generation proves nothing and every read goes to the database.
+// Freshness rests on the database's commit version (db.DB.Version), which
+// moves with every commit of any process writing to the database before
+// that commit's writes are acknowledged. An answer is kept with the
+// version read before its database read and served only while a version
+// read after the request began is still that one, so it never predates a
+// write whose client was told it succeeded, on this replica or another:
+// reads stay linearizable. On SQLite that version costs nothing; on
+// PostgreSQL it is one round trip that every request queued behind it
+// shares. A plan's answer also expires at its next lease end, when the
+// same row reads differently (plans.NextViewChange).
 type answerCache struct {
 	db *db.DB
 	// now is the clock leases are judged by (the database's).
@@ -38,7 +40,7 @@ type answerCache struct {
 
 // cachedAnswer is one kept answer.
 type cachedAnswer struct {
-	generation uint64
+	version uint64
 	// expires, when not zero, is when the answer goes stale by time alone.
 	expires  time.Time
 	revision int64
@@ -69,13 +71,13 @@ type loaded struct {
 
 // answer returns the revision and encoded JSON answer for key, from the
 // cache while it holds, else from load, which it then keeps.
-func (c *answerCache) answer(key string, load func() (loaded, error)) (int64, []byte, error) {
-	generation, exclusive := c.db.Generation()
-	if exclusive {
+func (c *answerCache) answer(ctx context.Context, key string, load func() (loaded, error)) (int64, []byte, error) {
+	version, verr := c.db.Version(ctx)
+	if verr == nil {
 		c.mu.Lock()
 		a, ok := c.entries[key]
 		c.mu.Unlock()
-		if ok && a.generation == generation && (a.expires.IsZero() || c.now().Before(a.expires)) {
+		if ok && a.version == version && (a.expires.IsZero() || c.now().Before(a.expires)) {
 			return a.revision, a.body, nil
 		}
 	}
@@ -88,8 +90,10 @@ func (c *answerCache) answer(key string, load func() (loaded, error)) (int64, []
 		return 0, nil, err
 	}
 	body := buf.Bytes()
-	if exclusive && len(body) <= maxCachedAnswer {
-		c.keep(key, cachedAnswer{generation: generation, expires: l.expires, revision: l.revision, body: body})
+	// Without a version (the database did not answer, the request ended)
+	// the answer is not kept; load said what it could.
+	if verr == nil && len(body) <= maxCachedAnswer {
+		c.keep(key, cachedAnswer{version: version, expires: l.expires, revision: l.revision, body: body})
 	}
 	return l.revision, body, nil
 }
@@ -98,7 +102,7 @@ func (c *answerCache) keep(key string, a cachedAnswer) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.entries[key]; ok {
-		if old.generation > a.generation {
+		if old.version > a.version {
 			return // a fresher read got here first
 		}
 		c.size -= len(old.body)

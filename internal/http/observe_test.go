@@ -22,7 +22,14 @@ import (
 // closed when t ends.
 func migratedDB(t *testing.T) *db.DB {
 	t.Helper()
-	d, err := db.Open(context.Background(), dbtest.Fresh(t), db.Options{})
+	return openMigrated(t, dbtest.Fresh(t))
+}
+
+// openMigrated opens dsn, migrated, closed when t ends: one replica of a
+// PostgreSQL database when called twice with one dsn.
+func openMigrated(t *testing.T, dsn string) *db.DB {
+	t.Helper()
+	d, err := db.Open(context.Background(), dsn, db.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -117,7 +117,7 @@ func (s *Server) getPlan(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if mt == mediaJSON {
-		rev, body, err := s.answers.answer("plan "+name, func() (loaded, error) {
+		rev, body, err := s.answers.answer(r.Context(), "plan "+name, func() (loaded, error) {
 			now := s.answers.now()
 			p, err := s.plans.GetAt(r.Context(), name, now)
 			if err != nil {

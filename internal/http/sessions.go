@@ -54,7 +54,7 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rev, body, err := s.answers.answer("session "+id, func() (loaded, error) {
+	rev, body, err := s.answers.answer(r.Context(), "session "+id, func() (loaded, error) {
 		sess, err := s.sessions.Get(r.Context(), id)
 		if err != nil {
 			return loaded{}, err
