@@ -121,32 +121,49 @@ type head struct {
 	renewed    bool
 	status     string
 	author     string
+	// sameContent, when not nil, says whether the current content is the
+	// one the write brings (loadHeadFor compared them).
+	sameContent *bool
 }
 
 // loadHead reads the head of a plan; nil when it does not exist.
 func loadHead(q db.Querier, name string) (*head, error) {
-	h, _, err := loadHeadSteps(q, name, nil)
+	h, _, err := loadHeadFor(q, name, Change{})
 	return h, err
 }
 
-// loadHeadSteps is loadHead that also reads the plan's steps, in the same
-// query, for a write that replaces them with next (nil: a write that
-// keeps them, which reads none): such a write compares them with the old
-// ones when next would execute a step (FirstExecution) or the old ones
-// hold a claim (settleLeases); most writes need neither, and skip the
-// decoding. Steps that cannot be read come back nil, as if there were
-// none, so that a write can still repair them.
-func loadHeadSteps(q db.Querier, name string, next Steps) (*head, Steps, error) {
+// loadHeadFor is loadHead for a write of ch, in one query. When ch
+// replaces the steps (next, not nil) it also reads the plan's steps: such a
+// write compares them with the old ones when next would execute a step
+// (FirstExecution) or the old ones hold a claim (settleLeases); most writes
+// need neither, and skip the decoding. Steps that cannot be read come back
+// nil, as if there were none, so that a write can still repair them. When
+// ch brings content it also compares that with the current content
+// (head.sameContent), which a write would otherwise read in a round trip of
+// its own.
+func loadHeadFor(q db.Querier, name string, ch Change) (*head, Steps, error) {
 	var (
 		h       head
 		renewed int
 		raw     []byte
+		same    bool
 	)
-	query, dest := `SELECT revision, content_rev, renewed, status, author`, []any{&h.revision, &h.contentRev, &renewed, &h.status, &h.author}
+	next := ch.Steps
+	query, dest := `SELECT p.revision, p.content_rev, p.renewed, p.status, p.author`, []any{&h.revision, &h.contentRev, &renewed, &h.status, &h.author}
+	var args []any
 	if next != nil {
-		query, dest = query+`, steps`, append(dest, &raw)
+		query, dest = query+`, p.steps`, append(dest, &raw)
 	}
-	err := q.QueryRow(query+` FROM plans WHERE name = ?`, name).Scan(dest...)
+	if ch.Content != nil {
+		// A missing content row reads as different: the write stores
+		// the content again.
+		query, dest = query+`, coalesce(c.content = ?, false)`, append(dest, &same)
+		args = append(args, *ch.Content)
+		query += ` FROM plans p LEFT JOIN plan_contents c ON c.name = p.name AND c.content_rev = p.content_rev`
+	} else {
+		query += ` FROM plans p`
+	}
+	err := q.QueryRow(query+` WHERE p.name = ?`, append(args, name)...).Scan(dest...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil, nil
 	}
@@ -154,6 +171,9 @@ func loadHeadSteps(q db.Querier, name string, next Steps) (*head, Steps, error) 
 		return nil, nil, fmt.Errorf("get plan %q: %w", name, err)
 	}
 	h.renewed = renewed == 1
+	if ch.Content != nil {
+		h.sameContent = &same
+	}
 	var steps Steps
 	// Stored steps are encoded by Steps.encode: a claim is the member
 	// written exactly so (a string inside a value would have its quotes
@@ -231,7 +251,7 @@ func (st *Store) Put(ctx context.Context, name string, ch Change, pre revision.P
 		created bool
 	)
 	err := st.db.Write(ctx, func(tx *db.Tx) error {
-		h, old, err := loadHeadSteps(tx, name, ch.Steps)
+		h, old, err := loadHeadFor(tx, name, ch)
 		if err != nil {
 			return err
 		}
@@ -368,9 +388,12 @@ func (c Change) authorOf(tx *db.Tx) string {
 func (st *Store) bump(tx *db.Tx, name string, h *head, rev int64, ch Change, renewal bool) error {
 	// The content is compared before anything is changed: on PostgreSQL
 	// the changes then travel together, after this read (internal/db's
-	// pipeline), instead of one round trip before it and one after.
+	// pipeline), instead of one round trip before it and one after. Put
+	// compared it already, with the head.
 	same := true
-	if ch.Content != nil {
+	if h.sameContent != nil {
+		same = *h.sameContent
+	} else if ch.Content != nil {
 		if err := tx.QueryRow(`SELECT content = ? FROM plan_contents WHERE name = ? AND content_rev = ?`,
 			*ch.Content, name, h.contentRev).Scan(&same); err != nil {
 			return fmt.Errorf("compare content of plan %q: %w", name, err)

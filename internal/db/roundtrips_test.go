@@ -1,0 +1,43 @@
+package db_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/planserver/planserver/internal/db"
+	"github.com/planserver/planserver/internal/dbtest"
+	"github.com/planserver/planserver/internal/plans"
+	"github.com/planserver/planserver/internal/revision"
+)
+
+// TestPostgresPlanPutRoundTrips pins what the commonest write, a PUT of a
+// plan's content, costs on PostgreSQL when it commits alone: the lock
+// (with BEGIN), the head with the content compared, the changes with the
+// plan read back, and the event with the COMMIT. The read of the head
+// and of the plan each follow the statements queued before them in a
+// round trip of their own: 5 in all.
+func TestPostgresPlanPutRoundTrips(t *testing.T) {
+	dbtest.RequirePostgres(t)
+	ctx := context.Background()
+	d, err := db.Open(ctx, dbtest.Fresh(t), db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	if _, _, err := d.MigrateUp(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	st := plans.NewStore(d, plans.Config{})
+	for i, content := range []string{"# one", "# two", "# two"} {
+		before := d.RoundTrips()
+		if _, _, err := st.Put(ctx, "p", plans.Change{Content: &content}, revision.Precondition{}); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			continue // the create
+		}
+		if n := d.RoundTrips() - before; n != 5 {
+			t.Errorf("PUT %d of a plan's content took %d round trips, want 5", i, n)
+		}
+	}
+}
