@@ -595,3 +595,58 @@ func TestPostgresWriteRoundTrips(t *testing.T) {
 		t.Errorf("lock stats: %d commits held %v; want at least 3 commits and a hold time", commits, held)
 	}
 }
+
+// TestPostgresBatchTakesInWritesQueuedWhileItRuns: a write queued while a
+// batch runs joins that batch, after every write of it, and commits with
+// it instead of waiting for the next commit (and the write lock again).
+func TestPostgresBatchTakesInWritesQueuedWhileItRuns(t *testing.T) {
+	dbtest.RequirePostgres(t)
+	d := kvDB(t)
+	ctx := context.Background()
+	var commits atomic.Int64
+	d.OnCommit(func() { commits.Add(1) })
+	insert := func(k int) func(tx *Tx) error {
+		return func(tx *Tx) error {
+			var seen int
+			if err := tx.QueryRow(`SELECT count(*) FROM kv WHERE k >= 0`).Scan(&seen); err != nil {
+				return err
+			}
+			if seen != k {
+				return fmt.Errorf("write %d saw %d earlier writes", k, seen)
+			}
+			_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (?, 'x')`, k)
+			return err
+		}
+	}
+	release, blocked := blockWriter(t, d)
+	// Writes 0 and 1 queue behind the blocker and form the next batch;
+	// write 0 holds it until write 2 has queued.
+	running, gate := make(chan struct{}), make(chan struct{})
+	results := make(chan error, 3)
+	go func() {
+		results <- d.Write(ctx, func(tx *Tx) error {
+			close(running)
+			<-gate
+			return insert(0)(tx)
+		})
+	}()
+	waitQueued(t, d, 1)
+	go func() { results <- d.Write(ctx, insert(1)) }()
+	waitQueued(t, d, 2)
+	release()
+	if err := <-blocked; err != nil {
+		t.Fatal(err)
+	}
+	<-running
+	go func() { results <- d.Write(ctx, insert(2)) }()
+	waitQueued(t, d, 1)
+	close(gate)
+	for range 3 {
+		if err := <-results; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := commits.Load(); n != 2 {
+		t.Errorf("%d commits, want 2: the blocker, then writes 0, 1 and 2 together", n)
+	}
+}
