@@ -132,6 +132,10 @@ func (b *bench) benchPostgres(ctx context.Context) error {
 		}
 	}
 
+	if err := b.replicasAgainstOne(ctx, pg); err != nil {
+		return err
+	}
+
 	// Writers: one per replica, as planserver runs (each replica's
 	// committer holds one connection), and one per client connection.
 	// Each shape is compared with the advisory lock, planserver's choice.
@@ -172,6 +176,37 @@ func (b *bench) benchPostgres(ctx context.Context) error {
 				writers, retries[k].Load(), committed, float64(retries[k].Load())/float64(max(1, committed))))
 		}
 	}
+	return nil
+}
+
+// replicasAgainstOne measures issue 27's "writes never slow down as
+// replicas are added" as one comparison: PUT through 3 replicas against
+// PUT through 1, both sets serving at once on databases of their own and
+// their rounds interleaved, so that a change in the machine's speed during
+// the run moves both sides alike. (The rows above run each set against the
+// raw upsert at a different time; their quotient carries that drift.)
+func (b *bench) replicasAgainstOne(ctx context.Context, pg *pgBench) error {
+	var sides [2]side
+	for k, n := range []int{1, 3} {
+		dsn, err := pg.database(ctx, fmt.Sprintf("replicas%d", n))
+		if err != nil {
+			return err
+		}
+		srvs, err := startReplicas(b.o, dsn, n)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			for _, s := range srvs {
+				s.stop()
+			}
+		}()
+		if sides[k], err = b.conditionalPut(nil, basesOf(srvs), ""); err != nil {
+			return err
+		}
+		sides[k].name = fmt.Sprintf("PUT /v1/plans/{name} If-Match 2 KiB (PostgreSQL, %d replica%s)", n, plural(n))
+	}
+	b.compare(ctx, sides[1], sides[0])
 	return nil
 }
 
