@@ -386,18 +386,16 @@ func (c Change) authorOf(tx *db.Tx) string {
 // to the configured length. renewal marks a change that only renews a
 // claim's lease.
 func (st *Store) bump(tx *db.Tx, name string, h *head, rev int64, ch Change, renewal bool) error {
-	// The content is compared before anything is changed: on PostgreSQL
-	// the changes then travel together, after this read (internal/db's
-	// pipeline), instead of one round trip before it and one after. Put
-	// compared it already, with the head.
+	// A write that brings content read h with it compared (loadHeadFor):
+	// on PostgreSQL the changes then travel together after that one read
+	// (internal/db's pipeline), instead of a round trip before and after a
+	// read of its own.
 	same := true
-	if h.sameContent != nil {
-		same = *h.sameContent
-	} else if ch.Content != nil {
-		if err := tx.QueryRow(`SELECT content = ? FROM plan_contents WHERE name = ? AND content_rev = ?`,
-			*ch.Content, name, h.contentRev).Scan(&same); err != nil {
-			return fmt.Errorf("compare content of plan %q: %w", name, err)
+	if ch.Content != nil {
+		if h.sameContent == nil {
+			return fmt.Errorf("update plan %q: its head was read without the new content compared (loadHeadFor)", name)
 		}
+		same = *h.sameContent
 	}
 	if !h.renewed {
 		if _, err := tx.Exec(`INSERT INTO plan_revisions
