@@ -441,9 +441,12 @@ func (st *Store) bump(tx *db.Tx, name string, h *head, rev int64, ch Change, ren
 		return fmt.Errorf("prune history of plan %q: %w", name, err)
 	}
 	// Contents no kept revision names any more go too. Content revisions
-	// only grow, so those are the ones below the oldest still named.
+	// only grow with revisions, so those are the ones below the content of
+	// the oldest kept revision: one index probe, where min(content_rev)
+	// read every kept revision (up to --plan-history of them, on every
+	// write: one of the two costliest statements of a PUT on PostgreSQL).
 	if _, err := tx.Exec(`DELETE FROM plan_contents WHERE name = ? AND content_rev < ?
-		AND content_rev < coalesce((SELECT min(content_rev) FROM plan_revisions WHERE name = ?), ?)`,
+		AND content_rev < coalesce((SELECT content_rev FROM plan_revisions WHERE name = ? ORDER BY revision LIMIT 1), ?)`,
 		name, contentRev, name, contentRev); err != nil {
 		return fmt.Errorf("prune contents of plan %q: %w", name, err)
 	}
