@@ -96,22 +96,14 @@ func (b *bench) benchPostgres(ctx context.Context) error {
 	}
 	defer closeRaw()
 	for n := 1; n <= 3; n++ {
-		dsn, err := pg.database(ctx, fmt.Sprintf("put%d", n))
-		if err != nil {
-			return err
-		}
-		srvs, err := startReplicas(b.o, dsn, n)
+		put, srvs, err := b.putOnReplicas(ctx, pg, fmt.Sprintf("put%d", n), n)
 		if err != nil {
 			return err
 		}
 		bases := basesOf(srvs)
-		put, err := b.conditionalPut(nil, bases, "")
-		if err == nil {
-			put.name = fmt.Sprintf("PUT /v1/plans/{name} If-Match 2 KiB (PostgreSQL, %d replica%s)", n, plural(n))
-			b.compare(ctx, put, raw)
-			b.notes = append(b.notes, lockFigures(b.c, bases, n))
-		}
-		if err == nil && n == 3 {
+		b.compare(ctx, put, raw)
+		b.notes = append(b.notes, lockFigures(b.c, bases, n))
+		if n == 3 {
 			var get side
 			var size int
 			if get, size, err = b.getPlan(nil, bases); err == nil {
@@ -124,9 +116,7 @@ func (b *bench) benchPostgres(ctx context.Context) error {
 				}
 			}
 		}
-		for _, s := range srvs {
-			s.stop()
-		}
+		stopAll(srvs)
 		if err != nil {
 			return err
 		}
@@ -188,26 +178,42 @@ func (b *bench) benchPostgres(ctx context.Context) error {
 func (b *bench) replicasAgainstOne(ctx context.Context, pg *pgBench) error {
 	var sides [2]side
 	for k, n := range []int{1, 3} {
-		dsn, err := pg.database(ctx, fmt.Sprintf("replicas%d", n))
+		put, srvs, err := b.putOnReplicas(ctx, pg, fmt.Sprintf("replicas%d", n), n)
 		if err != nil {
 			return err
 		}
-		srvs, err := startReplicas(b.o, dsn, n)
-		if err != nil {
-			return err
-		}
-		defer func() {
-			for _, s := range srvs {
-				s.stop()
-			}
-		}()
-		if sides[k], err = b.conditionalPut(nil, basesOf(srvs), ""); err != nil {
-			return err
-		}
-		sides[k].name = fmt.Sprintf("PUT /v1/plans/{name} If-Match 2 KiB (PostgreSQL, %d replica%s)", n, plural(n))
+		defer stopAll(srvs)
+		sides[k] = put
 	}
 	b.compare(ctx, sides[1], sides[0])
 	return nil
+}
+
+// putOnReplicas starts n replicas on a fresh database called name and
+// prepares the conditional PUT through them; the caller stops the
+// replicas (stopAll).
+func (b *bench) putOnReplicas(ctx context.Context, pg *pgBench, name string, n int) (side, []*process, error) {
+	dsn, err := pg.database(ctx, name)
+	if err != nil {
+		return side{}, nil, err
+	}
+	srvs, err := startReplicas(b.o, dsn, n)
+	if err != nil {
+		return side{}, nil, err
+	}
+	put, err := b.conditionalPut(nil, basesOf(srvs), "")
+	if err != nil {
+		stopAll(srvs)
+		return side{}, nil, err
+	}
+	put.name = fmt.Sprintf("PUT /v1/plans/{name} If-Match 2 KiB (PostgreSQL, %d replica%s)", n, plural(n))
+	return put, srvs, nil
+}
+
+func stopAll(srvs []*process) {
+	for _, s := range srvs {
+		s.stop()
+	}
 }
 
 func plural(n int) string {
@@ -222,9 +228,7 @@ func startReplicas(o options, dsn string, n int) ([]*process, error) {
 	for i := 0; i < n; i++ {
 		s, err := startServer(o, dsn, "normal")
 		if err != nil {
-			for _, s := range srvs {
-				s.stop()
-			}
+			stopAll(srvs)
 			return nil, err
 		}
 		s.label = fmt.Sprintf("PostgreSQL replica %d of %d", i+1, n)

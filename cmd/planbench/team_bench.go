@@ -85,9 +85,7 @@ func (b *bench) team(ctx context.Context) error {
 			fmtDur(time.Duration(big)), fmtDur(time.Duration(small)), big/max(small, 1)))
 	}
 	if b.o.postgres != "" {
-		for _, s := range srvs {
-			s.stop()
-		}
+		stopAll(srvs[:])
 		if err := b.teamStreams(ctx); err != nil {
 			return fmt.Errorf("event streams across replicas: %w", err)
 		}

@@ -35,11 +35,7 @@ func (b *bench) teamStreams(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		for _, s := range srvs {
-			s.stop()
-		}
-	}()
+	defer stopAll(srvs)
 	b.note("%d event streams across 3 PostgreSQL replicas", n)
 	streams := make([]*sseStream, n)
 	defer func() {

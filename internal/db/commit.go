@@ -126,7 +126,8 @@ func (c *committer) drain() {
 	}
 }
 
-// run executes one batch and answers each of its writes.
+// run executes one batch and answers each of its writes: SQLite's one
+// writer; PostgreSQL's batches travel in pipelines (runPipelined).
 func (c *committer) run(batch []*writeReq) {
 	if c.db.eng.name() == "postgres" {
 		c.runPipelined(batch)
@@ -144,12 +145,6 @@ func (c *committer) run(batch []*writeReq) {
 	// interrupting one would roll back every write of the batch.
 	ctx := context.Background()
 	sqlTx, err := db.writer.BeginTx(ctx, nil)
-	if err == nil {
-		err = db.eng.beginWrite(ctx, sqlTx)
-		if err != nil {
-			_ = sqlTx.Rollback()
-		}
-	}
 	if err != nil {
 		err = db.health.failed(fmt.Errorf("begin write: %w", Classify(err)))
 		for i := range errs {
@@ -203,10 +198,6 @@ func (c *committer) run(batch []*writeReq) {
 	}
 	if !changed {
 		_ = sqlTx.Rollback()
-		return
-	}
-	if err := db.eng.beforeCommit(ctx, sqlTx); err != nil {
-		c.abort(sqlTx, batch, errs, fmt.Errorf("before commit: %w", Classify(err)))
 		return
 	}
 	commitStart := time.Now()

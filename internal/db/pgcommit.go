@@ -370,7 +370,9 @@ func (c *committer) runPipelined(batch []*writeReq) {
 			}
 			return
 		}
-		p.queueInfra(bumpCommitVersion)
+		// In the commit's transaction, so that the commit version moves
+		// exactly when the commit becomes visible (DB.Version).
+		p.queueInfra(`UPDATE commit_version SET version = version + 1 WHERE id = 1`)
 		p.queueInfra(`SELECT pg_notify($1, $2)`, notifyChannel, db.eng.(*postgresEngine).id)
 		p.queueInfra(`COMMIT`)
 		p.committing = true

@@ -224,28 +224,6 @@ func rebindDollar(query string) string {
 	return b.String()
 }
 
-// beginWrite takes the write lock, waiting for the write transaction of
-// any other replica to commit.
-func (e *postgresEngine) beginWrite(ctx context.Context, tx *sql.Tx) error {
-	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, writeLockKey)
-	return err
-}
-
-// beforeCommit moves the commit version and queues the commit
-// notification; PostgreSQL delivers it when, and only if, the transaction
-// commits.
-func (e *postgresEngine) beforeCommit(ctx context.Context, tx *sql.Tx) error {
-	if _, err := tx.ExecContext(ctx, bumpCommitVersion); err != nil {
-		return err
-	}
-	_, err := tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, e.id)
-	return err
-}
-
-// bumpCommitVersion runs in every commit's transaction, so that the
-// commit version moves exactly when the commit becomes visible (DB.Version).
-const bumpCommitVersion = `UPDATE commit_version SET version = version + 1 WHERE id = 1`
-
 func (e *postgresEngine) readOptions() *sql.TxOptions {
 	return &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
 }

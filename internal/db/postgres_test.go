@@ -182,7 +182,7 @@ func TestPostgresMigrateDownRefuses(t *testing.T) {
 func TestPostgresWritesAreSerializedAcrossReplicas(t *testing.T) {
 	dbtest.RequirePostgres(t)
 	dsn := dbtest.Fresh(t)
-	a, b := openTestDSN(t, dsn), openTestDSN(t, dsn)
+	a, b := migrated(t, dsn), migrated(t, dsn)
 	ctx := context.Background()
 	if err := a.Write(ctx, func(tx *Tx) error {
 		if _, err := tx.Exec(`CREATE TABLE counter (id INTEGER PRIMARY KEY, n BIGINT NOT NULL)`); err != nil {
@@ -260,7 +260,7 @@ func TestPostgresReadIsOneSnapshot(t *testing.T) {
 func TestPostgresCommitsWakeOtherReplicas(t *testing.T) {
 	dbtest.RequirePostgres(t)
 	dsn := dbtest.Fresh(t)
-	a, b := openTestDSN(t, dsn), openTestDSN(t, dsn)
+	a, b := migrated(t, dsn), migrated(t, dsn)
 	woken := make(chan struct{}, 16)
 	a.OnCommit(func() { woken <- struct{}{} })
 	var bHooks atomic.Int64
@@ -346,7 +346,7 @@ func TestPostgresReadOnlyIsUnavailable(t *testing.T) {
 	if _, err := admin.Exec(`ALTER DATABASE "` + dbtest.Name(t, dsn) + `" SET default_transaction_read_only = on`); err != nil {
 		t.Fatal(err)
 	}
-	d := openTestDSN(t, dsn)
+	d := migrated(t, dsn)
 	ctx := context.Background()
 	err := d.Write(ctx, func(tx *Tx) error {
 		_, err := tx.Exec(`INSERT INTO revision_floors (kind, key, revision) VALUES ('t', 'k', 1)`)
@@ -436,18 +436,9 @@ func TestPostgresRefusesANonUTF8Database(t *testing.T) {
 	}
 }
 
-func openTestDSN(t *testing.T, dsn string) *DB {
-	t.Helper()
-	d := openUnmigrated(t, dsn)
-	if _, _, err := d.MigrateUp(context.Background(), nil); err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
 // openUnmigrated opens dsn as it is. On PostgreSQL every commit moves
 // commit_version (DB.Version), so a handle that writes needs the schema:
-// openTestDSN.
+// migrated.
 func openUnmigrated(t *testing.T, dsn string) *DB {
 	t.Helper()
 	d, err := Open(context.Background(), dsn, Options{})
@@ -480,7 +471,7 @@ func TestPostgresReplicasMigrateAtOnce(t *testing.T) {
 			t.Errorf("replica %d: %v", i, err)
 		}
 	}
-	d := openTestDSN(t, dsn)
+	d := migrated(t, dsn)
 	st, err := d.MigrateStatus(context.Background())
 	if err != nil || len(st) == 0 || !st[len(st)-1].Applied || st[len(st)-1].Version != KnownVersion() {
 		t.Errorf("status after concurrent migrations: %+v, %v", st, err)
@@ -519,7 +510,7 @@ func TestPostgresListenerOutlivesIdleWaits(t *testing.T) {
 	t.Cleanup(func() { listenPing = 30 * time.Second }) // after the handles close
 	listenPing = 20 * time.Millisecond
 	dsn := dbtest.Fresh(t)
-	a, b := openTestDSN(t, dsn), openTestDSN(t, dsn)
+	a, b := migrated(t, dsn), migrated(t, dsn)
 	woken := make(chan struct{}, 16)
 	a.OnCommit(func() { woken <- struct{}{} })
 	time.Sleep(300 * time.Millisecond) // many idle waits and pings
@@ -548,7 +539,7 @@ func TestPostgresListenerOutlivesIdleWaits(t *testing.T) {
 // none.
 func TestPostgresWriteRoundTrips(t *testing.T) {
 	dbtest.RequirePostgres(t)
-	d := openTestDSN(t, dbtest.Fresh(t))
+	d := migrated(t, dbtest.Fresh(t))
 	ctx := context.Background()
 	if err := d.Write(ctx, func(tx *Tx) error {
 		_, err := tx.Exec(`CREATE TABLE kv (k INTEGER PRIMARY KEY, v TEXT)`)

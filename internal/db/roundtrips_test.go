@@ -19,14 +19,7 @@ import (
 func TestPostgresPlanPutRoundTrips(t *testing.T) {
 	dbtest.RequirePostgres(t)
 	ctx := context.Background()
-	d, err := db.Open(ctx, dbtest.Fresh(t), db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	if _, _, err := d.MigrateUp(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	d := db.Migrated(t, dbtest.Fresh(t))
 	st := plans.NewStore(d, plans.Config{})
 	for i, content := range []string{"# one", "# two", "# two"} {
 		before := d.RoundTrips()

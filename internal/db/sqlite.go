@@ -30,12 +30,6 @@ type engine interface {
 	// rebind rewrites a statement written with ? placeholders into the
 	// engine's own.
 	rebind(query string) string
-	// beginWrite runs first in every write transaction, inside it: it
-	// serializes writers.
-	beginWrite(ctx context.Context, tx *sql.Tx) error
-	// beforeCommit runs last in a write transaction that changed
-	// something, just before its commit.
-	beforeCommit(ctx context.Context, tx *sql.Tx) error
 	// readOptions begin a read of one consistent snapshot (DB.Read).
 	readOptions() *sql.TxOptions
 	// dialect and migrations are goose's dialect and this engine's
@@ -76,12 +70,10 @@ type sqliteEngine struct {
 	ckpt *checkpointer
 }
 
-func (sqliteEngine) name() string                                { return "sqlite" }
-func (sqliteEngine) rebind(query string) string                  { return query }
-func (sqliteEngine) beginWrite(context.Context, *sql.Tx) error   { return nil }
-func (sqliteEngine) beforeCommit(context.Context, *sql.Tx) error { return nil }
-func (sqliteEngine) dialect() goose.Dialect                      { return goose.DialectSQLite3 }
-func (sqliteEngine) migrations() fs.FS                           { return migrations.SQLite }
+func (sqliteEngine) name() string               { return "sqlite" }
+func (sqliteEngine) rebind(query string) string { return query }
+func (sqliteEngine) dialect() goose.Dialect     { return goose.DialectSQLite3 }
+func (sqliteEngine) migrations() fs.FS          { return migrations.SQLite }
 
 func (e sqliteEngine) close() error { return e.ckpt.close() }
 

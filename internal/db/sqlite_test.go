@@ -15,7 +15,7 @@ import (
 func openTest(t *testing.T) *DB {
 	t.Helper()
 	if dbtest.Postgres() {
-		return openTestDSN(t, dbtest.Fresh(t))
+		return migrated(t, dbtest.Fresh(t))
 	}
 	db, err := Open(context.Background(), dbtest.Fresh(t), Options{})
 	if err != nil {

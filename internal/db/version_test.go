@@ -51,7 +51,7 @@ func TestVersionMovesWithEveryCommit(t *testing.T) {
 func TestPostgresVersionSeesOtherReplicasCommits(t *testing.T) {
 	dbtest.RequirePostgres(t)
 	dsn := dbtest.Fresh(t)
-	a, b := openTestDSN(t, dsn), openTestDSN(t, dsn)
+	a, b := migrated(t, dsn), migrated(t, dsn)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for range 8 {
