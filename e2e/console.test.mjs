@@ -636,8 +636,11 @@ test('shared plans: list with progress, and the step graph drawn as a DAG, live'
   await page.getByRole('button', { name: 'Show changes' }).click();
   await out.locator(`figure.diff[data-diff="${last}-1"] tr.del`, { hasText: 'keep the file for a week' }).waitFor();
 
-  await graph.scrollIntoViewIfNeeded();
-  await shoot(page.locator('section[aria-labelledby="graph-h"]'), 'step-graph');
+  // The svg is drawn anew on every event (the PUT above may still be
+  // arriving), so scroll its section, which stays in the page.
+  const graphSection = page.locator('section[aria-labelledby="graph-h"]');
+  await graphSection.scrollIntoViewIfNeeded();
+  await shoot(graphSection, 'step-graph');
   noProblems(problems, urls);
   await context.close();
 });
