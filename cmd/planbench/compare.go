@@ -18,6 +18,11 @@ type side struct {
 	// proc is the process doing the work, whose CPU time is counted; nil
 	// where the work runs inside planbench (the raw database baselines).
 	proc *process
+	// replicas are the other processes doing the work beside proc (the
+	// PostgreSQL replicas behind one scenario): their CPU time counts
+	// with proc's, so that CPU per request is the service's; proc alone
+	// is profiled.
+	replicas []*process
 	// workers overrides -c (the single-writer WAL figures use 1).
 	workers int
 	// profile names the CPU profile taken during the first measured run
@@ -53,10 +58,7 @@ func (b *bench) measure(ctx context.Context, s side, d time.Duration, profile bo
 	if workers == 0 {
 		workers = b.o.concurrency
 	}
-	var cpu0 time.Duration
-	if s.proc != nil {
-		cpu0 = s.proc.cpu()
-	}
+	cpu0 := s.cpu()
 	name := ""
 	if profile {
 		name = s.profile
@@ -64,11 +66,20 @@ func (b *bench) measure(ctx context.Context, s side, d time.Duration, profile bo
 	res := s.proc.profileWhile(b.o.pprofDir, name, d, func() result {
 		return driveFor(ctx, workers, d, s.op)
 	})
-	r := sample{result: res}
-	if s.proc != nil {
-		r.cpu = s.proc.cpu() - cpu0
+	return sample{result: res, cpu: s.cpu() - cpu0}
+}
+
+// cpu is the CPU time the side's processes have used so far; 0 for a
+// side that runs inside planbench.
+func (s side) cpu() time.Duration {
+	if s.proc == nil {
+		return 0
 	}
-	return r
+	t := s.proc.cpu()
+	for _, p := range s.replicas {
+		t += p.cpu()
+	}
+	return t
 }
 
 // compare measures a scenario against its baseline in the same run,

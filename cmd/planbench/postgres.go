@@ -108,6 +108,7 @@ func (b *bench) benchPostgres(ctx context.Context) error {
 			var size int
 			if get, size, err = b.getPlan(nil, bases); err == nil {
 				get.name = fmt.Sprintf("GET /v1/plans/{name} (%d B, PostgreSQL, 3 replicas)", size)
+				get.proc, get.replicas, get.profile = srvs[0], srvs[1:], "pg-get-plan"
 				b.compare(ctx, get, chiSide(b.c, b.chi, "GET", size, ""))
 				b.note("commit-to-stream delay across replicas")
 				var lines []string
@@ -207,6 +208,7 @@ func (b *bench) putOnReplicas(ctx context.Context, pg *pgBench, name string, n i
 		return side{}, nil, err
 	}
 	put.name = fmt.Sprintf("PUT /v1/plans/{name} If-Match 2 KiB (PostgreSQL, %d replica%s)", n, plural(n))
+	put.proc, put.replicas, put.profile = srvs[0], srvs[1:], "pg-"+name
 	return put, srvs, nil
 }
 
