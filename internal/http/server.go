@@ -212,6 +212,7 @@ func New(cfg Config) *Server {
 	cfg.DB.OnCommit(s.tail.Notify)
 	s.webhooks = webhooks.NewStore(cfg.DB)
 	s.deliverer = newDeliverer(s)
+	s.webhooks.OnChange(s.deliverer.Changed)
 	s.head = events.NewHeadCache(cfg.DB)
 	s.answers = newAnswerCache(cfg.DB)
 	s.schemaVersion = db.KnownVersion()

@@ -18,10 +18,26 @@ import (
 // Store keeps the subscriptions, their delivery state and the delivery
 // log. Its writes append no event: a delivery must never make news of its
 // own.
-type Store struct{ db *db.DB }
+type Store struct {
+	db *db.DB
+	// onChange is called after each write that can give a deliverer work
+	// (OnChange).
+	onChange func()
+}
 
 // NewStore returns the store on d.
 func NewStore(d *db.DB) *Store { return &Store{db: d} }
+
+// OnChange makes the store call fn after each write that can give a
+// deliverer work: a subscription created, updated or rotated, a
+// redelivery asked. Call it before the store is used.
+func (st *Store) OnChange(fn func()) { st.onChange = fn }
+
+func (st *Store) changed() {
+	if st.onChange != nil {
+		st.onChange()
+	}
+}
 
 // Sub is a subscription with what the deliverer needs beyond its API
 // view: the session path it follows and its secrets.
@@ -160,6 +176,7 @@ func (st *Store) Create(ctx context.Context, in api.WebhookCreate) (*api.Webhook
 	if err != nil {
 		return nil, err
 	}
+	st.changed()
 	return &api.WebhookCreated{Webhook: out.Webhook, Secret: secret}, nil
 }
 
@@ -341,6 +358,7 @@ func (st *Store) Update(ctx context.Context, id string, p api.WebhookPatch) (*ap
 	if err != nil {
 		return nil, err
 	}
+	st.changed()
 	return &out.Webhook, nil
 }
 
@@ -389,6 +407,7 @@ func (st *Store) Rotate(ctx context.Context, id string, overlap time.Duration) (
 	if err != nil {
 		return nil, err
 	}
+	st.changed()
 	return &api.WebhookCreated{Webhook: out.Webhook, Secret: secret}, nil
 }
 
@@ -512,5 +531,6 @@ func (st *Store) Redeliver(ctx context.Context, id string, delivery int64) (*api
 	if err != nil {
 		return nil, false, err
 	}
+	st.changed()
 	return &out, queued, nil
 }

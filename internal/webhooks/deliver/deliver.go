@@ -35,11 +35,11 @@ const (
 	DefaultMaxResponseBytes = 64 << 10
 	// ResponseLogBytes is how much of an answer the delivery log keeps.
 	ResponseLogBytes = 512
-	// pollInterval is how often the scheduler looks for subscriptions
-	// without a worker (new ones, those another replica gave up), and an
-	// idle worker re-reads the log without a wake-up (commits on other
-	// replicas wake it through the broker too).
-	pollInterval = time.Second
+	// DefaultPollInterval is how often the scheduler looks for
+	// subscriptions without a worker (new ones, those another replica gave
+	// up), and an idle worker re-reads the log without a wake-up (commits
+	// on other replicas wake it through the broker too).
+	DefaultPollInterval = time.Second
 	// pageSize is how many events a worker reads at a time.
 	pageSize = 100
 	// MaxUnrecorded is the most deliveries a replica killed mid-run can
@@ -72,6 +72,9 @@ type Options struct {
 	// the webhooks defaults when zero.
 	LogMaxAge  time.Duration
 	LogMaxRows int
+	// PollInterval is how often the scheduler and an idle worker look
+	// without a wake-up; DefaultPollInterval when zero.
+	PollInterval time.Duration
 }
 
 // Deliverer runs the deliveries of every subscription it holds the lease
@@ -85,6 +88,13 @@ type Deliverer struct {
 	client  *http.Client
 	guard   *Guard
 	metrics *metrics
+
+	// changed wakes the scheduler after a write of a subscription through
+	// this replica's API (Changed).
+	changed chan struct{}
+	// scheduled, when set, is called after each pass of the scheduler
+	// (tests).
+	scheduled func()
 
 	mu      sync.Mutex
 	workers map[string]bool
@@ -118,6 +128,9 @@ func New(d *db.DB, broker *events.Broker, log *slog.Logger, reg prometheus.Regis
 	if opt.LogMaxRows == 0 {
 		opt.LogMaxRows = webhooks.DefaultLogRows
 	}
+	if opt.PollInterval <= 0 {
+		opt.PollInterval = DefaultPollInterval
+	}
 	if opt.Owner == "" {
 		b := make([]byte, 6)
 		_, _ = rand.Read(b)
@@ -142,17 +155,34 @@ func New(d *db.DB, broker *events.Broker, log *slog.Logger, reg prometheus.Regis
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 		metrics: newMetrics(reg),
+		changed: make(chan struct{}, 1),
 		workers: map[string]bool{},
 	}, nil
 }
 
+// Changed tells the scheduler that a subscription was written (created,
+// updated, rotated, a redelivery asked), so that it looks at once: while
+// there are none, commits do not wake it (Run).
+func (d *Deliverer) Changed() {
+	select {
+	case d.changed <- struct{}{}:
+	default:
+	}
+}
+
 // Run delivers until ctx is done: it starts a worker for every
-// subscription that has none, at once and then whenever a commit or the
-// poll interval comes, and prunes the delivery log hourly.
+// subscription that has none, at once and then whenever a commit, a
+// change (Changed) or the poll interval comes, and prunes the delivery log
+// hourly. While no subscription exists, commits do not wake it: each pass
+// reads the subscriptions and the log's head, which every commit of every
+// replica would otherwise cost on a service that delivers nothing. A
+// subscription created through this replica wakes it (Changed); one
+// created through another replica, whose scheduler starts its worker, is
+// seen here within the poll interval.
 func (d *Deliverer) Run(ctx context.Context) {
 	wake, unsubscribe := d.broker.Subscribe()
 	defer unsubscribe()
-	tick := time.NewTicker(pollInterval)
+	tick := time.NewTicker(d.opt.PollInterval)
 	defer tick.Stop()
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -182,11 +212,19 @@ func (d *Deliverer) Run(ctx context.Context) {
 				d.log.Error("webhooks: prune the delivery log", slog.Any("error", err))
 			}
 		}
+		if d.scheduled != nil {
+			d.scheduled()
+		}
+		commits := wake
+		if len(subs) == 0 && err == nil {
+			commits = nil
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-		case <-wake:
+		case <-commits:
+		case <-d.changed:
 		}
 	}
 }
@@ -241,7 +279,7 @@ func (d *Deliverer) work(ctx context.Context, id string) {
 				return
 			}
 			d.log.Error("webhooks: deliver", slog.String("webhook", id), slog.Any("error", err))
-			wait = pollInterval
+			wait = d.opt.PollInterval
 		}
 		if wait < 0 {
 			return // nothing more to do here (paused or failing)
@@ -381,7 +419,7 @@ func (d *Deliverer) step(ctx context.Context, id string) (time.Duration, error) 
 	if len(run) > 0 {
 		return 0, flush(run[len(run)-1].Seq)
 	}
-	return pollInterval, nil
+	return d.opt.PollInterval, nil
 }
 
 // redeliver sends a queued redelivery once, whatever its outcome.
