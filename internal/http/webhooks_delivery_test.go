@@ -202,6 +202,25 @@ func TestWebhookDeliveryVerifiedByStandardWebhooks(t *testing.T) {
 	}
 }
 
+// TestWebhookCreatedThroughTheAPIStartsAtOnce: with no subscription the
+// scheduler sleeps through commits, and only the poll (an hour here) would
+// find a new one; creating it through the API wakes the scheduler, so the
+// next event is delivered at once.
+func TestWebhookCreatedThroughTheAPIStartsAtOnce(t *testing.T) {
+	rcv := startReceiver(t)
+	env, _ := webhookEnv(t, dbtest.Fresh(t), deliver.Options{AllowHosts: []string{"127.0.0.1"}, PollInterval: time.Hour})
+	// A commit with nothing subscribed, and time for the scheduler's first
+	// pass, which finds nothing and sleeps.
+	putPlan(t, env, "before", map[string]any{"content": "x"}, http.StatusCreated)
+	time.Sleep(300 * time.Millisecond)
+	subscribe(t, env, rcv, "/hook", map[string]any{"events": []string{"plan.changed"}})
+	putPlan(t, env, "billing", map[string]any{"content": "x"}, http.StatusCreated)
+	waitFor(t, 10*time.Second, "the delivery of plan billing", func() bool { return len(rcv.accepted("/hook")) >= 1 })
+	if got := rcv.accepted("/hook"); len(got) != 1 || got[0].Type != "plan.changed" {
+		t.Fatalf("deliveries: %+v", got)
+	}
+}
+
 func grepLines(s, substr string) string {
 	var out []string
 	for _, l := range strings.Split(s, "\n") {
