@@ -9,29 +9,9 @@ import (
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/dbtest"
+	"github.com/planserver/planserver/internal/dbtest/migrated"
 	"github.com/planserver/planserver/internal/events"
 )
-
-func openDB(t *testing.T) *db.DB {
-	t.Helper()
-	return openDSN(t, dbtest.Fresh(t))
-}
-
-// openDSN opens the database dsn, migrated; two handles on one PostgreSQL
-// database are two replicas.
-func openDSN(t *testing.T, dsn string) *db.DB {
-	t.Helper()
-	ctx := context.Background()
-	d, err := db.Open(ctx, dsn, db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	if _, _, err := d.MigrateUp(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
 
 // appendPlanEvents appends n plan.updated events of plan in one
 // transaction. Plan events need no session rows, which keeps these tests
@@ -81,7 +61,7 @@ func equal(a, b []int64) bool {
 }
 
 func TestReadPagesAndFilters(t *testing.T) {
-	db := openDB(t)
+	db := migrated.Fresh(t)
 	appendPlanEvents(t, db, "alpha", 3) // 1..3
 	appendPlanEvents(t, db, "beta", 2)  // 4..5
 	appendPlanEvents(t, db, "alpha", 1) // 6
@@ -148,7 +128,7 @@ func TestQueryValidation(t *testing.T) {
 
 func TestPruneByAgeAndRowsMakesOlderCursorsExpire(t *testing.T) {
 	ctx := context.Background()
-	db := openDB(t)
+	db := migrated.Fresh(t)
 	appendPlanEvents(t, db, "p", 10) // 1..10
 	now := time.Now()
 
@@ -203,7 +183,7 @@ func TestPruneByAgeAndRowsMakesOlderCursorsExpire(t *testing.T) {
 // one suffix and a cursor in it never skips a hole.
 func TestPruneByAgeKeepsTheLogContiguous(t *testing.T) {
 	ctx := context.Background()
-	d := openDB(t)
+	d := migrated.Fresh(t)
 	appendPlanEvents(t, d, "p", 6) // 1..6
 	now := time.Now()
 	setTimes := func(at time.Time, seqs ...int64) {
@@ -241,7 +221,7 @@ func TestPruneByAgeKeepsTheLogContiguous(t *testing.T) {
 
 func TestPruneDeletesLargeBacklogsInBatches(t *testing.T) {
 	ctx := context.Background()
-	db := openDB(t)
+	db := migrated.Fresh(t)
 	defer events.SetPruneBatch(10)()
 	appendPlanEvents(t, db, "p", 1_234)
 	commits := 0
@@ -297,7 +277,7 @@ func TestBrokerWakesWithoutBlocking(t *testing.T) {
 // writers never runs ahead of the log.
 func TestHeadCacheFollowsCommits(t *testing.T) {
 	ctx := context.Background()
-	db := openDB(t)
+	db := migrated.Fresh(t)
 	cache := events.NewHeadCache(db)
 	check := func() {
 		t.Helper()
@@ -357,8 +337,8 @@ func TestHeadCacheFollowsOtherReplicas(t *testing.T) {
 	dbtest.RequirePostgres(t)
 	ctx := context.Background()
 	dsn := dbtest.Fresh(t)
-	a := openDSN(t, dsn)
-	b := openDSN(t, dsn)
+	a := migrated.Open(t, dsn)
+	b := migrated.Open(t, dsn)
 	cache := events.NewHeadCache(a)
 	if h, err := cache.Head(ctx); err != nil || h != 0 {
 		t.Fatalf("head of an empty log: %d, %v", h, err)
@@ -386,7 +366,7 @@ func TestHeadCacheFollowsOtherReplicas(t *testing.T) {
 // each comes back once, in seq order, whichever part of the read found
 // it.
 func TestSessionFilterAcrossTheWindow(t *testing.T) {
-	d := openDB(t)
+	d := migrated.Fresh(t)
 	quiet := &events.Session{ID: "quiet", PK: 1, Path: "/1/"}
 	child := &events.Session{ID: "child", PK: 3, Path: "/1/3/"}
 	busy := &events.Session{ID: "busy", PK: 2, Path: "/2/"}
@@ -454,7 +434,7 @@ func TestSessionFilterAcrossTheWindow(t *testing.T) {
 // filter of the whole log in Go gives them, whichever part of the read
 // found it, alone and with a session filter or types inside the scope.
 func TestScopeAcrossTheWindow(t *testing.T) {
-	d := openDB(t)
+	d := migrated.Fresh(t)
 	quiet := &events.Session{ID: "quiet", PK: 1, Path: "/1/"}
 	child := &events.Session{ID: "child", PK: 3, Path: "/1/3/"}
 	busy := &events.Session{ID: "busy", PK: 2, Path: "/2/"}

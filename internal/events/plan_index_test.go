@@ -7,6 +7,7 @@ import (
 
 	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/dbtest"
+	"github.com/planserver/planserver/internal/dbtest/migrated"
 )
 
 // TestPlanFilterIsOneIndexRange checks with EXPLAIN QUERY PLAN that a
@@ -14,14 +15,7 @@ import (
 // events_plan index, not a walk of the whole log.
 func TestPlanFilterIsOneIndexRange(t *testing.T) {
 	ctx := context.Background()
-	d, err := db.Open(ctx, dbtest.Fresh(t), db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	if _, _, err := d.MigrateUp(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	d := migrated.Fresh(t)
 	for _, q := range []Query{{Plan: "release"}, {Plan: "release", Types: []string{PlanUpdated}}} {
 		sts := readSQL(q, part{after: 10, walk: true}, "", 100)
 		if len(sts) != 1 {
@@ -72,19 +66,12 @@ func TestPlanFilterIsOneIndexRange(t *testing.T) {
 func explainedLog(t *testing.T) *db.DB {
 	t.Helper()
 	ctx := context.Background()
-	d, err := db.Open(ctx, dbtest.Fresh(t), db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	if _, _, err := d.MigrateUp(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	d := migrated.Fresh(t)
 	series := `generate_series(1, 20000) AS g`
 	if !dbtest.Postgres() {
 		series = `(WITH RECURSIVE n(g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM n WHERE g < 20000) SELECT g FROM n)`
 	}
-	err = d.Write(ctx, func(tx *db.Tx) error {
+	err := d.Write(ctx, func(tx *db.Tx) error {
 		if _, err := tx.Exec(`INSERT INTO events (seq, type, time, actor, session_id, session_path, plan, data)
 			SELECT g, 'session.updated', '2026-01-01T00:00:00Z', 'test',
 			       CASE WHEN g % 1000 = 0 THEN 's1' WHEN g % 100 = 7 THEN NULL WHEN g IN (5001, 9001) THEN 'gone' ELSE 's2' END,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/db"
+	"github.com/planserver/planserver/internal/dbtest/migrated"
 	"github.com/planserver/planserver/internal/events"
 )
 
@@ -117,7 +118,7 @@ func waitChecked(t *testing.T, tail *events.Tail, wake <-chan struct{}, head int
 // deleted and recreated sessions, plans and types, Take gives exactly the
 // page Read gives, or declines.
 func TestMatcherAgreesWithRead(t *testing.T) {
-	d := openDB(t)
+	d := migrated.Fresh(t)
 	rng := rand.New(rand.NewSource(27))
 	appendMixed(t, d, rng, 300, false)
 
@@ -200,7 +201,7 @@ func TestMatcherAgreesWithRead(t *testing.T) {
 // reads for itself), one within it is answered; a key whose re-check
 // fails gets the failure and no events.
 func TestTailRingAndChecks(t *testing.T) {
-	d := openDB(t)
+	d := migrated.Fresh(t)
 	appendPlanEvents(t, d, "alpha", 30)
 	tail := events.NewTail(d, events.TailOptions{Ring: 10, Backfill: 100})
 	d.OnCommit(tail.Notify)
@@ -244,7 +245,7 @@ func TestTailRingAndChecks(t *testing.T) {
 // when its last subscriber leaves (nothing answers from a stale one), and
 // reads afresh, from the log's head, when the next one comes.
 func TestTailRestartsWithItsSubscribers(t *testing.T) {
-	d := openDB(t)
+	d := migrated.Fresh(t)
 	appendPlanEvents(t, d, "alpha", 3)
 	tail := events.NewTail(d, events.TailOptions{})
 	d.OnCommit(tail.Notify)

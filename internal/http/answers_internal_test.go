@@ -8,6 +8,7 @@ import (
 
 	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/dbtest"
+	"github.com/planserver/planserver/internal/dbtest/migrated"
 )
 
 // TestAnswerCacheServesUntilACommitOrItsExpiry counts the reads an answer
@@ -17,7 +18,7 @@ import (
 func TestAnswerCacheServesUntilACommitOrItsExpiry(t *testing.T) {
 	ctx := context.Background()
 	dsn := dbtest.Fresh(t)
-	d := openMigrated(t, dsn)
+	d := migrated.Open(t, dsn)
 	now := time.Date(2026, 1, 10, 9, 0, 0, 0, time.UTC)
 	c := newAnswerCache(d)
 	c.now = func() time.Time { return now }
@@ -74,7 +75,7 @@ func TestAnswerCacheServesUntilACommitOrItsExpiry(t *testing.T) {
 		return
 	}
 	// Another replica's commit: the next read loads again.
-	other := openMigrated(t, dsn)
+	other := migrated.Open(t, dsn)
 	commitOn(other)
 	want(read(), 6)
 	want(read(), 6)

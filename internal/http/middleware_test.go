@@ -8,13 +8,15 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/planserver/planserver/internal/dbtest/migrated"
 )
 
 // TestPanicIsAnsweredAsInternalProblem mounts a panicking route on the real
 // router: the client gets a bare 500 internal problem, the log gets the
 // panic with the request id, and the server keeps serving.
 func TestPanicIsAnsweredAsInternalProblem(t *testing.T) {
-	d := migratedDB(t)
+	d := migrated.Fresh(t)
 	var logs bytes.Buffer
 	s := New(Config{DB: d, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	s.router.Get("/boom", func(http.ResponseWriter, *http.Request) { panic("secret detail") })

@@ -2,7 +2,6 @@ package http
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -14,37 +13,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planserver/planserver/internal/db"
-	"github.com/planserver/planserver/internal/dbtest"
+	"github.com/planserver/planserver/internal/dbtest/migrated"
 )
-
-// migratedDB opens a fresh database on the engine under test, migrated,
-// closed when t ends.
-func migratedDB(t *testing.T) *db.DB {
-	t.Helper()
-	return openMigrated(t, dbtest.Fresh(t))
-}
-
-// openMigrated opens dsn, migrated, closed when t ends: one replica of a
-// PostgreSQL database when called twice with one dsn.
-func openMigrated(t *testing.T, dsn string) *db.DB {
-	t.Helper()
-	d, err := db.Open(context.Background(), dsn, db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	if _, _, err := d.MigrateUp(context.Background(), nil); err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
 
 // newLogged returns a server on a fresh database whose log lines (JSON)
 // land in the returned buffer.
 func newLogged(t *testing.T, cfg Config) (*Server, *bytes.Buffer) {
 	t.Helper()
-	d := migratedDB(t)
+	d := migrated.Fresh(t)
 	var logs bytes.Buffer
 	cfg.DB, cfg.Logger = d, slog.New(slog.NewJSONHandler(&logs, nil))
 	return New(cfg), &logs

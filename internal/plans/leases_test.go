@@ -10,6 +10,7 @@ import (
 
 	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/dbtest"
+	"github.com/planserver/planserver/internal/dbtest/migrated"
 	"github.com/planserver/planserver/internal/revision"
 )
 
@@ -47,7 +48,7 @@ func TestLeaseChanges(t *testing.T) {
 // sweep costs an index lookup however many leases run, and nothing when
 // none is due.
 func TestDueLeasesIsOneIndexRange(t *testing.T) {
-	d := openDB(t)
+	d := migrated.Fresh(t)
 	args := []any{"2026-01-10T09:00:00.000Z", sweepBatch}
 	if dbtest.Postgres() {
 		err := d.Read(context.Background(), func(tx *db.Tx) error {
@@ -114,7 +115,7 @@ func countIn(t *testing.T, d *db.DB, query string, args ...any) int {
 func TestSweepWorksOffABacklogInBatches(t *testing.T) {
 	defer func(n int) { sweepBatch = n }(sweepBatch)
 	sweepBatch = 7
-	d := openDB(t)
+	d := migrated.Fresh(t)
 	now := time.Date(2026, 1, 10, 9, 0, 0, 0, time.UTC)
 	d.SetClock(func() time.Time { return now })
 	st := NewStore(d, Config{})
@@ -143,7 +144,7 @@ func TestSweepWorksOffABacklogInBatches(t *testing.T) {
 // the leases running at the upgrade, and skips those already over, steps
 // without a claim, and plans whose steps cannot be read.
 func TestMigrationKeepsRunningLeases(t *testing.T) {
-	d := openDB(t)
+	d := migrated.Fresh(t)
 	st := NewStore(d, Config{})
 	ctx := context.Background()
 	content := "# p"

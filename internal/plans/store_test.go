@@ -8,30 +8,17 @@ import (
 
 	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/dbtest"
+	"github.com/planserver/planserver/internal/dbtest/migrated"
 	"github.com/planserver/planserver/internal/pagetoken"
 	"github.com/planserver/planserver/internal/revision"
 )
-
-func openDB(tb testing.TB) *db.DB {
-	tb.Helper()
-	ctx := context.Background()
-	d, err := db.Open(ctx, dbtest.Fresh(tb), db.Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { d.Close() })
-	if _, _, err := d.MigrateUp(ctx, nil); err != nil {
-		tb.Fatal(err)
-	}
-	return d
-}
 
 // TestListIsOneIndexRange checks with EXPLAIN QUERY PLAN that every filter
 // combination of the list query is answered by an index range in name
 // order: no table scan, no sort, so a page costs the same however many
 // plans there are.
 func TestListIsOneIndexRange(t *testing.T) {
-	d := openDB(t)
+	d := migrated.Fresh(t)
 	for _, q := range []ListQuery{{}, {Status: "active"}, {Author: "ann"}, {Status: "active", Author: "ann"}} {
 		query, args := listSQL(q, "m", 50)
 		if dbtest.Postgres() {
@@ -91,7 +78,7 @@ func TestListIsOneIndexRange(t *testing.T) {
 func BenchmarkListPage(b *testing.B) {
 	for _, n := range []int{100, 100_000} {
 		b.Run(fmt.Sprintf("plans=%d", n), func(b *testing.B) {
-			d := openDB(b)
+			d := migrated.Fresh(b)
 			err := d.Write(context.Background(), func(tx *db.Tx) error {
 				body := strings.Repeat("plan body ", 20)
 				for i := 0; i < n; i++ {
@@ -137,7 +124,7 @@ func BenchmarkListPage(b *testing.B) {
 func BenchmarkClaimAndReport(b *testing.B) {
 	for _, size := range []int{1 << 10, 1 << 20} {
 		b.Run(fmt.Sprintf("content=%dKiB", size>>10), func(b *testing.B) {
-			db := openDB(b)
+			db := migrated.Fresh(b)
 			st := NewStore(db, Config{})
 			ctx := context.Background()
 			var raw []string
@@ -182,7 +169,7 @@ func BenchmarkClaimAndReport(b *testing.B) {
 // keeps the window, and every kept revision still reads back whole.
 func TestHistoryStoresContentOnce(t *testing.T) {
 	ctx := context.Background()
-	d := openDB(t)
+	d := migrated.Fresh(t)
 	st := NewStore(d, Config{History: 10})
 	content := strings.Repeat("the plan ", 10000)
 	steps, err := ParseSteps([]byte(`[{"id":"a","description":"d","owner":"o"},{"id":"b","description":"d","owner":"o"}]`))

@@ -8,7 +8,7 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/db"
-	"github.com/planserver/planserver/internal/dbtest"
+	"github.com/planserver/planserver/internal/dbtest/migrated"
 	"github.com/planserver/planserver/internal/events"
 	"github.com/planserver/planserver/internal/webhooks"
 )
@@ -21,14 +21,7 @@ import (
 // commit or a change, never by the clock.
 func TestSchedulerSleepsThroughCommitsWithoutSubscriptions(t *testing.T) {
 	ctx := context.Background()
-	d, err := db.Open(ctx, dbtest.Fresh(t), db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	if _, _, err := d.MigrateUp(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	d := migrated.Fresh(t)
 	commits := events.NewBroker()
 	d.OnCommit(commits.Notify)
 	dl, err := New(d, commits, slog.New(slog.DiscardHandler), nil, Options{PollInterval: time.Hour})
