@@ -213,8 +213,8 @@ func (p pool) Query(query string, args ...any) (*sql.Rows, error) {
 	return rows, Classify(err)
 }
 
-func (p pool) QueryRow(query string, args ...any) *sql.Row {
-	return p.db.reader.QueryRowContext(p.ctx, p.db.eng.rebind(query), args...)
+func (p pool) QueryRow(query string, args ...any) *Row {
+	return &Row{sql: p.db.reader.QueryRowContext(p.ctx, p.db.eng.rebind(query), args...)}
 }
 
 // Stats reports the connection pools' statistics, for metrics.
@@ -228,7 +228,7 @@ func (db *DB) QueueLength() int { return db.commits.queued() }
 // with.
 type Querier interface {
 	Query(query string, args ...any) (*sql.Rows, error)
-	QueryRow(query string, args ...any) *sql.Row
+	QueryRow(query string, args ...any) *Row
 }
 
 var (

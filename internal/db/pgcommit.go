@@ -28,6 +28,9 @@ import (
 //     must be answered, as one pgx batch (one round trip). BEGIN, the write
 //     lock and the write's SAVEPOINT wait the same way, so the lock is taken
 //     in the round trip of the batch's first read, not before it.
+//   - A one-row read (Tx.QueryRow) is the last statement of that batch: what
+//     was queued and the read cost one round trip together. A read of
+//     several rows (Tx.Query) follows the batch in a round trip of its own.
 //   - A write's queued statements are sent when the write ends, together
 //     with its RELEASE, so that a failure is still the write's own and rolls
 //     back alone. A write that runs alone sends them together with the
@@ -65,6 +68,8 @@ type pipeline struct {
 	trace      bool
 	spans      []span
 	committing bool
+	// read is the read sent last, until its row is scanned (queryRow).
+	read *pipelineRead
 }
 
 // infra owns the batch's own statements.
@@ -146,18 +151,75 @@ func (p *pipeline) pendingOf(w int) bool {
 // the transaction is aborted until a rollback: what is queued then is
 // dropped, and the failure is answered again.
 func (p *pipeline) flush() error {
-	if len(p.queue) == 0 || p.err != nil {
+	_, err := p.send("", nil)
+	return err
+}
+
+// queryRow sends what is queued and then query in one round trip, and
+// answers query's row. A failure of what was queued leaves the
+// transaction aborted, so the query fails too, and the write reports the
+// first failure (runPipelined); the query's own failure is the write's to
+// report, as with a read of its own.
+func (p *pipeline) queryRow(query string, args []any) *Row {
+	read, err := p.send(query, args)
+	if read == nil {
+		return &Row{err: err}
+	}
+	return &Row{read: read}
+}
+
+// pipelineRead is the row of a read sent at the end of a batch. The
+// connection answers nothing else until it is scanned or finished.
+type pipelineRead struct {
+	p      *pipeline
+	br     pgx.BatchResults
+	rows   pgx.Rows
+	hasRow bool
+}
+
+func (r *pipelineRead) scan(dest []any) error {
+	defer r.p.finishRead()
+	switch {
+	case r.p.read != r:
+		return errors.New("a pipelined row was scanned after its write went on")
+	case r.hasRow:
+		return r.rows.Scan(dest...)
+	case r.rows.Err() != nil:
+		return r.rows.Err()
+	default:
+		return sql.ErrNoRows
+	}
+}
+
+// finishRead ends a read whose row was not scanned, before the connection
+// is used again.
+func (p *pipeline) finishRead() {
+	if r := p.read; r != nil {
+		p.read = nil
+		r.rows.Close()
+		_ = r.br.Close() // the read's failure, if any, was its own to report
+	}
+}
+
+// send sends every queued statement and then the read query, if any, in
+// one round trip, and returns the read with its row received.
+func (p *pipeline) send(query string, args []any) (*pipelineRead, error) {
+	p.finishRead()
+	if (len(p.queue) == 0 && query == "") || p.err != nil {
 		for _, q := range p.queue {
 			if q.res != nil {
 				q.res.err, q.res.sent = p.err, true
 			}
 		}
 		p.queue = p.queue[:0]
-		return p.err
+		return nil, p.err
 	}
-	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(p.queue))}
+	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(p.queue)+1)}
 	for _, q := range p.queue {
 		b.Queue(q.sql, q.args...)
+	}
+	if query != "" {
+		b.Queue(query, args...)
 	}
 	start := time.Now()
 	if p.lockQueued {
@@ -173,12 +235,18 @@ func (p *pipeline) flush() error {
 			p.err, p.errOwner = err, q.owner
 		}
 	}
-	if err := br.Close(); err != nil && p.err == nil {
+	var read *pipelineRead
+	if query != "" {
+		rows, _ := br.Query() // an error is also the rows' Err
+		read = &pipelineRead{p: p, br: br, rows: rows}
+		read.hasRow = rows.Next() // waits for the row: the round trip ends here
+		p.read = read
+	} else if err := br.Close(); err != nil && p.err == nil {
 		p.err, p.errOwner = err, infra
 	}
 	end := time.Now()
 	if p.trace {
-		sp := span{name: "db.round_trip", start: start, end: end, statements: len(p.queue), owner: p.owner, err: p.err}
+		sp := span{name: "db.round_trip", start: start, end: end, statements: len(b.QueuedQueries), owner: p.owner, err: p.err}
 		switch {
 		case p.lockQueued:
 			sp.name, sp.owner = "db.lock_wait", infra
@@ -194,7 +262,7 @@ func (p *pipeline) flush() error {
 	}
 	p.flushes++
 	p.queue = p.queue[:0]
-	return p.err
+	return read, p.err
 }
 
 // beforeRead sends what is queued ahead of a read, which then reaches the
@@ -211,6 +279,7 @@ func (p *pipeline) beforeRead() error {
 // before running its ROLLBACK TO, and a transaction aborted by the failure
 // refuses that.
 func (p *pipeline) rollbackTo(flushesAtStart int) error {
+	p.finishRead()
 	if p.flushes == flushesAtStart {
 		// Nothing of the write reached the server, not even its
 		// savepoint, which was queued last before it ran.
@@ -232,6 +301,7 @@ func (p *pipeline) rollbackTo(flushesAtStart int) error {
 
 // rollback ends the transaction, whatever state it is in.
 func (p *pipeline) rollback() {
+	p.finishRead()
 	p.queue = p.queue[:0]
 	if p.conn.PgConn().TxStatus() != 'I' {
 		_, _ = p.conn.Exec(p.ctx, `ROLLBACK`)

@@ -61,13 +61,34 @@ func (t *Tx) Query(query string, args ...any) (*sql.Rows, error) {
 	return rows, Classify(err)
 }
 
-// QueryRow runs a statement that returns at most one row.
-func (t *Tx) QueryRow(query string, args ...any) *sql.Row {
+// QueryRow runs a statement that returns at most one row. In a
+// PostgreSQL write it travels with the statements queued before it, in
+// one round trip (pipeline.queryRow).
+func (t *Tx) QueryRow(query string, args ...any) *Row {
 	if t.pipe != nil {
-		// A failure of what was queued leaves the transaction aborted,
-		// so the query fails too, and the write reports the first
-		// failure (runPipelined).
-		_ = t.pipe.beforeRead()
+		return t.pipe.queryRow(t.eng.rebind(query), args)
 	}
-	return t.tx.QueryRowContext(t.ctx, t.eng.rebind(query), args...)
+	return &Row{sql: t.tx.QueryRowContext(t.ctx, t.eng.rebind(query), args...)}
+}
+
+// Row is the answer of QueryRow: at most one row, scanned once, as with
+// *sql.Row.
+type Row struct {
+	sql *sql.Row
+	// read is a row that came back in a write's pipeline.
+	read *pipelineRead
+	err  error
+}
+
+// Scan copies the row's columns into dest; sql.ErrNoRows when the
+// statement answered no row.
+func (r *Row) Scan(dest ...any) error {
+	switch {
+	case r.sql != nil:
+		return r.sql.Scan(dest...)
+	case r.read != nil:
+		return r.read.scan(dest)
+	default:
+		return r.err
+	}
 }

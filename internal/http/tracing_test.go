@@ -138,7 +138,12 @@ func TestTracesReachAnOTLPReceiver(t *testing.T) {
 	}
 	children := []string{"db.queue", "db.commit"}
 	if dbtest.Postgres() {
-		children = append(children, "db.lock_wait", "pg.query")
+		children = append(children, "db.lock_wait")
+		// The write's read of the plan's head travels in the round trip
+		// that takes the lock: BEGIN, the lock, the read.
+		if lock := one("db.lock_wait"); lock.attrs["planserver.db.statements"] != "int_value:3" {
+			t.Errorf("db.lock_wait %v; want 3 statements, the write's read among them", lock)
+		}
 	}
 	for _, name := range children {
 		if len(byName[name]) == 0 {

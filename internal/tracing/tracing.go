@@ -14,7 +14,8 @@
 //	└── db.write              from queueing the write to its answer
 //	    ├── db.queue          waiting for the committer
 //	    ├── db.lock_wait      the round trip that took the write lock (PostgreSQL)
-//	    ├── db.round_trip     each later round trip of the write (PostgreSQL)
+//	    ├── db.round_trip     each later round trip of the write, its one-row reads in them (PostgreSQL)
+//	    ├── pg.query          a read of several rows in a write (PostgreSQL)
 //	    └── db.commit         the commit: an fsync on SQLite, a round trip on PostgreSQL
 package tracing
 
