@@ -3,8 +3,10 @@ package plans
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/dbtest"
@@ -247,5 +249,81 @@ func TestHistoryStoresContentOnce(t *testing.T) {
 	}
 	if contents != 1 {
 		t.Errorf("%d stored contents once the old one left the window, want 1", contents)
+	}
+}
+
+// TestPutAnswersWhatGetReads holds the plan a Put answers with, which it
+// builds from the head it read instead of reading the plan back
+// (planAfter), to what a read of the plan gives afterwards, at the same
+// clock: on create and on re-create after a delete, and on updates that
+// keep or replace each of title, status, steps (a claimed one included)
+// and content, as the writer named or as the token's identity.
+func TestPutAnswersWhatGetReads(t *testing.T) {
+	ctx := context.Background()
+	at := time.Date(2030, 1, 2, 3, 4, 5, 6_000_000, time.UTC)
+	d, err := db.Open(ctx, dbtest.Fresh(t), db.Options{Clock: func() time.Time { return at }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	if _, _, err := d.MigrateUp(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	st := NewStore(d, Config{History: 3})
+	str := func(s string) *string { return &s }
+	steps := func(js string) Steps {
+		s, err := ParseSteps([]byte(js))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	type put struct {
+		what    string
+		ch      Change
+		created bool
+		// before runs ahead of the Put.
+		before func() error
+	}
+	ab := steps(`[{"id":"a","description":"first","owner":"o"},{"id":"b","description":"second","owner":"o","deps":["a"],"criteria":"it works","files":["x.go"],"commands":["go test"]}]`)
+	puts := []put{
+		{what: "create with everything", created: true, ch: Change{Content: str("# v1"), Title: str("One"), Status: str("draft"), Author: str("ann"), Steps: ab}},
+		{what: "content only keeps title, status and steps", ch: Change{Content: str("# v2")}},
+		{what: "the same content, a new title", ch: Change{Content: str("# v2"), Title: str("Two")}},
+		{what: "a claimed step kept", ch: Change{Content: str("# v3")}, before: func() error {
+			_, err := st.ClaimStep(ctx, "p", "a", StepClaimRequest{Worker: "w1"}, revision.Precondition{})
+			return err
+		}},
+		{what: "steps replaced, status emptied", ch: Change{Content: str("# v4"), Status: str(""), Steps: steps(`[{"id":"c","description":"third","owner":"o"}]`)}},
+		{what: "steps emptied", ch: Change{Content: str("# v5"), Title: str(""), Steps: Steps{}}},
+		{what: "re-created after a delete", created: true, ch: Change{Content: str("# v6")}, before: func() error {
+			return st.Delete(ctx, "p", revision.Precondition{})
+		}},
+		{what: "an import without content keeps it", ch: Change{contentOptional: true, Title: str("Imported"), Steps: ab}},
+		{what: "an import without content creates it empty", created: true, ch: Change{contentOptional: true, Steps: ab}, before: func() error {
+			return st.Delete(ctx, "p", revision.Precondition{})
+		}},
+	}
+	for _, p := range puts {
+		at = at.Add(time.Second)
+		if p.before != nil {
+			if err := p.before(); err != nil {
+				t.Fatalf("%s: %v", p.what, err)
+			}
+		}
+		out, created, err := st.Put(ctx, "p", p.ch, revision.Precondition{})
+		if err != nil {
+			t.Fatalf("%s: %v", p.what, err)
+		}
+		if created != p.created {
+			t.Errorf("%s: created %v, want %v", p.what, created, p.created)
+		}
+		read, err := st.GetAt(ctx, "p", at)
+		if err != nil {
+			t.Fatalf("%s: %v", p.what, err)
+		}
+		if !reflect.DeepEqual(out, read) {
+			t.Errorf("%s: Put answered\n%+v\nGet reads\n%+v", p.what, out, read)
+		}
 	}
 }
