@@ -294,9 +294,9 @@ func TestEventSeqsStayContiguousWhenAWriteRollsBack(t *testing.T) {
 
 // TestStatementFailuresStayTheirWrites: statements whose rows nobody reads
 // may reach a PostgreSQL server later than they are made (pgcommit.go):
-// at the end of their write, or with the commit for the last write of a
-// batch. A duplicate key found there still fails only the write that made
-// it, on both engines, alone or in a batch, and RowsAffected still counts.
+// with the next write's first round trip, or with the commit. A duplicate
+// key found there still fails only the write that made it, on both
+// engines, alone or in a batch, and RowsAffected still counts.
 func TestStatementFailuresStayTheirWrites(t *testing.T) {
 	db := kvDB(t)
 	ctx := context.Background()

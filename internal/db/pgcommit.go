@@ -31,11 +31,17 @@ import (
 //   - A one-row read (Tx.QueryRow) is the last statement of that batch: what
 //     was queued and the read cost one round trip together. A read of
 //     several rows (Tx.Query) follows the batch in a round trip of its own.
-//   - A write's queued statements are sent when the write ends, together
-//     with its RELEASE, so that a failure is still the write's own and rolls
-//     back alone. A write that runs alone sends them together with the
-//     NOTIFY and the COMMIT: a write that reads once and then writes is two
-//     round trips from BEGIN to COMMIT.
+//   - A write's last statements and its RELEASE are not sent when the write
+//     ends: they go with the next write's SAVEPOINT and first statements,
+//     or with the NOTIFY and the COMMIT after the batch's last write. A
+//     write that reads once and then writes costs one round trip in a
+//     batch, and two from BEGIN to COMMIT alone.
+//   - When such a carried statement fails, nothing after it ran: the
+//     pipeline undoes its write alone (ROLLBACK TO its savepoint, which
+//     the RELEASE that did not run leaves in place) and sends again what
+//     followed, so the write running now never sees the failure and no
+//     write function runs twice (undoCarried). The failed write is told
+//     its own error.
 //   - A write that fails before anything of it reached the server costs no
 //     round trip at all.
 //
@@ -70,6 +76,17 @@ type pipeline struct {
 	committing bool
 	// read is the read sent last, until its row is scanned (queryRow).
 	read *pipelineRead
+	// undo lets a round trip undo an earlier write of the batch whose
+	// carried statement failed (every write has its savepoint); undone
+	// lists those writes until the committer takes them (takeUndone).
+	undo   bool
+	undone []undoneWrite
+}
+
+// undoneWrite is a write of the batch undone after its end, and why.
+type undoneWrite struct {
+	owner int
+	err   error
 }
 
 // infra owns the batch's own statements.
@@ -135,16 +152,6 @@ func isDDL(query string) bool {
 
 func (p *pipeline) queueInfra(query string, args ...any) {
 	p.queue = append(p.queue, queued{sql: query, args: args, owner: infra})
-}
-
-// pendingOf reports whether a statement of write w waits to be sent.
-func (p *pipeline) pendingOf(w int) bool {
-	for _, q := range p.queue {
-		if q.owner == w {
-			return true
-		}
-	}
-	return false
 }
 
 // flush sends every queued statement in one round trip. After a failure
@@ -261,8 +268,44 @@ func (p *pipeline) send(query string, args []any) (*pipelineRead, error) {
 		p.lockWaited = end.Sub(start)
 	}
 	p.flushes++
+	if p.err != nil && p.undo && p.errOwner >= 0 && p.errOwner != p.owner {
+		return p.undoCarried(query, args)
+	}
 	p.queue = p.queue[:0]
 	return read, p.err
+}
+
+// undoCarried undoes the write whose carried statement failed in the round
+// trip just made, and sends again what was queued after that write's
+// RELEASE, with the read query if any. The statements of a batch run in
+// order and a failure aborts the rest, so nothing queued after the failed
+// statement ran, and the innermost savepoint is the failed write's.
+func (p *pipeline) undoCarried(query string, args []any) (*pipelineRead, error) {
+	failed := undoneWrite{owner: p.errOwner, err: p.err}
+	p.finishRead()
+	cut := 0
+	for i, q := range p.queue {
+		if q.owner == failed.owner {
+			cut = i + 2 // past the write's statements and its RELEASE
+		}
+	}
+	rest := append([]queued(nil), p.queue[min(cut, len(p.queue)):]...)
+	p.queue, p.err = p.queue[:0], nil
+	p.flushes++
+	if _, err := p.conn.PgConn().Exec(p.ctx, `ROLLBACK TO w; RELEASE w`).ReadAll(); err != nil {
+		p.err, p.errOwner = err, infra
+		return nil, p.err
+	}
+	p.undone = append(p.undone, failed)
+	p.queue = rest
+	return p.send(query, args)
+}
+
+// takeUndone returns the writes undone since the last call.
+func (p *pipeline) takeUndone() []undoneWrite {
+	u := p.undone
+	p.undone = nil
+	return u
 }
 
 // beforeRead sends what is queued ahead of a read, which then reaches the
@@ -375,7 +418,16 @@ func (c *committer) runPipelined(batch []*writeReq) {
 	p.lockQueued = true
 
 	alone := len(batch) == 1
+	p.undo = !alone
 	succeeded, last := 0, -1
+	// settleUndone fails the writes a round trip undone after their end.
+	settleUndone := func() {
+		for _, u := range p.takeUndone() {
+			errs[u.owner] = Classify(u.err)
+			db.health.sawError(errs[u.owner])
+			succeeded--
+		}
+	}
 	for i, r := range batch {
 		if err := r.ctx.Err(); err != nil {
 			errs[i] = err // gave up while queued; nothing of it ran
@@ -395,15 +447,13 @@ func (c *committer) runPipelined(batch []*writeReq) {
 		start := p.flushes
 		tx := &Tx{tx: conn, eng: db.eng, now: db.Now(), ctx: context.WithoutCancel(r.ctx), pipe: p}
 		werr := runWrite(r.fn, tx)
+		settleUndone()
 		if werr == nil && p.err == nil && !alone {
+			// Its statements still queued go with the next round trip
+			// (undoCarried if one fails).
 			p.queueInfra(`RELEASE w`)
 			if i == last {
 				batch, errs, last = c.takeQueued(batch, errs, last)
-			}
-			// The last write's statements go with the commit; an earlier
-			// one's now, so that a failure of them is still its own.
-			if i != last && p.pendingOf(i) {
-				_ = p.flush()
 			}
 		}
 		if p.err != nil {
@@ -433,39 +483,30 @@ func (c *committer) runPipelined(batch []*writeReq) {
 		succeeded++
 	}
 	p.owner = infra
-	for {
-		if succeeded == 0 {
-			if p.flushes > 0 {
-				p.rollback()
-			}
-			return
+	if succeeded == 0 {
+		if p.flushes > 0 {
+			p.rollback()
 		}
-		// In the commit's transaction, so that the commit version moves
-		// exactly when the commit becomes visible (DB.Version).
-		p.queueInfra(`UPDATE commit_version SET version = version + 1 WHERE id = 1`)
-		p.queueInfra(`SELECT pg_notify($1, $2)`, notifyChannel, db.eng.(*postgresEngine).id)
-		p.queueInfra(`COMMIT`)
-		p.committing = true
-		err = p.flush()
-		p.committing = false
-		if err != nil && p.errOwner == last && last >= 0 {
-			// A statement of the last write, sent with the commit, failed;
-			// the COMMIT never ran. That write fails alone: undo it and
-			// commit the others.
-			errs[last] = Classify(err)
-			db.health.sawError(errs[last])
-			succeeded--
-			if alone {
-				p.rollback()
-				return
-			}
-			if err := p.rollbackTo(-1); err != nil {
-				c.abortPipelined(p, errs, fmt.Errorf("roll back to savepoint: %w", Classify(err)))
-				return
-			}
-			continue
-		}
-		break
+		return
+	}
+	// In the commit's transaction, so that the commit version moves
+	// exactly when the commit becomes visible (DB.Version). A write of a
+	// batch whose statements sent here fail is undone alone and the rest
+	// sent again (undoCarried).
+	p.queueInfra(`UPDATE commit_version SET version = version + 1 WHERE id = 1`)
+	p.queueInfra(`SELECT pg_notify($1, $2)`, notifyChannel, db.eng.(*postgresEngine).id)
+	p.queueInfra(`COMMIT`)
+	p.committing = true
+	err = p.flush()
+	p.committing = false
+	settleUndone()
+	if err != nil && alone && p.errOwner == last {
+		// The write's own statement, sent with the commit, failed; the
+		// COMMIT never ran.
+		errs[last] = Classify(err)
+		db.health.sawError(errs[last])
+		p.rollback()
+		return
 	}
 	committed := time.Now()
 	if !p.lockedAt.IsZero() {

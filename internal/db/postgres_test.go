@@ -641,3 +641,134 @@ func TestPostgresBatchTakesInWritesQueuedWhileItRuns(t *testing.T) {
 		t.Errorf("%d commits, want 2: the blocker, then writes 0, 1 and 2 together", n)
 	}
 }
+
+// TestPostgresCarriedStatementsFailTheirWriteAlone: a write's last
+// statements travel with the next write's first round trip, or with the
+// commit (pgcommit.go). A duplicate key found there undoes its own write
+// alone: the write that carried it goes on as if nothing happened, no
+// write function runs twice, later writes do not see the undone one, and
+// a batch without failures costs one round trip per write plus the lock's.
+func TestPostgresCarriedStatementsFailTheirWriteAlone(t *testing.T) {
+	dbtest.RequirePostgres(t)
+	d := kvDB(t)
+	ctx := context.Background()
+	if err := d.Write(ctx, func(tx *Tx) error {
+		_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (100, 'taken')`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var runs [5]atomic.Int64
+	// readThenInsert reads how many of the batch's rows it sees, then
+	// inserts its own (and a duplicate of 100 when dup).
+	readThenInsert := func(i, wantSeen int, dup bool) func(tx *Tx) error {
+		return func(tx *Tx) error {
+			runs[i].Add(1)
+			var seen int
+			if err := tx.QueryRow(`SELECT count(*) FROM kv WHERE k >= 10 AND k < 100`).Scan(&seen); err != nil {
+				return err
+			}
+			if seen != wantSeen {
+				return fmt.Errorf("write %d saw %d rows of the batch, want %d", i, seen, wantSeen)
+			}
+			if _, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (?, 'x')`, 10+i); err != nil {
+				return err
+			}
+			if dup {
+				_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (100, 'dup')`)
+				return err
+			}
+			return nil
+		}
+	}
+	insertOnly := func(i int, dup bool) func(tx *Tx) error {
+		return func(tx *Tx) error {
+			runs[i].Add(1)
+			if _, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (?, 'x')`, 10+i); err != nil {
+				return err
+			}
+			if dup {
+				_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (100, 'dup')`)
+				return err
+			}
+			return nil
+		}
+	}
+	writes := []func(tx *Tx) error{
+		readThenInsert(0, 0, false),
+		readThenInsert(1, 1, true), // found by write 2's read
+		readThenInsert(2, 1, false),
+		insertOnly(3, true), // found with write 4's statements, at the commit
+		insertOnly(4, false),
+	}
+	release, blocked := blockWriter(t, d)
+	results := make([]error, len(writes))
+	var wg sync.WaitGroup
+	for i, fn := range writes {
+		waitQueued(t, d, i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = d.Write(ctx, fn)
+		}()
+	}
+	waitQueued(t, d, len(writes))
+	release()
+	if err := <-blocked; err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for i, err := range results {
+		if failed := i == 1 || i == 3; (err != nil) != failed {
+			t.Errorf("write %d: %v; want failed %v", i, err, failed)
+		}
+		if n := runs[i].Load(); n != 1 {
+			t.Errorf("write %d ran %d times, want once", i, n)
+		}
+	}
+	var kept string
+	if err := d.Reader(ctx).QueryRow(`SELECT string_agg(k::text, ',' ORDER BY k) FROM kv WHERE k >= 10`).Scan(&kept); err != nil {
+		t.Fatal(err)
+	}
+	if kept != "10,12,14,100" {
+		t.Errorf("kept rows %s, want 10,12,14,100", kept)
+	}
+
+	// Without failures: the lock's round trip with the first read, one
+	// per later write (its predecessor's statements with its read), and
+	// the last write's statements with the commit.
+	if err := d.Write(ctx, func(tx *Tx) error {
+		_, err := tx.Exec(`DELETE FROM kv WHERE k >= 10 AND k < 100`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	release, blocked = blockWriterOn(t, d, func(tx *Tx) error {
+		_, err := tx.Exec(`UPDATE kv SET v = 'blocker' WHERE k = -1`)
+		return err
+	})
+	for i := range 3 {
+		waitQueued(t, d, i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = d.Write(ctx, readThenInsert(i, i, false))
+		}()
+	}
+	waitQueued(t, d, 3)
+	before := d.locks.trips.Load()
+	release()
+	if err := <-blocked; err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for i := range 3 {
+		if results[i] != nil {
+			t.Errorf("write %d: %v", i, results[i])
+		}
+	}
+	// The blocker: BEGIN to COMMIT in one round trip.
+	if n := d.locks.trips.Load() - before - 1; n != 4 {
+		t.Errorf("a batch of 3 writes that read then insert took %d round trips, want 4", n)
+	}
+}
