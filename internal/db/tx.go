@@ -72,7 +72,10 @@ func (t *Tx) QueryRow(query string, args ...any) *Row {
 }
 
 // Row is the answer of QueryRow: at most one row, scanned once, as with
-// *sql.Row.
+// *sql.Row. A row that came back in a PostgreSQL write's pipeline is
+// scanned by pgx, whose conversions differ from database/sql's in places
+// (scan a column into a Go type its PostgreSQL type maps to); the
+// PostgreSQL suite runs every write through it.
 type Row struct {
 	sql *sql.Row
 	// read is a row that came back in a write's pipeline.
