@@ -291,8 +291,7 @@ func (p *pipeline) undoCarried(query string, args []any) (*pipelineRead, error) 
 	}
 	rest := append([]queued(nil), p.queue[min(cut, len(p.queue)):]...)
 	p.queue, p.err = p.queue[:0], nil
-	p.flushes++
-	if _, err := p.conn.PgConn().Exec(p.ctx, `ROLLBACK TO w; RELEASE w`).ReadAll(); err != nil {
+	if err := p.undoSavepoint(); err != nil {
 		p.err, p.errOwner = err, infra
 		return nil, p.err
 	}
@@ -337,6 +336,12 @@ func (p *pipeline) rollbackTo(flushesAtStart int) error {
 	}
 	p.queue = p.queue[:0] // all the write's own: its flush took the rest
 	p.err = nil
+	return p.undoSavepoint()
+}
+
+// undoSavepoint rolls back to the innermost savepoint and releases it, in
+// a round trip of its own.
+func (p *pipeline) undoSavepoint() error {
 	p.flushes++
 	_, err := p.conn.PgConn().Exec(p.ctx, `ROLLBACK TO w; RELEASE w`).ReadAll()
 	return err

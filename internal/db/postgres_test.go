@@ -659,8 +659,18 @@ func TestPostgresCarriedStatementsFailTheirWriteAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	var runs [5]atomic.Int64
-	// readThenInsert reads how many of the batch's rows it sees, then
-	// inserts its own (and a duplicate of 100 when dup).
+	// insert inserts write i's row, and a duplicate of 100 when dup.
+	insert := func(tx *Tx, i int, dup bool) error {
+		if _, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (?, 'x')`, 10+i); err != nil {
+			return err
+		}
+		if dup {
+			_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (100, 'dup')`)
+			return err
+		}
+		return nil
+	}
+	// readThenInsert reads how many of the batch's rows it sees first.
 	readThenInsert := func(i, wantSeen int, dup bool) func(tx *Tx) error {
 		return func(tx *Tx) error {
 			runs[i].Add(1)
@@ -671,27 +681,13 @@ func TestPostgresCarriedStatementsFailTheirWriteAlone(t *testing.T) {
 			if seen != wantSeen {
 				return fmt.Errorf("write %d saw %d rows of the batch, want %d", i, seen, wantSeen)
 			}
-			if _, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (?, 'x')`, 10+i); err != nil {
-				return err
-			}
-			if dup {
-				_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (100, 'dup')`)
-				return err
-			}
-			return nil
+			return insert(tx, i, dup)
 		}
 	}
 	insertOnly := func(i int, dup bool) func(tx *Tx) error {
 		return func(tx *Tx) error {
 			runs[i].Add(1)
-			if _, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (?, 'x')`, 10+i); err != nil {
-				return err
-			}
-			if dup {
-				_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (100, 'dup')`)
-				return err
-			}
-			return nil
+			return insert(tx, i, dup)
 		}
 	}
 	writes := []func(tx *Tx) error{

@@ -261,14 +261,7 @@ func TestHistoryStoresContentOnce(t *testing.T) {
 func TestPutAnswersWhatGetReads(t *testing.T) {
 	ctx := context.Background()
 	at := time.Date(2030, 1, 2, 3, 4, 5, 6_000_000, time.UTC)
-	d, err := db.Open(ctx, dbtest.Fresh(t), db.Options{Clock: func() time.Time { return at }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	if _, _, err := d.MigrateUp(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	d := migrated.OpenWith(t, dbtest.Fresh(t), db.Options{Clock: func() time.Time { return at }})
 	st := NewStore(d, Config{History: 3})
 	str := func(s string) *string { return &s }
 	steps := func(js string) Steps {

@@ -16,8 +16,14 @@ import (
 // when tb ends. Two handles on one PostgreSQL database are two replicas.
 func Open(tb testing.TB, dsn string) *db.DB {
 	tb.Helper()
+	return OpenWith(tb, dsn, db.Options{})
+}
+
+// OpenWith is Open with opt (a fixed clock, say).
+func OpenWith(tb testing.TB, dsn string, opt db.Options) *db.DB {
+	tb.Helper()
 	ctx := context.Background()
-	d, err := db.Open(ctx, dsn, db.Options{})
+	d, err := db.Open(ctx, dsn, opt)
 	if err != nil {
 		tb.Fatal(err)
 	}
