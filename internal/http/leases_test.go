@@ -352,6 +352,9 @@ func TestClaimExpiredWebhook(t *testing.T) {
 	if !slices.Equal(types, []string{"step.claim_expired", "step.claim_expired"}) || !slices.Equal(seqs, []int64{evs[0].Seq, evs[1].Seq}) {
 		t.Errorf("delivered %v %v, want the two lapses %d, %d", types, seqs, evs[0].Seq, evs[1].Seq)
 	}
+	// The deliverer records a delivery once the receiver has answered, so
+	// the log can lag the receiver by a moment.
+	waitFor(t, 10*time.Second, "the second delivery logged", func() bool { return len(deliveries(t, env, std.ID)) >= 2 })
 	if log := deliveries(t, env, std.ID); len(log) != 2 || log[0].Type != "step.claim_expired" {
 		t.Errorf("delivery log %+v", log)
 	}
