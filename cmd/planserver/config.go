@@ -29,6 +29,7 @@ type config struct {
 	Addr                 string
 	DB                   string
 	Durability           string
+	PGWriters            int
 	LogFormat            string
 	RequirePreconditions bool
 	MaxBodyBytes         int64
@@ -94,6 +95,8 @@ func flagSet(name string, cfg *config) *flag.FlagSet {
 	}
 	fs.StringVar(&cfg.Addr, "addr", defaultAddr, "`host:port` to listen on")
 	fs.StringVar(&cfg.Durability, "durability", "normal", "SQLite synchronous `level`: normal or full (full fsyncs every commit); on PostgreSQL the server's settings decide")
+	fs.IntVar(&cfg.PGWriters, "pg-writers", db.DefaultKeyedWriters,
+		"PostgreSQL `connections` each replica runs plan writes on at once (writes of different plans overlap); other writes take one more")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log `format`: text or json")
 	fs.BoolVar(&cfg.RequirePreconditions, "require-preconditions", false,
 		"answer 428 to updates and deletes that carry no If-Match or last_known_revision")
@@ -413,6 +416,9 @@ func (c *config) validateServe() error {
 	}
 	if c.PlanHistory < 1 {
 		return fmt.Errorf("--plan-history %d: keep at least 1 revision (the current one)", c.PlanHistory)
+	}
+	if c.PGWriters < 1 {
+		return fmt.Errorf("--pg-writers %d: at least 1", c.PGWriters)
 	}
 	if _, err := c.shellTable(); err != nil {
 		return err

@@ -763,4 +763,9 @@ func TestConnectionLimitsFormula(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "must not be negative") {
 		t.Errorf("--max-connections -1: %v", err)
 	}
+	err = run(context.Background(), []string{"serve", "--pg-writers", "0", "--db", filepath.Join(t.TempDir(), "p.db")},
+		noEnv, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--pg-writers 0: at least 1") {
+		t.Errorf("--pg-writers 0: %v", err)
+	}
 }

@@ -281,7 +281,7 @@ func servePprof(addr string, log *slog.Logger) (func(), error) {
 // openDB opens the database, saying why when SQLite cannot.
 func openDB(ctx context.Context, cfg config) (*db.DB, error) {
 	durability, _ := db.ParseDurability(cfg.Durability) // validated
-	store, err := db.Open(ctx, cfg.DB, db.Options{Durability: durability})
+	store, err := db.Open(ctx, cfg.DB, db.Options{Durability: durability, KeyedWriters: cfg.PGWriters})
 	if err != nil {
 		return nil, db.ExplainOpenError(cfg.DB, err)
 	}

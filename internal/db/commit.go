@@ -22,7 +22,9 @@ import (
 // The guarantees of a single writer hold: writes run one at a time in
 // queue order, each sees every earlier one, event seqs are assigned in
 // that order and become visible together at the commit, so seq order is
-// commit order.
+// commit order. On PostgreSQL, keyed writes (DB.WriteKeyed) have a queue
+// and committer of their own, whose batches run beside those of other
+// keys (pipeline.lockKeys); seq order stays commit order.
 
 // ErrClosed is answered to writes after Close.
 var ErrClosed = errors.New("database is closed")
@@ -31,23 +33,32 @@ type writeReq struct {
 	ctx    context.Context
 	queued time.Time // for its db.queue span
 	fn     func(tx *Tx) error
-	done   chan error
+	// key is the lock of a keyed write (WriteKeyed, Key.lock).
+	key  int32
+	done chan error
 }
 
+// committer runs the batches of one queue, on loops connections at once.
+// The main committer has one; on PostgreSQL the keyed committer (keyed
+// set, WriteKeyed) has several, whose batches run side by side.
 type committer struct {
 	db       *DB
 	maxBatch int
+	keyed    bool
 	queue    chan *writeReq
 	waiting  atomic.Int64
 	quit     chan struct{}
-	stopped  chan struct{}
+	loops    sync.WaitGroup
 	stopOnce sync.Once
 }
 
-func newCommitter(db *DB, maxBatch int) *committer {
-	c := &committer{db: db, maxBatch: maxBatch, queue: make(chan *writeReq, 4*maxBatch),
-		quit: make(chan struct{}), stopped: make(chan struct{})}
-	go c.loop()
+func newCommitter(db *DB, maxBatch, loops int, keyed bool) *committer {
+	c := &committer{db: db, maxBatch: maxBatch, keyed: keyed, queue: make(chan *writeReq, 4*maxBatch),
+		quit: make(chan struct{})}
+	c.loops.Add(loops)
+	for range loops {
+		go c.loop()
+	}
 	return c
 }
 
@@ -56,7 +67,7 @@ func (c *committer) queued() int { return int(c.waiting.Load()) }
 // do queues fn and waits for its outcome. Once queued, it waits even if
 // ctx ends: the write may already be in a commit, and its caller must not
 // be told it failed when it did not.
-func (c *committer) do(ctx context.Context, fn func(tx *Tx) error) error {
+func (c *committer) do(ctx context.Context, key int32, fn func(tx *Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -64,7 +75,7 @@ func (c *committer) do(ctx context.Context, fn func(tx *Tx) error) error {
 	if sp != nil {
 		defer sp.End()
 	}
-	req := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	req := &writeReq{ctx: ctx, fn: fn, key: key, done: make(chan error, 1)}
 	if sp != nil {
 		req.queued = time.Now()
 	}
@@ -81,15 +92,15 @@ func (c *committer) do(ctx context.Context, fn func(tx *Tx) error) error {
 	return <-req.done
 }
 
-// stop ends the loop after the batch in flight; writes still queued are
-// answered ErrClosed.
+// stop ends the loops after the batches in flight; writes still queued
+// are answered ErrClosed.
 func (c *committer) stop() {
 	c.stopOnce.Do(func() { close(c.quit) })
-	<-c.stopped
+	c.loops.Wait()
 }
 
 func (c *committer) loop() {
-	defer close(c.stopped)
+	defer c.loops.Done()
 	batch := make([]*writeReq, 0, c.maxBatch)
 	for {
 		var first *writeReq

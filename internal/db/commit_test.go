@@ -14,13 +14,19 @@ import (
 func kvDB(t *testing.T) *DB {
 	t.Helper()
 	db := openTest(t)
+	createKV(t, db)
+	return db
+}
+
+// createKV creates the table kv the write tests use.
+func createKV(t *testing.T, db *DB) {
+	t.Helper()
 	if err := db.Write(context.Background(), func(tx *Tx) error {
 		_, err := tx.Exec(`CREATE TABLE kv (k INTEGER PRIMARY KEY, v TEXT)`)
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
-	return db
 }
 
 func count(t *testing.T, db *DB) int {

@@ -12,6 +12,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,7 +57,18 @@ type Options struct {
 	// MaxBatch bounds how many write transactions share one commit;
 	// DefaultMaxBatch when 0, 1 turns group commit off.
 	MaxBatch int
+	// KeyedWriters is how many connections run keyed writes (WriteKeyed)
+	// at once on PostgreSQL, each its own batches; DefaultKeyedWriters
+	// when 0. SQLite has one writer for every write.
+	KeyedWriters int
 }
+
+// DefaultKeyedWriters is how many batches of keyed writes a PostgreSQL
+// replica runs at once. Each replica's batches overlap those of the
+// others; more than one per replica makes smaller batches, each paying a
+// commit, which on the 2-core machine of docs/benchmarks.md cost more
+// than the overlap gained.
+const DefaultKeyedWriters = 1
 
 // DefaultMaxBatch is the largest group of write transactions committed
 // together: enough to amortize a commit's fsync under load, small enough
@@ -69,8 +81,10 @@ type DB struct {
 	// (for messages).
 	Path string
 
-	eng    engine
-	writer *sql.DB // one connection, owned by the committer
+	eng engine
+	// writer is the committers' connections: one on SQLite; on
+	// PostgreSQL one more per keyed writer.
+	writer *sql.DB
 	reader *sql.DB // a pool of read-only connections
 
 	clockMu sync.RWMutex
@@ -82,7 +96,10 @@ type DB struct {
 	// database.
 	generation atomic.Uint64
 
-	commits   *committer
+	commits *committer
+	// keyed runs WriteKeyed's writes on PostgreSQL; nil on SQLite, where
+	// commits runs them.
+	keyed     *committer
 	locks     lockStats
 	health    health
 	closeOnce sync.Once
@@ -98,10 +115,13 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	if opt.MaxBatch <= 0 {
 		opt.MaxBatch = DefaultMaxBatch
 	}
+	if opt.KeyedWriters <= 0 {
+		opt.KeyedWriters = DefaultKeyedWriters
+	}
 	db := &DB{Path: path, clock: opt.Clock}
 	if IsPostgres(path) {
 		db.Path = Redact(path)
-		eng, writer, reader, err := openPostgres(ctx, path, db.committed)
+		eng, writer, reader, err := openPostgres(ctx, path, 1+opt.KeyedWriters, db.committed)
 		if err != nil {
 			return nil, err
 		}
@@ -109,6 +129,7 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 		if db.clock == nil {
 			db.clock = eng.clock.now
 		}
+		db.keyed = newCommitter(db, opt.MaxBatch, opt.KeyedWriters, true)
 	} else {
 		eng, writer, reader, err := openSQLite(ctx, path, opt.Durability)
 		if err != nil {
@@ -120,7 +141,7 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 		}
 		db.OnCommit(eng.ckpt.committed)
 	}
-	db.commits = newCommitter(db, opt.MaxBatch)
+	db.commits = newCommitter(db, opt.MaxBatch, 1, false)
 	return db, nil
 }
 
@@ -130,6 +151,9 @@ func (db *DB) Close() error {
 	var err error
 	db.closeOnce.Do(func() {
 		db.commits.stop()
+		if db.keyed != nil {
+			db.keyed.stop()
+		}
 		err = errors.Join(db.eng.close(), db.reader.Close(), db.writer.Close())
 	})
 	return err
@@ -174,16 +198,51 @@ func (db *DB) committed() {
 
 // Write runs fn in a write transaction and returns once the transaction
 // is durable (or failed). Write transactions are serialized: fn sees every
-// earlier write and nothing runs beside it. Several may share one commit
-// (group commit), each in a savepoint of its own, so one that fails rolls
-// back alone; none is acknowledged before the commit that holds it.
+// earlier write and nothing runs beside it (keyed writes included).
+// Several may share one commit (group commit), each in a savepoint of its
+// own, so one that fails rolls back alone; none is acknowledged before
+// the commit that holds it.
 //
 // Once fn has started it runs to the end even if ctx is cancelled: its
 // statements run under a context of their own, since interrupting one
 // statement would roll back every write sharing the commit. A write whose
 // ctx ends while it waits for its turn is dropped with ctx's error.
 func (db *DB) Write(ctx context.Context, fn func(tx *Tx) error) error {
-	return db.commits.do(ctx, fn)
+	return db.commits.do(ctx, 0, fn)
+}
+
+// Key names what a keyed write reads and changes: the rows of one kind of
+// resource (Kind) that belong to one name.
+type Key struct {
+	Kind, Name string
+}
+
+// WriteKeyed is Write for a write that reads and changes nothing but the
+// rows of key, and appends events (with Tx.ExecAtEnd). Keyed writes of
+// one key are serialized, and each sees every earlier write of any kind;
+// on PostgreSQL keyed writes of different keys may run at once, on
+// several connections of this replica and on other replicas, which is
+// what lets writes scale with replicas (pipeline.lockKeys). Every other
+// write still runs alone. Event seqs stay gap-free and in commit order.
+//
+// A write that reads or changes a row of another key, or one no key
+// owns, must use Write: keyed writes of other keys may be changing it.
+func (db *DB) WriteKeyed(ctx context.Context, key Key, fn func(tx *Tx) error) error {
+	if db.keyed == nil {
+		return db.commits.do(ctx, 0, fn)
+	}
+	return db.keyed.do(ctx, key.lock(), fn)
+}
+
+// lock is the advisory lock of k on PostgreSQL (pipeline.lockKeys): a
+// hash of it. Two keys may share one lock; their writes then take turns,
+// which costs time, never correctness.
+func (k Key) lock() int32 {
+	h := fnv.New32a()
+	h.Write([]byte(k.Kind))
+	h.Write([]byte{0})
+	h.Write([]byte(k.Name))
+	return int32(h.Sum32())
 }
 
 // Read runs fn in one read-only transaction, so every query in it sees the
@@ -221,7 +280,13 @@ func (p pool) QueryRow(query string, args ...any) *Row {
 func (db *DB) Stats() (writer, reader sql.DBStats) { return db.writer.Stats(), db.reader.Stats() }
 
 // QueueLength reports how many write transactions wait for the writer.
-func (db *DB) QueueLength() int { return db.commits.queued() }
+func (db *DB) QueueLength() int {
+	n := db.commits.queued()
+	if db.keyed != nil {
+		n += db.keyed.queued()
+	}
+	return n
+}
 
 // Querier is what reads need: the read pool (Reader) and a transaction
 // (*Tx) both offer it. Its statements run under the context it was made

@@ -16,8 +16,14 @@ import (
 
 func migrated(t *testing.T, path string) *DB {
 	t.Helper()
+	return migratedWith(t, path, Options{})
+}
+
+// migratedWith is migrated, opened with opt.
+func migratedWith(t *testing.T, path string, opt Options) *DB {
+	t.Helper()
 	ctx := context.Background()
-	db, err := Open(ctx, path, Options{})
+	db, err := Open(ctx, path, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

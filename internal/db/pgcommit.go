@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -81,6 +82,11 @@ type pipeline struct {
 	// lists those writes until the committer takes them (takeUndone).
 	undo   bool
 	undone []undoneWrite
+	// keyed marks a batch of keyed writes; atEnd holds their statements
+	// that run just before the commit (Tx.ExecAtEnd), each with its
+	// write.
+	keyed bool
+	atEnd []queued
 }
 
 // undoneWrite is a write of the batch undone after its end, and why.
@@ -97,6 +103,10 @@ type queued struct {
 	args  []any
 	owner int
 	res   *pipeResult
+	// atEnd marks a statement a keyed write queued for the end of its
+	// batch (Tx.ExecAtEnd): its failure is the batch's, and it goes when
+	// its write is undone.
+	atEnd bool
 }
 
 // pipeResult is the sql.Result of a queued statement: its row count is
@@ -240,6 +250,9 @@ func (p *pipeline) send(query string, args []any) (*pipelineRead, error) {
 		}
 		if err != nil && p.err == nil {
 			p.err, p.errOwner = err, q.owner
+			if q.atEnd {
+				p.errOwner = infra
+			}
 		}
 	}
 	var read *pipelineRead
@@ -285,11 +298,16 @@ func (p *pipeline) undoCarried(query string, args []any) (*pipelineRead, error) 
 	p.finishRead()
 	cut := 0
 	for i, q := range p.queue {
-		if q.owner == failed.owner {
+		if q.owner == failed.owner && !q.atEnd {
 			cut = i + 2 // past the write's statements and its RELEASE
 		}
 	}
-	rest := append([]queued(nil), p.queue[min(cut, len(p.queue)):]...)
+	var rest []queued
+	for _, q := range p.queue[min(cut, len(p.queue)):] {
+		if !q.atEnd || q.owner != failed.owner {
+			rest = append(rest, q)
+		}
+	}
 	p.queue, p.err = p.queue[:0], nil
 	if err := p.undoSavepoint(); err != nil {
 		p.err, p.errOwner = err, infra
@@ -298,6 +316,45 @@ func (p *pipeline) undoCarried(query string, args []any) (*pipelineRead, error) 
 	p.undone = append(p.undone, failed)
 	p.queue = rest
 	return p.send(query, args)
+}
+
+// dropAtEnd forgets what the write owner queued for the end of the
+// batch: the write was undone.
+func (p *pipeline) dropAtEnd(owner int) {
+	kept := p.atEnd[:0]
+	for _, q := range p.atEnd {
+		if q.owner != owner {
+			kept = append(kept, q)
+		}
+	}
+	p.atEnd = kept
+}
+
+// lockKeys queues the locks a batch of keyed writes takes after BEGIN:
+// the write lock shared, so that no other write runs beside it, then the
+// lock of every key of the batch, exclusive, in ascending order.
+//
+// Every batch takes its keys' locks together, in one order, before any
+// of its writes runs, so no two batches can each hold a lock the other
+// waits for. The only other row every write changes is the event
+// counter's (and commit_version's), which a keyed batch reaches at its
+// end (Tx.ExecAtEnd), holding no lock that another batch waits for
+// behind it: a batch that holds the counter waits for nothing but its
+// commit. The counter, locked from a batch's first append to its commit,
+// makes commits of batches that append follow seq order: each is visible
+// before the next takes a seq. A batch that waits for the counter has
+// run every statement but its appends; batches of other keys run beside
+// it until they reach the counter too.
+func (p *pipeline) lockKeys(batch []*writeReq) {
+	keys := make([]int32, 0, len(batch))
+	for _, r := range batch {
+		keys = append(keys, r.key)
+	}
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	p.keyed = true
+	p.queueInfra(`SELECT pg_advisory_xact_lock_shared($1)`, writeLockKey)
+	p.queueInfra(`SELECT count(pg_advisory_xact_lock($1::int4, k)) FROM unnest($2::int4[]) AS k`, keyLockSpace, keys)
 }
 
 // takeUndone returns the writes undone since the last call.
@@ -419,7 +476,11 @@ func (c *committer) runPipelined(batch []*writeReq) {
 	// The pgx connection is used after Raw returns: conn stays checked
 	// out until this batch ends, and this goroutine is its only user.
 	p.queueInfra(`BEGIN`)
-	p.queueInfra(`SELECT pg_advisory_xact_lock($1)`, writeLockKey)
+	if c.keyed {
+		p.lockKeys(batch)
+	} else {
+		p.queueInfra(`SELECT pg_advisory_xact_lock($1)`, writeLockKey)
+	}
 	p.lockQueued = true
 
 	alone := len(batch) == 1
@@ -428,6 +489,7 @@ func (c *committer) runPipelined(batch []*writeReq) {
 	// settleUndone fails the writes a round trip undone after their end.
 	settleUndone := func() {
 		for _, u := range p.takeUndone() {
+			p.dropAtEnd(u.owner)
 			errs[u.owner] = Classify(u.err)
 			db.health.sawError(errs[u.owner])
 			succeeded--
@@ -457,7 +519,9 @@ func (c *committer) runPipelined(batch []*writeReq) {
 			// Its statements still queued go with the next round trip
 			// (undoCarried if one fails).
 			p.queueInfra(`RELEASE w`)
-			if i == last {
+			if i == last && !c.keyed {
+				// A keyed batch took its keys' locks at its start, and
+				// no others (lockKeys).
 				batch, errs, last = c.takeQueued(batch, errs, last)
 			}
 		}
@@ -472,6 +536,7 @@ func (c *committer) runPipelined(batch []*writeReq) {
 		}
 		if werr != nil {
 			errs[i] = werr
+			p.dropAtEnd(i)
 			if alone {
 				if p.flushes > 0 {
 					p.rollback()
@@ -498,6 +563,10 @@ func (c *committer) runPipelined(batch []*writeReq) {
 	// exactly when the commit becomes visible (DB.Version). A write of a
 	// batch whose statements sent here fail is undone alone and the rest
 	// sent again (undoCarried).
+	for _, q := range p.atEnd {
+		q.atEnd = true
+		p.queue = append(p.queue, q)
+	}
 	p.queueInfra(`UPDATE commit_version SET version = version + 1 WHERE id = 1`)
 	p.queueInfra(`SELECT pg_notify($1, $2)`, notifyChannel, db.eng.(*postgresEngine).id)
 	p.queueInfra(`COMMIT`)

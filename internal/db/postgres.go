@@ -38,6 +38,13 @@ import (
 //     write sees every write committed before it, revision checks and
 //     claims cannot interleave, and event seqs (allocated inside the
 //     transaction, see migrations/postgres) follow commit order.
+//   - Keyed writes (DB.WriteKeyed), which touch only their key's rows,
+//     hold that lock shared, plus one advisory lock per key, exclusive:
+//     batches of different keys run at once, on any replica, while every
+//     other write still runs alone. Their events are appended at the end
+//     of their batch (Tx.ExecAtEnd), so the event counter's row is held
+//     only from there to the commit, and seqs still follow commit order
+//     (pipeline.lockKeys).
 //   - Reads of several statements (DB.Read) run REPEATABLE READ, READ ONLY:
 //     one snapshot, as a SQLite read transaction is.
 //   - Time is the database server's: every replica's clock (Tx.Now, DB.Now)
@@ -55,6 +62,11 @@ import (
 // in ASCII. Advisory locks are per database, so several planserver
 // databases on one server do not wait for each other.
 const writeLockKey int64 = 0x706c616e73727672
+
+// keyLockSpace is the first half of every key's advisory lock (Key.lock
+// the second): "plnk". Two-part advisory locks never meet the one-part
+// writeLockKey and migrateLockKey.
+const keyLockSpace int32 = 0x706c6e6b
 
 // notifyChannel is the channel of the commit notifications.
 const notifyChannel = "planserver_commit"
@@ -107,7 +119,7 @@ const maxCachedBinds = 4096
 
 // openPostgres connects the writer, the read pool and the listener, whose
 // notifications run committed.
-func openPostgres(ctx context.Context, dsn string, committed func()) (*postgresEngine, *sql.DB, *sql.DB, error) {
+func openPostgres(ctx context.Context, dsn string, writers int, committed func()) (*postgresEngine, *sql.DB, *sql.DB, error) {
 	name := Redact(dsn)
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
@@ -127,8 +139,8 @@ func openPostgres(ctx context.Context, dsn string, committed func()) (*postgresE
 	// the server ends such a transaction, which then fails, unacknowledged.
 	wcfg.RuntimeParams["idle_in_transaction_session_timeout"] = "30s"
 	writer := stdlib.OpenDB(*wcfg)
-	writer.SetMaxOpenConns(1)
-	writer.SetMaxIdleConns(1)
+	writer.SetMaxOpenConns(writers)
+	writer.SetMaxIdleConns(writers)
 	writer.SetConnMaxLifetime(0)
 	writer.SetConnMaxIdleTime(0)
 	if err := checkServer(ctx, writer); err != nil {

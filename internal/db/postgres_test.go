@@ -541,12 +541,7 @@ func TestPostgresWriteRoundTrips(t *testing.T) {
 	dbtest.RequirePostgres(t)
 	d := migrated(t, dbtest.Fresh(t))
 	ctx := context.Background()
-	if err := d.Write(ctx, func(tx *Tx) error {
-		_, err := tx.Exec(`CREATE TABLE kv (k INTEGER PRIMARY KEY, v TEXT)`)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	createKV(t, d)
 	trips := func(fn func(tx *Tx) error) (int64, error) {
 		before := d.locks.trips.Load()
 		err := d.Write(ctx, fn)

@@ -50,6 +50,23 @@ func (t *Tx) Exec(query string, args ...any) (sql.Result, error) {
 	return res, Classify(err)
 }
 
+// ExecAtEnd runs a statement that returns no rows and that nothing in the
+// write reads back: an event's append. In a PostgreSQL keyed write
+// (DB.WriteKeyed) it runs after every write of the batch, just before the
+// commit, in the order queued, and its failure fails the whole batch:
+// the event counter's row, which every append locks until the commit, is
+// then held by one batch at a time for the shortest while, so batches
+// of other keys run beside it until their own end. Anywhere else it is
+// Exec.
+func (t *Tx) ExecAtEnd(query string, args ...any) error {
+	if t.pipe != nil && t.pipe.keyed {
+		t.pipe.atEnd = append(t.pipe.atEnd, queued{sql: t.eng.rebind(query), args: args, owner: t.pipe.owner})
+		return nil
+	}
+	_, err := t.Exec(query, args...)
+	return err
+}
+
 // Query runs a statement that returns rows.
 func (t *Tx) Query(query string, args ...any) (*sql.Rows, error) {
 	if t.pipe != nil {

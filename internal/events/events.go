@@ -106,14 +106,15 @@ func Append(tx *db.Tx, e New) (int64, error) {
 
 // Record is Append for a write that does not need the seq: on PostgreSQL
 // the insert then travels with the write's other changes (internal/db's
-// pipeline) instead of costing a round trip of its own. The seq is the
+// pipeline) instead of costing a round trip of its own, and a keyed
+// write's goes at the end of its batch (db.Tx.ExecAtEnd). The seq is the
 // same either way: taken from the counter inside the transaction.
 func Record(tx *db.Tx, e New) error {
 	args, err := eventArgs(tx, e)
 	if err != nil {
 		return err
 	}
-	if _, err := tx.Exec(insertEvent, args...); err != nil {
+	if err := tx.ExecAtEnd(insertEvent, args...); err != nil {
 		return fmt.Errorf("append %s event: %w", e.Type, db.Classify(err))
 	}
 	return nil

@@ -140,9 +140,10 @@ func TestTracesReachAnOTLPReceiver(t *testing.T) {
 	if dbtest.Postgres() {
 		children = append(children, "db.lock_wait")
 		// The write's read of the plan's head travels in the round trip
-		// that takes the lock: BEGIN, the lock, the read.
-		if lock := one("db.lock_wait"); lock.attrs["planserver.db.statements"] != "int_value:3" {
-			t.Errorf("db.lock_wait %v; want 3 statements, the write's read among them", lock)
+		// that takes the locks: BEGIN, the write lock (shared: a PUT is
+		// keyed), the plan's own lock, the read.
+		if lock := one("db.lock_wait"); lock.attrs["planserver.db.statements"] != "int_value:4" {
+			t.Errorf("db.lock_wait %v; want 4 statements, the write's read among them", lock)
 		}
 	}
 	for _, name := range children {

@@ -139,6 +139,10 @@ type head struct {
 	steps            []byte
 }
 
+// planKey is the key of a write that touches only the rows of plan name
+// (db.WriteKeyed).
+func planKey(name string) db.Key { return db.Key{Kind: "plan", Name: name} }
+
 // loadHead reads the head of a plan; nil when it does not exist.
 func loadHead(q db.Querier, name string) (*head, error) {
 	h, _, err := loadHeadFor(q, name, Change{})
@@ -265,7 +269,9 @@ func (st *Store) Put(ctx context.Context, name string, ch Change, pre revision.P
 		out     *Plan
 		created bool
 	)
-	err := st.db.Write(ctx, func(tx *db.Tx) error {
+	// Keyed: a Put reads and changes only the plan's own rows (its head,
+	// contents, history, step leases and revision floor).
+	err := st.db.WriteKeyed(ctx, planKey(name), func(tx *db.Tx) error {
 		h, old, err := loadHeadFor(tx, name, ch)
 		if err != nil {
 			return err
@@ -351,7 +357,7 @@ func (st *Store) SetStatus(ctx context.Context, name, status string, pre revisio
 		return nil, err
 	}
 	var out *StatusView
-	err := st.db.Write(ctx, func(tx *db.Tx) error {
+	err := st.db.WriteKeyed(ctx, planKey(name), func(tx *db.Tx) error {
 		h, err := loadHead(tx, name)
 		if err != nil {
 			return err
@@ -509,7 +515,9 @@ func (st *Store) Delete(ctx context.Context, name string, pre revision.Precondit
 	if err := ValidateName(name); err != nil {
 		return err
 	}
-	return st.db.Write(ctx, func(tx *db.Tx) error {
+	// Keyed: what goes with the plan (history, contents, leases, reports)
+	// is its own, and so is its revision floor.
+	return st.db.WriteKeyed(ctx, planKey(name), func(tx *db.Tx) error {
 		h, err := loadHead(tx, name)
 		if err != nil {
 			return err

@@ -1,0 +1,348 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/planserver/planserver/internal/dbtest"
+)
+
+// recordEvent appends an event of plan the way events.Record does
+// (package events imports this one).
+func recordEvent(tx *Tx, plan string) error {
+	return tx.ExecAtEnd(`INSERT INTO events (type, time, actor, plan, data) VALUES ('test', ?, 'test', ?, '{}')`,
+		tx.NowText(), plan)
+}
+
+// eventPlans lists the plans of the events in seq order, and fails the
+// test unless the seqs run 1, 2, 3… without a gap.
+func eventPlans(t *testing.T, d *DB) []string {
+	t.Helper()
+	rows, err := d.Reader(context.Background()).Query(`SELECT seq, plan FROM events ORDER BY seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plans []string
+	for rows.Next() {
+		var (
+			seq  int64
+			plan string
+		)
+		if err := rows.Scan(&seq, &plan); err != nil {
+			t.Fatal(err)
+		}
+		if seq != int64(len(plans))+1 {
+			t.Fatalf("event seq %d after %d events: the log has a gap", seq, len(plans))
+		}
+		plans = append(plans, plan)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return plans
+}
+
+// waitLockWaiters waits until n transactions wait for an advisory lock.
+func waitLockWaiters(t *testing.T, d *DB, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var waiting int
+		if err := d.Reader(context.Background()).QueryRow(
+			`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d transactions wait for an advisory lock, want %d", waiting, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestPostgresKeyedWritesOfOtherKeysOverlap: on PostgreSQL a keyed write
+// runs while a keyed write of another key is in flight on another
+// replica; one of the same key, and any unkeyed write, waits for it. Events stay gap-free and in
+// commit order: the write that commits first has the lower seq, whichever
+// recorded its event first.
+func TestPostgresKeyedWritesOfOtherKeysOverlap(t *testing.T) {
+	dbtest.RequirePostgres(t)
+	dsn := dbtest.Fresh(t)
+	// Two replicas: each has one keyed writer (DefaultKeyedWriters).
+	d, other := migrated(t, dsn), migrated(t, dsn)
+	ctx := context.Background()
+	keyA, keyB := Key{Kind: "plan", Name: "a"}, Key{Kind: "plan", Name: "b"}
+
+	running, gate := make(chan struct{}), make(chan struct{})
+	var release sync.Once
+	open := func() { release.Do(func() { close(gate) }) }
+	t.Cleanup(open) // before the database closes, which waits for it
+	heldA := make(chan error, 1)
+	go func() {
+		heldA <- d.WriteKeyed(ctx, keyA, func(tx *Tx) error {
+			// A read sends the batch's BEGIN and locks (pgcommit.go).
+			var one int
+			if err := tx.QueryRow(`SELECT 1`).Scan(&one); err != nil {
+				return err
+			}
+			// Its event is recorded before it waits, and appended at the
+			// end: meanwhile the counter's row stays free for others.
+			if err := recordEvent(tx, "a1"); err != nil {
+				return err
+			}
+			if err := tx.QueryRow(`SELECT 1`).Scan(&one); err != nil {
+				return err // sent every statement queued before it
+			}
+			close(running)
+			<-gate
+			return nil
+		})
+	}()
+	<-running
+
+	doneB := make(chan error, 1)
+	go func() {
+		doneB <- other.WriteKeyed(ctx, keyB, func(tx *Tx) error { return recordEvent(tx, "b") })
+	}()
+	select {
+	case err := <-doneB:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a keyed write of key b waited for one of key a")
+	}
+
+	sameKey, unkeyed := make(chan error, 1), make(chan error, 1)
+	go func() {
+		sameKey <- other.WriteKeyed(ctx, keyA, func(tx *Tx) error { return recordEvent(tx, "a2") })
+	}()
+	waitLockWaiters(t, d, 1)
+	go func() {
+		unkeyed <- other.Write(ctx, func(tx *Tx) error { return recordEvent(tx, "all") })
+	}()
+	waitLockWaiters(t, d, 2)
+	select {
+	case err := <-sameKey:
+		t.Fatalf("a keyed write of key a ran beside another (%v)", err)
+	case err := <-unkeyed:
+		t.Fatalf("an unkeyed write ran beside a keyed one (%v)", err)
+	default:
+	}
+	open()
+	for _, ch := range []chan error{heldA, sameKey, unkeyed} {
+		if err := <-ch; err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := eventPlans(t, d)
+	if len(got) != 4 || got[0] != "b" || got[1] != "a1" {
+		t.Fatalf("events in seq order: %v; want b, a1, then a2 and all", got)
+	}
+	if !slices.Contains(got[2:], "a2") || !slices.Contains(got[2:], "all") {
+		t.Fatalf("events in seq order: %v; want b, a1, then a2 and all", got)
+	}
+}
+
+// TestPostgresUndoneKeyedWriteLeavesNoEvent: what a keyed write queued
+// for the end of its batch goes with it when the write fails, by its own
+// error or by a statement found failing after it ended (pgcommit.go's
+// carried statements); the other writes of the batch keep their events,
+// without a gap in the seqs.
+func TestPostgresUndoneKeyedWriteLeavesNoEvent(t *testing.T) {
+	dbtest.RequirePostgres(t)
+	d := migratedWith(t, dbtest.Fresh(t), Options{KeyedWriters: 1})
+	ctx := context.Background()
+	createKV(t, d)
+	// Each write but the last reads first, which carries the last
+	// statements of the write before it (pgcommit.go); the last write's
+	// go with the commit.
+	write := func(plan string, k int, fail error) func(tx *Tx) error {
+		return func(tx *Tx) error {
+			var one int
+			if plan != "p6" {
+				if err := tx.QueryRow(`SELECT 1`).Scan(&one); err != nil {
+					return err
+				}
+			}
+			if err := recordEvent(tx, plan); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (?, ?)`, k, plan); err != nil {
+				return err
+			}
+			return fail
+		}
+	}
+	// The one keyed writer is held, so the writes queued meanwhile share
+	// the next batch.
+	running, gate := make(chan struct{}), make(chan struct{})
+	var release sync.Once
+	open := func() { release.Do(func() { close(gate) }) }
+	t.Cleanup(open)
+	held := make(chan error, 1)
+	go func() {
+		held <- d.WriteKeyed(ctx, Key{Kind: "plan", Name: "held"}, func(tx *Tx) error {
+			close(running)
+			<-gate
+			return write("held", 0, nil)(tx)
+		})
+	}()
+	<-running
+	refused := errors.New("refused")
+	writes := []struct {
+		plan string
+		k    int
+		fail error
+	}{
+		{"p1", 1, nil},
+		{"p2", 2, refused}, // fails by its own error
+		{"p3", 1, nil},     // k 1 is taken: found by p4's read
+		{"p4", 4, nil},
+		{"p5", 4, nil}, // k 4 is taken: found with the commit
+		{"p6", 6, nil},
+	}
+	results := make([]chan error, len(writes))
+	for i, w := range writes {
+		results[i] = make(chan error, 1)
+		go func() {
+			results[i] <- d.WriteKeyed(ctx, Key{Kind: "plan", Name: w.plan}, write(w.plan, w.k, w.fail))
+		}()
+		waitQueued(t, d, i+1)
+	}
+	open()
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range writes {
+		err := <-results[i]
+		switch w.plan {
+		case "p2":
+			if !errors.Is(err, refused) {
+				t.Errorf("write %s: %v, want its own error", w.plan, err)
+			}
+		case "p3", "p5":
+			if err == nil {
+				t.Errorf("write %s took a key already taken", w.plan)
+			}
+		default:
+			if err != nil {
+				t.Errorf("write %s: %v", w.plan, err)
+			}
+		}
+	}
+	if got, want := eventPlans(t, d), []string{"held", "p1", "p4", "p6"}; !slices.Equal(got, want) {
+		t.Fatalf("events in seq order: %v, want %v", got, want)
+	}
+}
+
+// TestPostgresKeyedWritesLoseNothing runs keyed read-modify-write
+// increments of a few keys on two replicas with several keyed writers
+// each, beside unkeyed writes that read every key: no increment is lost,
+// no unkeyed write sees a keyed one half done, nothing deadlocks, and
+// the event log holds one event per write without a gap.
+func TestPostgresKeyedWritesLoseNothing(t *testing.T) {
+	dbtest.RequirePostgres(t)
+	dsn := dbtest.Fresh(t)
+	a := migrated(t, dsn)
+	b := migratedWith(t, dsn, Options{KeyedWriters: 3})
+	ctx := context.Background()
+	const keys = 4
+	if err := a.Write(ctx, func(tx *Tx) error {
+		if _, err := tx.Exec(`CREATE TABLE counters (k INTEGER PRIMARY KEY, n BIGINT NOT NULL, mirror BIGINT NOT NULL)`); err != nil {
+			return err
+		}
+		_, err := tx.Exec(`INSERT INTO counters SELECT k, 0, 0 FROM generate_series(0, ?) AS k`, keys-1)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// A keyed write reads its counter, records an event, and writes n and
+	// its mirror in two statements: an unkeyed write that ran between
+	// them would find them different.
+	increment := func(k int) func(tx *Tx) error {
+		return func(tx *Tx) error {
+			var n int64
+			if err := tx.QueryRow(`SELECT n FROM counters WHERE k = ?`, k).Scan(&n); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(`UPDATE counters SET n = ? WHERE k = ?`, n+1, k); err != nil {
+				return err
+			}
+			if err := recordEvent(tx, fmt.Sprint(k)); err != nil {
+				return err
+			}
+			_, err := tx.Exec(`UPDATE counters SET mirror = ? WHERE k = ?`, n+1, k)
+			return err
+		}
+	}
+	check := func(tx *Tx) error {
+		var torn int
+		if err := tx.QueryRow(`SELECT count(*) FROM counters WHERE n <> mirror`).Scan(&torn); err != nil {
+			return err
+		}
+		if torn > 0 {
+			return fmt.Errorf("%d counters half written", torn)
+		}
+		return recordEvent(tx, "check")
+	}
+	const workers, perWorker = 12, 40
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*perWorker)
+	for w := range workers {
+		d := []*DB{a, b}[w%2]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(w), 1))
+			for range perWorker {
+				var err error
+				if r.IntN(8) == 0 {
+					err = d.Write(ctx, check)
+				} else {
+					k := r.IntN(keys)
+					err = d.WriteKeyed(ctx, Key{Kind: "counter", Name: fmt.Sprint(k)}, increment(k))
+				}
+				if err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	events := eventPlans(t, a)
+	if len(events) != workers*perWorker {
+		t.Fatalf("%d events for %d writes", len(events), workers*perWorker)
+	}
+	perKey := map[string]int64{}
+	for _, p := range events {
+		perKey[p]++
+	}
+	rows, err := a.Reader(ctx).Query(`SELECT k, n FROM counters ORDER BY k`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k, n int64
+		if err := rows.Scan(&k, &n); err != nil {
+			t.Fatal(err)
+		}
+		if want := perKey[fmt.Sprint(k)]; n != want {
+			t.Errorf("counter %d = %d after %d increments: increments were lost", k, n, want)
+		}
+	}
+}
