@@ -21,8 +21,15 @@ func kvDB(t *testing.T) *DB {
 // createKV creates the table kv the write tests use.
 func createKV(t *testing.T, db *DB) {
 	t.Helper()
+	mustExec(t, db, `CREATE TABLE kv (k INTEGER PRIMARY KEY, v TEXT)`)
+}
+
+// mustExec runs one statement in a write of its own, and fails the test
+// if the write fails.
+func mustExec(t *testing.T, db *DB, query string, args ...any) {
+	t.Helper()
 	if err := db.Write(context.Background(), func(tx *Tx) error {
-		_, err := tx.Exec(`CREATE TABLE kv (k INTEGER PRIMARY KEY, v TEXT)`)
+		_, err := tx.Exec(query, args...)
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -306,12 +313,7 @@ func TestEventSeqsStayContiguousWhenAWriteRollsBack(t *testing.T) {
 func TestStatementFailuresStayTheirWrites(t *testing.T) {
 	db := kvDB(t)
 	ctx := context.Background()
-	if err := db.Write(ctx, func(tx *Tx) error {
-		_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (100, 'taken')`)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, db, `INSERT INTO kv (k, v) VALUES (100, 'taken')`)
 	// Alone: the duplicate goes with the commit.
 	if err := db.Write(ctx, func(tx *Tx) error {
 		if _, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (50, 'lost')`); err != nil {

@@ -318,6 +318,12 @@ func (p *pipeline) undoCarried(query string, args []any) (*pipelineRead, error) 
 	return p.send(query, args)
 }
 
+// execAtEnd queues a statement of the write running now for the end of
+// the batch (Tx.ExecAtEnd).
+func (p *pipeline) execAtEnd(query string, args []any) {
+	p.atEnd = append(p.atEnd, queued{sql: query, args: args, owner: p.owner})
+}
+
 // dropAtEnd forgets what the write owner queued for the end of the
 // batch: the write was undone.
 func (p *pipeline) dropAtEnd(owner int) {

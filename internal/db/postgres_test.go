@@ -647,12 +647,7 @@ func TestPostgresCarriedStatementsFailTheirWriteAlone(t *testing.T) {
 	dbtest.RequirePostgres(t)
 	d := kvDB(t)
 	ctx := context.Background()
-	if err := d.Write(ctx, func(tx *Tx) error {
-		_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (100, 'taken')`)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, d, `INSERT INTO kv (k, v) VALUES (100, 'taken')`)
 	var runs [5]atomic.Int64
 	// insert inserts write i's row, and a duplicate of 100 when dup.
 	insert := func(tx *Tx, i int, dup bool) error {
@@ -728,12 +723,7 @@ func TestPostgresCarriedStatementsFailTheirWriteAlone(t *testing.T) {
 	// Without failures: the lock's round trip with the first read, one
 	// per later write (its predecessor's statements with its read), and
 	// the last write's statements with the commit.
-	if err := d.Write(ctx, func(tx *Tx) error {
-		_, err := tx.Exec(`DELETE FROM kv WHERE k >= 10 AND k < 100`)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, d, `DELETE FROM kv WHERE k >= 10 AND k < 100`)
 	release, blocked = blockWriterOn(t, d, func(tx *Tx) error {
 		_, err := tx.Exec(`UPDATE kv SET v = 'blocker' WHERE k = -1`)
 		return err

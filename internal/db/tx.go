@@ -60,7 +60,7 @@ func (t *Tx) Exec(query string, args ...any) (sql.Result, error) {
 // Exec.
 func (t *Tx) ExecAtEnd(query string, args ...any) error {
 	if t.pipe != nil && t.pipe.keyed {
-		t.pipe.atEnd = append(t.pipe.atEnd, queued{sql: t.eng.rebind(query), args: args, owner: t.pipe.owner})
+		t.pipe.execAtEnd(t.eng.rebind(query), args)
 		return nil
 	}
 	_, err := t.Exec(query, args...)

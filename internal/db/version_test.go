@@ -26,12 +26,7 @@ func TestVersionMovesWithEveryCommit(t *testing.T) {
 	if v := version(); v != v0 {
 		t.Fatalf("the version moved from %d to %d with no commit", v0, v)
 	}
-	if err := d.Write(ctx, func(tx *Tx) error {
-		_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (1, 'a')`)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, d, `INSERT INTO kv (k, v) VALUES (1, 'a')`)
 	v1 := version()
 	if v1 <= v0 {
 		t.Fatalf("after a commit the version is %d, before it %d", v1, v0)
@@ -72,12 +67,7 @@ func TestPostgresVersionSeesOtherReplicasCommits(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 200 {
-		if err := b.Write(ctx, func(tx *Tx) error {
-			_, err := tx.Exec(`UPDATE event_retention SET pruned_through = pruned_through WHERE id = 1`)
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, b, `UPDATE event_retention SET pruned_through = pruned_through WHERE id = 1`)
 		v, err := a.Version(ctx)
 		if err != nil {
 			t.Fatal(err)
