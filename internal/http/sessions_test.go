@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -707,5 +708,89 @@ func TestSessionCreateAnswersAsGet(t *testing.T) {
 		if got.Status != 200 || string(got.Body) != string(created.Body) || got.Header.Get("ETag") != created.Header.Get("ETag") {
 			t.Errorf("%v: POST answered\n%s\nGET reads\n%s", body["id"], created.Body, got.Body)
 		}
+	}
+}
+
+// TestCreateAnswersAsStored: POST /v1/sessions answers the session it
+// built from the request and the columns' defaults, without reading the row
+// back; the answer and the session.created event must still be exactly
+// what a GET reads, for every kind of session.
+func TestCreateAnswersAsStored(t *testing.T) {
+	env := apitest.New(t)
+	bodies := []map[string]any{
+		{"id": "root", "title": "T", "agent": "a", "metadata": map[string]any{"n": 1.5, "big": 12345678901, "list": []any{"x", nil}, "o": map[string]any{}}},
+		{"id": "planned", "mode": "plan"},
+		{"id": "child", "parent_id": "planned", "external_id": "conv-1", "metadata": map[string]any{}},
+		{"id": "harness", "parent_id": "root", "harness": true, "external_id": "conv-2"},
+		{},
+	}
+	for _, body := range bodies {
+		resp := env.Call("POST", "/v1/sessions", body)
+		if resp.Status != http.StatusCreated {
+			t.Fatalf("create %v: %d %s", body, resp.Status, resp.Body)
+		}
+		var created map[string]any
+		resp.JSON(t, &created)
+		id := created["id"].(string)
+		got := env.Call("GET", "/v1/sessions/"+id, nil)
+		var stored map[string]any
+		got.JSON(t, &stored)
+		if !reflect.DeepEqual(created, stored) {
+			t.Errorf("create %v answered\n%s\nGET reads\n%s", body, resp.Body, got.Body)
+		}
+		if resp.Header.Get("ETag") != got.Header.Get("ETag") {
+			t.Errorf("create %v: ETag %s, GET's %s", body, resp.Header.Get("ETag"), got.Header.Get("ETag"))
+		}
+		var data string
+		if err := env.DB.Reader(context.Background()).QueryRow(
+			`SELECT data FROM events WHERE type = 'session.created' AND session_id = ?`, id).Scan(&data); err != nil {
+			t.Fatal(err)
+		}
+		var recorded map[string]any
+		if err := json.Unmarshal([]byte(data), &recorded); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(recorded, stored) {
+			t.Errorf("create %v recorded\n%s\nGET reads\n%s", body, data, got.Body)
+		}
+	}
+}
+
+// TestCreateReportsTakenIDFirst: a taken id is the error, whatever else is
+// wrong with the request, and a failed create changes nothing.
+func TestCreateReportsTakenIDFirst(t *testing.T) {
+	env := apitest.New(t)
+	createSession(t, env, map[string]any{"id": "p", "mode": "plan"})
+	createSession(t, env, map[string]any{"id": "s", "parent_id": "p", "external_id": "x"})
+	for _, body := range []map[string]any{
+		{"id": "s"},
+		{"id": "s", "parent_id": "nope"},
+		{"id": "s", "parent_id": "p", "external_id": "x"},
+		{"id": "s", "parent_id": "p", "harness": true},
+	} {
+		r := env.Call("POST", "/v1/sessions", body)
+		if r.Status != http.StatusConflict || r.Code() != "already_exists" || !strings.Contains(string(r.Body), `session \"s\" already exists`) {
+			t.Errorf("create %v: %d %s", body, r.Status, r.Body)
+		}
+	}
+	// Without the taken id, each of the other faults is what is reported.
+	for body, want := range map[string]string{
+		`{"id":"t","parent_id":"nope"}`:                "invalid_argument",
+		`{"id":"t","parent_id":"p","external_id":"x"}`: "already_exists",
+		`{"id":"t","parent_id":"p","harness":true}`:    "unsupported_mode",
+	} {
+		var b map[string]any
+		if err := json.Unmarshal([]byte(body), &b); err != nil {
+			t.Fatal(err)
+		}
+		if r := env.Call("POST", "/v1/sessions", b); r.Code() != want {
+			t.Errorf("create %s: %d %s, want %s", body, r.Status, r.Body, want)
+		}
+	}
+	if n := countRows(t, env, "sessions", ""); n != 2 {
+		t.Errorf("sessions = %d, want 2", n)
+	}
+	if n := countRows(t, env, "events", "type = 'session.created'"); n != 2 {
+		t.Errorf("session.created events = %d, want 2", n)
 	}
 }

@@ -160,6 +160,10 @@ type closedReview struct {
 	Reason          string  `json:"reason"`
 }
 
+// noReview is the review of a session that has none: a new session's, and
+// what a pending review becomes when it ends without a decision.
+func noReview() Review { return Review{State: ReviewNone, Comments: []ReviewComment{}} }
+
 // closeReview ends pending review r without a decision: a plan rewrite
 // withdraws it, leaving plan mode directly cancels it. It returns the
 // review after (none) and the record of what ended, nil when r was not
@@ -168,7 +172,7 @@ func closeReview(r Review, sessionRevision int64, reason string) (Review, *close
 	if r.State != ReviewPending {
 		return r, nil
 	}
-	return Review{State: ReviewNone, Comments: []ReviewComment{}}, &closedReview{PlanRevision: r.PlanRevision, Rationale: r.Rationale,
+	return noReview(), &closedReview{PlanRevision: r.PlanRevision, Rationale: r.Rationale,
 		RequestedAt: r.RequestedAt, SessionRevision: sessionRevision, Reason: reason}
 }
 

@@ -304,69 +304,120 @@ func (st *Store) Create(ctx context.Context, in api.SessionCreate) (*Session, er
 	}
 	var created *Session
 	err = st.db.Write(ctx, func(tx *db.Tx) error {
-		var taken int
-		if err := tx.QueryRow(`SELECT count(*) FROM sessions WHERE id = ?`, id).Scan(&taken); err != nil {
-			return fmt.Errorf("create session %q: %w", id, err)
-		}
-		if taken > 0 {
-			return apierr.New(apierr.AlreadyExists, "session %q already exists", id)
-		}
-		self := Link{ID: id, Ancestry: "/", Mode: mode, Harness: in.Harness}
-		var external sql.NullString
-		if in.ExternalID != nil {
-			external = sql.NullString{String: *in.ExternalID, Valid: true}
-		}
-		var c Chain
-		var parent sql.NullString
-		if in.ParentID != "" {
-			p, err := load(tx, in.ParentID)
-			if apierr.CodeOf(err) == apierr.NotFound {
-				return UnknownParent(in.ParentID)
+		self, c, err := placeNew(tx, id, mode, in)
+		if err != nil {
+			// A taken id is reported first, whatever else is wrong with
+			// the request. The insert below finds it on the way that
+			// succeeds; this read pays for the ways that fail.
+			taken, terr := idTaken(tx, id)
+			switch {
+			case terr != nil:
+				return terr
+			case taken:
+				return alreadyExists(id)
 			}
-			if err != nil {
-				return err
-			}
-			if c, err = chain(tx, p); err != nil {
-				return err
-			}
-			self.Ancestry = p.link().Path()
-			parent = sql.NullString{String: p.ID, Valid: true}
-		}
-		if external.Valid {
-			if err := externalIDFree(tx, self.Ancestry, in.ParentID, external.String); err != nil {
-				return err
-			}
-		}
-		c = append(c, self)
-		if eff, _ := c.Effective(); eff == Plan {
-			if err := harnessInPlan(id, []Link{self}, func(Link) *string { return c.ModeSource() }); err != nil {
-				return err
-			}
+			return err
 		}
 		rev, err := resource(id, 0).Next(tx)
 		if err != nil {
 			return err
 		}
+		var parent, external sql.NullString
+		if in.ParentID != "" {
+			parent = sql.NullString{String: in.ParentID, Valid: true}
+		}
+		if in.ExternalID != nil {
+			external = sql.NullString{String: *in.ExternalID, Valid: true}
+		}
 		now := tx.NowText()
-		// The row comes back as stored (defaults included), and its chain
-		// is c: no second read.
-		r, err := scanRecord(tx.QueryRow(`INSERT INTO sessions
+		err = tx.QueryRow(`INSERT INTO sessions
 			(ancestry, id, title, agent, parent_id, mode, harness, metadata, revision, created_at, updated_at, external_id)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+sessionColumns,
-			self.Ancestry, id, in.Title, in.Agent, parent, mode, boolInt(in.Harness), metadata, rev, now, now, external))
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING pk`,
+			self.Ancestry, id, in.Title, in.Agent, parent, mode, boolInt(in.Harness), metadata, rev, now, now, external).Scan(&self.PK)
+		if errors.Is(err, sql.ErrNoRows) {
+			return alreadyExists(id)
+		}
 		if err != nil {
 			return fmt.Errorf("create session %q: %w", id, err)
 		}
-		self.PK = r.pk
-		r.EffectiveMode, r.ModeSource = c.Effective()
-		created = &r.Session
-		err = events.Record(tx, events.New{Type: events.SessionCreated, Session: self.Ref(), Revision: r.Revision, Data: created})
-		return err
+		self.Revision = rev
+		created = newSession(in, self, c, now)
+		return events.Record(tx, events.New{Type: events.SessionCreated, Session: self.Ref(), Revision: rev, Data: created})
 	})
 	if err != nil {
 		return nil, err
 	}
 	return created, nil
+}
+
+// placeNew checks where a new session would go and returns its link (pk
+// and revision not yet known) and its chain, itself last. Errors:
+// invalid_argument (unknown parent), already_exists (external id taken),
+// unsupported_mode (a harness session that would be in plan mode).
+func placeNew(tx *db.Tx, id string, mode Mode, in api.SessionCreate) (Link, Chain, error) {
+	self := Link{ID: id, Ancestry: "/", Mode: mode, Harness: in.Harness}
+	var c Chain
+	if in.ParentID != "" {
+		p, err := load(tx, in.ParentID)
+		if apierr.CodeOf(err) == apierr.NotFound {
+			return self, nil, UnknownParent(in.ParentID)
+		}
+		if err != nil {
+			return self, nil, err
+		}
+		if c, err = chain(tx, p); err != nil {
+			return self, nil, err
+		}
+		self.Ancestry = p.link().Path()
+	}
+	if in.ExternalID != nil {
+		if err := externalIDFree(tx, self.Ancestry, in.ParentID, *in.ExternalID); err != nil {
+			return self, nil, err
+		}
+	}
+	c = append(c, self)
+	if eff, _ := c.Effective(); eff == Plan {
+		if err := harnessInPlan(id, []Link{self}, func(Link) *string { return c.ModeSource() }); err != nil {
+			return self, nil, err
+		}
+	}
+	return self, c, nil
+}
+
+// newSession is the session Create just stored as self, under chain c:
+// what the request gave, and for the rest the columns' defaults (no review,
+// no enforcement), without reading the row back. TestCreateAnswersAsStored
+// holds it to the row as read.
+func newSession(in api.SessionCreate, self Link, c Chain, now string) *Session {
+	s := &Session{
+		ID: self.ID, Title: in.Title, Agent: in.Agent, Mode: self.Mode, Harness: self.Harness,
+		Metadata: in.Metadata, Revision: self.Revision, CreatedAt: now, UpdatedAt: now,
+		ExternalID: in.ExternalID, Enforcement: []api.Enforcement{},
+		Review: noReview(),
+	}
+	if s.Metadata == nil {
+		s.Metadata = map[string]any{}
+	}
+	if in.ParentID != "" {
+		parent := in.ParentID
+		s.ParentID = &parent
+	}
+	s.EffectiveMode, s.ModeSource = c.Effective()
+	return s
+}
+
+// idTaken reports whether a session has the id.
+func idTaken(tx *db.Tx, id string) (bool, error) {
+	var taken int
+	if err := tx.QueryRow(`SELECT count(*) FROM sessions WHERE id = ?`, id).Scan(&taken); err != nil {
+		return false, fmt.Errorf("create session %q: %w", id, err)
+	}
+	return taken > 0, nil
+}
+
+// alreadyExists is the error of creating session id when it is taken.
+func alreadyExists(id string) error {
+	return apierr.New(apierr.AlreadyExists, "session %q already exists", id)
 }
 
 // ListQuery selects a page of sessions.
