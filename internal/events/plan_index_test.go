@@ -58,8 +58,9 @@ func TestPlanFilterIsOneIndexRange(t *testing.T) {
 
 // explainedLog is a database, migrated, whose log holds 20,000 events,
 // analyzed: one in 1,000 of the subtree /1/ (session s1), one in 100 of
-// no session (plan p), the rest of /2/ (s2), and two of a session "gone"
-// that has no row (a deleted session's history). PostgreSQL picks its
+// no session (plan p), the rest of /2/ (s2), and four of the id "gone",
+// which has no row: two sessions of that id, /8/ and later /9/, each with
+// an update and its deletion (deleted sessions' history). PostgreSQL picks its
 // plans by its statistics (dbtest.Explain's priced-out sort would hide an
 // index part that sorts), so the plans this file checks are those of a
 // long log.
@@ -73,9 +74,10 @@ func explainedLog(t *testing.T) *db.DB {
 	}
 	err := d.Write(ctx, func(tx *db.Tx) error {
 		if _, err := tx.Exec(`INSERT INTO events (seq, type, time, actor, session_id, session_path, plan, data)
-			SELECT g, 'session.updated', '2026-01-01T00:00:00Z', 'test',
-			       CASE WHEN g % 1000 = 0 THEN 's1' WHEN g % 100 = 7 THEN NULL WHEN g IN (5001, 9001) THEN 'gone' ELSE 's2' END,
-			       CASE WHEN g % 1000 = 0 THEN '/1/' WHEN g % 100 = 7 THEN NULL WHEN g IN (5001, 9001) THEN '/9/' ELSE '/2/' END,
+			SELECT g, CASE WHEN g IN (5002, 9002) THEN 'session.deleted' ELSE 'session.updated' END, '2026-01-01T00:00:00Z', 'test',
+			       CASE WHEN g % 1000 = 0 THEN 's1' WHEN g % 100 = 7 THEN NULL WHEN g IN (5001, 5002, 9001, 9002) THEN 'gone' ELSE 's2' END,
+			       CASE WHEN g % 1000 = 0 THEN '/1/' WHEN g % 100 = 7 THEN NULL WHEN g IN (5001, 5002) THEN '/8/'
+			            WHEN g IN (9001, 9002) THEN '/9/' ELSE '/2/' END,
 			       CASE WHEN g % 100 = 7 THEN 'p' END, '{}'
 			FROM ` + series); err != nil {
 			return err
@@ -210,18 +212,18 @@ func TestScopePartsUseTheirAccessPaths(t *testing.T) {
 }
 
 // TestDeletedSessionLookupUsesAnIndex checks with EXPLAIN that resolving
-// a ?session_id= that names no live session (the last path the log
-// recorded for that id) is a range of events_session_id, not a walk of the
-// log from its newest event.
+// a ?session_id= that names no live session (the path of the last session
+// of that id deleted) is a range of events_deleted_session, not a walk of
+// the log from its newest event.
 func TestDeletedSessionLookupUsesAnIndex(t *testing.T) {
 	d := explainedLog(t)
 	text := explain(t, d, deletedSessionPath, "gone")
-	want := "USING INDEX events_session_id (session_id=?)"
+	want := "USING INDEX events_deleted_session (session_id=?)"
 	if dbtest.Postgres() {
-		want = "using events_session_id on events"
+		want = "using events_deleted_session on events"
 	}
 	if !strings.Contains(text, want) || strings.Contains(text, "Seq Scan") || strings.Contains(text, "Sort") || strings.Contains(text, "TEMP B-TREE") {
-		t.Errorf("%s, want a range of events_session_id in seq order", text)
+		t.Errorf("%s, want a range of events_deleted_session in seq order", text)
 	}
 	err := d.Read(context.Background(), func(tx *db.Tx) error {
 		path, err := sessionPath(tx, "gone")

@@ -120,14 +120,18 @@ func SubtreeRange(path string) (lo, hi string) {
 	return path, path[:len(path)-1] + "0"
 }
 
-// deletedSessionPath reads the path of the last event of a session id, a
-// range of the events_session_id index read backwards.
-const deletedSessionPath = `SELECT session_path FROM events WHERE session_id = ? AND session_path IS NOT NULL
+// deletedSessionPath reads the path of a session id's last deletion, a
+// range of the events_deleted_session index read backwards. A deleted
+// session's last event is its session.deleted (migration 00020 says why
+// that one is enough), and the index's condition must appear here word for
+// word for either engine to use it.
+const deletedSessionPath = `SELECT session_path FROM events
+	WHERE type = '` + SessionDeleted + `' AND session_id = ? AND session_path IS NOT NULL
 	ORDER BY seq DESC LIMIT 1`
 
 // sessionPath resolves the session_id filter to a path: the live
-// session's, or the last one of that id the log recorded; "" when the id
-// names nothing.
+// session's, or that of the last session of that id deleted; "" when the
+// id names nothing.
 func sessionPath(q db.Querier, id string) (string, error) {
 	var path string
 	err := q.QueryRow(`SELECT ancestry || pk || '/' FROM sessions WHERE id = ?`, id).Scan(&path)

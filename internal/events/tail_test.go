@@ -33,9 +33,28 @@ var tailTypes = []string{events.SessionCreated, events.SessionUpdated, events.Pl
 
 // appendMixed appends n events of random sessions, plans and types, in
 // transactions of random size. The recreated session a (pk 5) only
-// appears in the second half, so that a's path changes along the log.
+// appears in the second half, so that a's path changes along the log. No
+// session has a row: each half ends with a session.deleted of every
+// session it named, which is where the reader finds the path of an id
+// that names no live session.
 func appendMixed(t *testing.T, d *db.DB, rng *rand.Rand, n int, late bool) {
 	t.Helper()
+	named := map[int64]bool{}
+	defer func() {
+		err := d.Write(context.Background(), func(tx *db.Tx) error {
+			for _, s := range tailSessions {
+				if named[s.PK] {
+					if _, err := events.Append(tx, events.New{Type: events.SessionDeleted, Session: &s}); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}()
 	for n > 0 {
 		batch := min(n, 1+rng.Intn(20))
 		n -= batch
@@ -57,6 +76,7 @@ func appendMixed(t *testing.T, d *db.DB, rng *rand.Rand, n int, late bool) {
 						s = tailSessions[4]
 					}
 					e.Session = &s
+					named[s.PK] = true
 					if rng.Intn(3) == 0 {
 						e.Plan = "p1"
 					}

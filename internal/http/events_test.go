@@ -1010,3 +1010,50 @@ func TestEventStreamCatchesUpAcrossBatches(t *testing.T) {
 		t.Errorf("live event after the backlog: %+v", e)
 	}
 }
+
+// TestEventsOfDeletedSessions: ?session_id= of a session that is gone reads
+// the history of the last session of that id deleted (its subtree's path,
+// taken from its session.deleted event), and a live session of the id wins.
+func TestEventsOfDeletedSessions(t *testing.T) {
+	env := apitest.New(t)
+	del := func(id string) {
+		t.Helper()
+		if r := env.Call("DELETE", "/v1/sessions/"+id, nil); r.Status != 204 {
+			t.Fatalf("delete %s: %d %s", id, r.Status, r.Body)
+		}
+	}
+	ofID := func(id string) string {
+		t.Helper()
+		var types []string
+		for _, e := range getEvents(t, env, "?session_id="+id).Events {
+			types = append(types, e.SessionID+":"+e.Type)
+		}
+		return strings.Join(types, " ")
+	}
+	createSession(t, env, map[string]any{"id": "s"})
+	createSession(t, env, map[string]any{"id": "c", "parent_id": "s"})
+	createSession(t, env, map[string]any{"id": "other"})
+	setMode(t, env, "c", "plan", 200)
+	del("s") // and c with it
+	first := "s:session.created c:session.created c:session.mode_changed c:session.deleted s:session.deleted"
+	if got := ofID("s"); got != first {
+		t.Errorf("the deleted s: %s, want %s", got, first)
+	}
+	if got, want := ofID("c"), "c:session.created c:session.mode_changed c:session.deleted"; got != want {
+		t.Errorf("the child deleted with s: %s, want %s", got, want)
+	}
+	// s again, alone, deleted again: its id now names the second one.
+	createSession(t, env, map[string]any{"id": "s"})
+	setMode(t, env, "s", "plan", 200)
+	del("s")
+	if got, want := ofID("s"), "s:session.created s:session.mode_changed s:session.deleted"; got != want {
+		t.Errorf("the second s, deleted: %s, want %s", got, want)
+	}
+	createSession(t, env, map[string]any{"id": "s"})
+	if got, want := ofID("s"), "s:session.created"; got != want {
+		t.Errorf("a live s: %s, want %s", got, want)
+	}
+	if got := ofID("never"); got != "" {
+		t.Errorf("an id never used: %s", got)
+	}
+}
