@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -533,4 +534,60 @@ func TestDeletingASessionDeletesItsPlanAndTodos(t *testing.T) {
 	if r := env.Call("GET", "/v1/sessions/k/plan", nil); r.Status != 404 {
 		t.Errorf("plan of a deleted child: %d", r.Status)
 	}
+}
+
+// TestReviewAnswersAsStored: the mode and review transitions answer with
+// the session built from what they stored, without reading the row back;
+// each answer must be exactly what a GET then reads.
+func TestReviewAnswersAsStored(t *testing.T) {
+	env := apitest.New(t)
+	createSession(t, env, map[string]any{"id": "r", "metadata": map[string]any{"k": "v"}})
+	createSession(t, env, map[string]any{"id": "r.c", "parent_id": "r"})
+	same := func(what, id string, resp *apitest.Response) {
+		t.Helper()
+		var answered, stored map[string]any
+		resp.JSON(t, &answered)
+		get := env.Call("GET", "/v1/sessions/"+id, nil)
+		get.JSON(t, &stored)
+		delete(answered, "note") // an approval's, beside the session
+		if !reflect.DeepEqual(answered, stored) {
+			t.Errorf("%s answered\n%s\nGET reads\n%s", what, resp.Body, get.Body)
+		}
+		if resp.Header.Get("ETag") != "" && resp.Header.Get("ETag") != get.Header.Get("ETag") {
+			t.Errorf("%s: ETag %s, GET's %s", what, resp.Header.Get("ETag"), get.Header.Get("ETag"))
+		}
+	}
+	mode := func(id, m string) *apitest.Response { return setMode(t, env, id, m, 200) }
+	putPlan := func(id, content string) {
+		t.Helper()
+		if r := env.Call("PUT", "/v1/sessions/"+id+"/plan", map[string]any{"content": content}); r.Status/100 != 2 {
+			t.Fatalf("plan of %s: %d %s", id, r.Status, r.Body)
+		}
+	}
+	review := func(id string) *apitest.Response {
+		r, _ := act(t, env, id, "review", map[string]any{"rationale": "ready"}, 200)
+		return r
+	}
+
+	same("plan mode", "r", mode("r", "plan"))
+	putPlan("r", "# one\n2\n3")
+	same("a review request", "r", review("r"))
+	r, _ := act(t, env, "r", "reject", map[string]any{"feedback": "no", "comments": []map[string]any{{"line": 2, "body": "why?"}}}, 200)
+	same("a rejection with comments", "r", r)
+	putPlan("r", "# two")
+	same("a second request", "r", review("r"))
+	same("build mode, cancelling the review", "r", mode("r", "build"))
+	same("plan mode again", "r", mode("r", "plan"))
+	putPlan("r", "# three")
+	review("r")
+	r, _ = act(t, env, "r", "approve", map[string]any{"feedback": "go"}, 200, "If-Match", `"3"`)
+	same("an approval that leaves plan mode", "r", r)
+	// A sub-session in build under a plan-mode parent: its approval
+	// changes the review alone.
+	mode("r", "plan")
+	putPlan("r.c", "# child")
+	same("a child's request", "r.c", review("r.c"))
+	r, _ = act(t, env, "r.c", "approve", map[string]any{"comments": []map[string]any{{"line": 1, "body": "ok"}}}, 200, "If-Match", `"1"`)
+	same("a child's approval in build", "r.c", r)
+	same("the parent back in build, the child following", "r", mode("r", "build"))
 }

@@ -360,14 +360,11 @@ func (st *Store) Approve(ctx context.Context, id string, in api.ReviewApproval, 
 		}
 		var sess *Session
 		if r.Mode == Build {
-			if err := saveReview(tx, r, review, rev, tx.NowText(), ""); err != nil {
+			now := tx.NowText()
+			if err := saveReview(tx, r, review, rev, now, ""); err != nil {
 				return err
 			}
-			after, err := get(tx, id)
-			if err != nil {
-				return err
-			}
-			sess = &after.Session
+			sess = &r.reviewed(review, rev, now).Session
 		} else if sess, err = setMode(tx, r, Build, rev, review, nil); err != nil {
 			return err
 		}
@@ -435,12 +432,11 @@ func (st *Store) reviewStep(ctx context.Context, id, typ string,
 		if err != nil {
 			return err
 		}
-		if err := saveReview(tx, r, review, rev, tx.NowText(), ""); err != nil {
+		now := tx.NowText()
+		if err := saveReview(tx, r, review, rev, now, ""); err != nil {
 			return err
 		}
-		if r, err = get(tx, id); err != nil {
-			return err
-		}
+		r = r.reviewed(review, rev, now)
 		out = &r.Session
 		_, err = events.Append(tx, events.New{Type: typ, Session: r.link().Ref(), Revision: rev, Data: out})
 		return err
