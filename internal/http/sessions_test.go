@@ -794,3 +794,45 @@ func TestCreateReportsTakenIDFirst(t *testing.T) {
 		t.Errorf("session.created events = %d, want 2", n)
 	}
 }
+
+// TestUpdateAnswersAsStored: a merge patch of title and metadata answers
+// the session as it stored it, without reading the row back; the answer
+// and the session.updated event must be exactly what a GET then reads.
+func TestUpdateAnswersAsStored(t *testing.T) {
+	env := apitest.New(t)
+	createSession(t, env, map[string]any{"id": "p", "mode": "plan"})
+	createSession(t, env, map[string]any{"id": "u", "parent_id": "p", "external_id": "x",
+		"metadata": map[string]any{"keep": 1, "drop": true, "nested": map[string]any{"a": 1, "b": 2}}})
+	for i, patch := range []string{
+		`{"title":"renamed"}`,
+		`{"metadata":{"drop":null,"nested":{"b":null,"c":[1.5,"x",null]},"new":12345678901}}`,
+		`{"title":null,"metadata":{"keep":{"deep":{}}}}`,
+		`{"metadata":null}`,
+	} {
+		resp := env.Call("PATCH", "/v1/sessions/u", patch, "Content-Type", "application/merge-patch+json")
+		if resp.Status != http.StatusOK {
+			t.Fatalf("patch %s: %d %s", patch, resp.Status, resp.Body)
+		}
+		var answered, stored, recorded map[string]any
+		resp.JSON(t, &answered)
+		get := env.Call("GET", "/v1/sessions/u", nil)
+		get.JSON(t, &stored)
+		if !reflect.DeepEqual(answered, stored) {
+			t.Errorf("patch %s answered\n%s\nGET reads\n%s", patch, resp.Body, get.Body)
+		}
+		if resp.Header.Get("ETag") != get.Header.Get("ETag") || resp.Header.Get("ETag") != fmt.Sprintf(`"%d"`, i+2) {
+			t.Errorf("patch %s: ETag %s, GET's %s", patch, resp.Header.Get("ETag"), get.Header.Get("ETag"))
+		}
+		var data string
+		if err := env.DB.Reader(context.Background()).QueryRow(
+			`SELECT data FROM events WHERE type = 'session.updated' AND session_id = 'u' ORDER BY seq DESC LIMIT 1`).Scan(&data); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(data), &recorded); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(recorded, stored) {
+			t.Errorf("patch %s recorded\n%s\nGET reads\n%s", patch, data, get.Body)
+		}
+	}
+}

@@ -550,13 +550,14 @@ func (st *Store) Update(ctx context.Context, id string, patch Patch, pre revisio
 		if err != nil {
 			return err
 		}
+		now := tx.NowText()
 		if _, err := tx.Exec(`UPDATE sessions SET title = ?, metadata = ?, revision = ?, updated_at = ? WHERE pk = ?`,
-			title, newMeta, rev, tx.NowText(), r.pk); err != nil {
+			title, newMeta, rev, now, r.pk); err != nil {
 			return fmt.Errorf("update session %q: %w", id, err)
 		}
-		if r, err = get(tx, id); err != nil {
-			return err
-		}
+		// The answer is r as just stored, not read back
+		// (TestUpdateAnswersAsStored).
+		r.Title, r.Metadata, r.Revision, r.UpdatedAt = title, metadata, rev, now
 		out = &r.Session
 		err = events.Record(tx, events.New{Type: events.SessionUpdated, Session: r.link().Ref(), Revision: rev, Data: out})
 		return err
