@@ -387,7 +387,7 @@ func placeNew(tx *db.Tx, id string, mode Mode, in api.SessionCreate) (Link, Chai
 
 // newSession is the session Create just stored as self, under chain c:
 // what the request gave, and for the rest the columns' defaults (no review,
-// no enforcement), without reading the row back. TestCreateAnswersAsStored
+// no enforcement), without reading the row back. TestSessionCreateAnswersAsGet
 // holds it to the row as read.
 func newSession(in api.SessionCreate, self Link, c Chain, now string) *Session {
 	s := &Session{
@@ -740,7 +740,7 @@ func setMode(tx *db.Tx, r *record, mode Mode, rev int64, review Review, cancelle
 // reviewed is session r as saveReview leaves it (the extra assignments
 // aside): with review, as revision rev, updated at now. A write answers
 // with it instead of reading the row back; the tests hold each answer to
-// a GET of the row (TestCreateAnswersAsStored, TestReviewAnswersAsStored).
+// a GET of the row (TestSessionCreateAnswersAsGet, TestReviewAnswersAsStored).
 func (r *record) reviewed(review Review, rev int64, now string) *record {
 	out := *r
 	out.Review, out.Revision, out.UpdatedAt = review, rev, now
