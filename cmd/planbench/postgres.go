@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -126,6 +127,9 @@ func (b *bench) benchPostgres(ctx context.Context) error {
 	if err := b.replicasAgainstOne(ctx, pg); err != nil {
 		return err
 	}
+	if err := b.stepMovesAgainstOne(ctx, pg); err != nil {
+		return err
+	}
 
 	// Writers: one per replica, as planserver runs (each replica's
 	// committer holds one connection), and one per client connection.
@@ -188,6 +192,59 @@ func (b *bench) replicasAgainstOne(ctx context.Context, pg *pgBench) error {
 	}
 	b.compare(ctx, sides[1], sides[0])
 	return nil
+}
+
+// stepMovesAgainstOne is replicasAgainstOne for a plan's steps: each
+// worker claims the one step of its own plan by name, then patches it back
+// to pending (the claim's lease ends), through 3 replicas against through
+// 1. Step moves of different plans are keyed writes, as PUTs are, so more
+// replicas must not slow them either.
+func (b *bench) stepMovesAgainstOne(ctx context.Context, pg *pgBench) error {
+	var sides [2]side
+	for k, n := range []int{1, 3} {
+		dsn, err := pg.database(ctx, fmt.Sprintf("steps%d", n))
+		if err != nil {
+			return err
+		}
+		srvs, err := startReplicas(b.o, dsn, n)
+		if err != nil {
+			return err
+		}
+		defer stopAll(srvs)
+		moves, err := b.claimAndRelease(basesOf(srvs))
+		if err != nil {
+			return err
+		}
+		moves.name = fmt.Sprintf("claim a step, then release it (PostgreSQL, %d replica%s)", n, plural(n))
+		moves.proc, moves.replicas, moves.profile = srvs[0], srvs[1:], fmt.Sprintf("pg-steps%d", n)
+		sides[k] = moves
+	}
+	b.compare(ctx, sides[1], sides[0])
+	return nil
+}
+
+// claimAndRelease gives each worker a plan of one step and has it claim
+// the step by name (POST …/steps/s/claim) and patch it back to pending
+// (PATCH …/steps/s), in turn across rounds, worker w through
+// bases[w%len(bases)]. Each request is a step move that changes the plan.
+func (b *bench) claimAndRelease(bases []string) (side, error) {
+	body := []byte(`{"content":"# work","steps":[{"id":"s","description":"work","owner":"planbench"}]}`)
+	for w := 0; w < b.o.concurrency; w++ {
+		if err := expect(b.c, "PUT", fmt.Sprintf("%s/v1/plans/steps-%d", bases[w%len(bases)], w), bytes.NewReader(body), jsonHeader, 201); err != nil {
+			return side{}, err
+		}
+	}
+	moves := make([]int, b.o.concurrency)
+	return side{
+		op: func(ctx context.Context, w, i int) error {
+			step := fmt.Sprintf("%s/v1/plans/steps-%d/steps/s", bases[w%len(bases)], w)
+			moves[w]++
+			if moves[w]%2 == 1 {
+				return expect(b.c, "POST", step+"/claim", strings.NewReader(fmt.Sprintf(`{"worker":"w%d"}`, w)), jsonHeader, 200)
+			}
+			return expect(b.c, "PATCH", step, strings.NewReader(`{"status":"pending"}`), jsonHeader, 200)
+		},
+	}, nil
 }
 
 // putOnReplicas starts n replicas on a fresh database called name and

@@ -168,20 +168,25 @@ func TestReplicasReadTheirWritesAtOnce(t *testing.T) {
 	}
 }
 
-// TestReplicasNeverShareAClaim: 50 workers claim the steps of one plan
+// TestReplicasNeverShareAClaim: 50 workers claim the steps of three plans
 // through different replicas, each reporting its step done before it
 // claims the next. No step is held by two workers at once, and since a
-// done step is never ready again, no step is claimed twice at all.
+// done step is never ready again, no step is claimed twice at all. Step
+// moves of different plans run at once on PostgreSQL (keyed writes), and
+// the event log stays gap-free with one event per revision of each plan.
 func TestReplicasNeverShareAClaim(t *testing.T) {
 	_, reps := startReplicas(t, 3)
-	const steps, workers = 150, 50
+	const stepsPerPlan, workers = 50, 50
+	plans := []string{"work-0", "work-1", "work-2"}
 	var list []map[string]any
-	for i := 0; i < steps; i++ {
+	for i := 0; i < stepsPerPlan; i++ {
 		list = append(list, map[string]any{"id": fmt.Sprintf("s%03d", i), "description": "work", "owner": "pool"})
 	}
 	body, _ := json.Marshal(map[string]any{"content": "# work", "steps": list})
-	if st, b := reps[0].call(t, "PUT", "/v1/plans/work", string(body)); st != 201 {
-		t.Fatalf("create: %d %s", st, b)
+	for _, plan := range plans {
+		if st, b := reps[0].call(t, "PUT", "/v1/plans/"+plan, string(body)); st != 201 {
+			t.Fatalf("create %s: %d %s", plan, st, b)
+		}
 	}
 	var (
 		mu     sync.Mutex
@@ -193,10 +198,10 @@ func TestReplicasNeverShareAClaim(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			worker := fmt.Sprintf("w%02d", w)
+			worker, plan := fmt.Sprintf("w%02d", w), plans[w%len(plans)]
 			for k := 0; ; k++ {
 				p := reps[(w+k)%len(reps)]
-				st, b, err := tryCall(p, "POST", "/v1/plans/work/steps/claim", `{"worker":"`+worker+`","lease_seconds":600}`)
+				st, b, err := tryCall(p, "POST", "/v1/plans/"+plan+"/steps/claim", `{"worker":"`+worker+`","lease_seconds":600}`)
 				if err != nil || (st != 200 && st != 204) {
 					t.Errorf("%s claim: %d %s %v", worker, st, b, err)
 					return
@@ -214,18 +219,19 @@ func TestReplicasNeverShareAClaim(t *testing.T) {
 					t.Errorf("%s claim answered %s (%v)", worker, b, err)
 					return
 				}
+				step := plan + "/" + c.Step.ID
 				mu.Lock()
-				if other, ok := held[c.Step.ID]; ok {
-					t.Errorf("%s claimed %s while %s held it", worker, c.Step.ID, other)
+				if other, ok := held[step]; ok {
+					t.Errorf("%s claimed %s while %s held it", worker, step, other)
 				}
-				held[c.Step.ID] = worker
-				claims[c.Step.ID]++
+				held[step] = worker
+				claims[step]++
 				mu.Unlock()
 				// Report it done through another replica.
 				q := reps[(w+k+1)%len(reps)]
-				st, b, err = tryCall(q, "POST", "/v1/plans/work/steps/"+c.Step.ID+"/reports", `{"outcome":"success","details":"done by `+worker+`"}`)
+				st, b, err = tryCall(q, "POST", "/v1/plans/"+plan+"/steps/"+c.Step.ID+"/reports", `{"outcome":"success","details":"done by `+worker+`"}`)
 				mu.Lock()
-				delete(held, c.Step.ID)
+				delete(held, step)
 				mu.Unlock()
 				if err != nil || st != 201 {
 					t.Errorf("%s report %s: %d %s %v", worker, c.Step.ID, st, b, err)
@@ -240,16 +246,19 @@ func TestReplicasNeverShareAClaim(t *testing.T) {
 			t.Errorf("step %s was claimed %d times", id, n)
 		}
 	}
-	if len(claims) != steps {
-		t.Errorf("%d steps claimed, want all %d", len(claims), steps)
+	if len(claims) != stepsPerPlan*len(plans) {
+		t.Errorf("%d steps claimed, want all %d", len(claims), stepsPerPlan*len(plans))
 	}
-	_, b := reps[2].call(t, "GET", "/v1/plans/work/steps?status=complete", "")
-	var done struct {
-		Steps []json.RawMessage `json:"steps"`
+	for _, plan := range plans {
+		_, b := reps[2].call(t, "GET", "/v1/plans/"+plan+"/steps?status=complete", "")
+		var done struct {
+			Steps []json.RawMessage `json:"steps"`
+		}
+		if err := json.Unmarshal(b, &done); err != nil || len(done.Steps) != stepsPerPlan {
+			t.Errorf("%s: %d steps complete, want %d (%v)", plan, len(done.Steps), stepsPerPlan, err)
+		}
 	}
-	if err := json.Unmarshal(b, &done); err != nil || len(done.Steps) != steps {
-		t.Errorf("%d steps complete, want %d (%v)", len(done.Steps), steps, err)
-	}
+	checkLog(t, reps[1], plans, nil)
 }
 
 // TestReplicaSIGKILLLosesNothing kills one of three replicas with SIGKILL
@@ -328,7 +337,7 @@ func TestReplicaSIGKILLLosesNothing(t *testing.T) {
 
 // checkLog checks through p that every acknowledged write is in its plan's
 // history, and that the event log is gap-free and holds one write event
-// per revision of each plan.
+// (of the plan or of one of its steps) per revision of each plan.
 func checkLog(t *testing.T, p *proc, plans []string, acked []ackedWrite) {
 	t.Helper()
 	for _, a := range acked {
@@ -350,7 +359,8 @@ func checkLog(t *testing.T, p *proc, plans []string, acked []ackedWrite) {
 				t.Fatalf("event log has a gap: %d follows %d", e.Seq, after)
 			}
 			after = e.Seq
-			if e.Type == "plan.created" || e.Type == "plan.updated" {
+			switch e.Type {
+			case "plan.created", "plan.updated", "step.claimed", "step.updated", "step.report_added":
 				writes[e.Plan] = append(writes[e.Plan], e.Revision)
 			}
 		}

@@ -190,7 +190,11 @@ func (st *Store) ClaimStep(ctx context.Context, name, id string, req StepClaimRe
 func (st *Store) moveSteps(ctx context.Context, name string, pre revision.Precondition,
 	decide func(tx *db.Tx, h *stepsHead, rev int64) (*stepMove, error)) (*StepResult, error) {
 	var out *StepResult
-	err := st.db.Write(ctx, func(tx *db.Tx) error {
+	// Keyed, as a Put: a step move reads and changes only the plan's own
+	// rows (its head, history, contents, step leases and reports), so
+	// claims and reports of different plans run at once on PostgreSQL.
+	// The lease sweeper, which reads the leases of every plan, is not.
+	err := st.db.WriteKeyed(ctx, planKey(name), func(tx *db.Tx) error {
 		h, err := loadSteps(tx, name)
 		if err != nil {
 			return err

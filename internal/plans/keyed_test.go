@@ -1,0 +1,171 @@
+package plans
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/planserver/planserver/internal/db"
+	"github.com/planserver/planserver/internal/dbtest"
+	"github.com/planserver/planserver/internal/dbtest/migrated"
+	"github.com/planserver/planserver/internal/events"
+	"github.com/planserver/planserver/internal/revision"
+)
+
+// TestPostgresStepMovesOfOtherPlansOverlap: on PostgreSQL the step moves
+// of a plan (a claim, a named claim, a patch, a report) are keyed by the
+// plan, as a Put is. While a write of plan a is in flight on one replica,
+// every move of plan b goes through on another; a claim of plan a waits
+// for it, and then takes the step the write left ready. Event seqs stay in
+// commit order without a gap. With the global write lock every move of b
+// waits for the write of a.
+func TestPostgresStepMovesOfOtherPlansOverlap(t *testing.T) {
+	dbtest.RequirePostgres(t)
+	dsn := dbtest.Fresh(t)
+	d, other := migrated.Open(t, dsn), migrated.Open(t, dsn)
+	st, otherSt := NewStore(d, Config{}), NewStore(other, Config{})
+	ctx := context.Background()
+	var none revision.Precondition
+	steps, err := ParseSteps([]byte(`[{"id":"s1","description":"first","owner":"dev"},{"id":"s2","description":"second","owner":"dev"},{"id":"s3","description":"third","owner":"dev"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	content := "# work"
+	for _, name := range []string{"a", "b"} {
+		if _, _, err := st.Put(ctx, name, Change{Content: &content, Steps: steps}, none); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// A keyed write of plan a, held open once its locks are taken. Its
+	// event is appended with its commit, so the claim of a that waits for
+	// it must come after it in the log.
+	running, gate := make(chan struct{}), make(chan struct{})
+	var release sync.Once
+	open := func() { release.Do(func() { close(gate) }) }
+	t.Cleanup(open) // before the databases close, which wait for it
+	heldA := make(chan error, 1)
+	go func() {
+		heldA <- d.WriteKeyed(ctx, planKey("a"), func(tx *db.Tx) error {
+			var one int
+			// A read sends the batch's BEGIN and its locks.
+			if err := tx.QueryRow(`SELECT 1`).Scan(&one); err != nil {
+				return err
+			}
+			close(running)
+			<-gate
+			return events.Record(tx, events.New{Type: events.PlanUpdated, Plan: "a", Revision: 1})
+		})
+	}()
+	<-running
+
+	owner := "ops"
+	moves := []struct {
+		what string
+		move func() error
+	}{
+		{"claim", func() error {
+			_, err := otherSt.Claim(ctx, "b", ClaimRequest{Worker: "w1"}, none)
+			return err
+		}},
+		{"report", func() error {
+			_, err := otherSt.AddReport(ctx, "b", "s1", ReportInput{Outcome: OutcomeSuccess}, none)
+			return err
+		}},
+		{"named claim", func() error {
+			_, err := otherSt.ClaimStep(ctx, "b", "s2", StepClaimRequest{Worker: "w2"}, none)
+			return err
+		}},
+		{"patch", func() error {
+			_, err := otherSt.UpdateStep(ctx, "b", "s3", StepPatch{Owner: &owner}, none)
+			return err
+		}},
+	}
+	for _, m := range moves {
+		done := make(chan error, 1)
+		go func() { done <- m.move() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("%s of plan b: %v", m.what, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("a %s of plan b waited for a write of plan a", m.what)
+		}
+	}
+
+	claimA := make(chan *StepResult, 1)
+	go func() {
+		res, err := otherSt.Claim(ctx, "a", ClaimRequest{Worker: "w3"}, none)
+		if err != nil {
+			t.Error(err)
+		}
+		claimA <- res
+	}()
+	waitAdvisoryWaiters(t, d, 1)
+	select {
+	case res := <-claimA:
+		t.Fatalf("a claim of plan a ran beside a write of it: %+v", res)
+	default:
+	}
+	open()
+	if err := <-heldA; err != nil {
+		t.Fatal(err)
+	}
+	if res := <-claimA; res == nil || res.Step.ID != "s1" {
+		t.Fatalf("the claim of plan a after its write took %+v, want s1", res)
+	}
+
+	// The creations, b's four moves, then a's write and its claim.
+	want := []string{"a plan.created", "b plan.created",
+		"b step.claimed", "b step.report_added", "b step.claimed", "b step.updated",
+		"a plan.updated", "a step.claimed"}
+	rows, err := d.Reader(ctx).Query(`SELECT seq, type, plan FROM events ORDER BY seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var (
+			seq       int64
+			typ, plan string
+		)
+		if err := rows.Scan(&seq, &typ, &plan); err != nil {
+			t.Fatal(err)
+		}
+		if seq != int64(len(got))+1 {
+			t.Fatalf("event seq %d after %d events: the log has a gap", seq, len(got))
+		}
+		got = append(got, plan+" "+typ)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("events in seq order:\n got %q\nwant %q", got, want)
+	}
+}
+
+// waitAdvisoryWaiters waits until n transactions of d's database wait for
+// an advisory lock.
+func waitAdvisoryWaiters(t *testing.T, d *db.DB, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var waiting int
+		if err := d.Reader(context.Background()).QueryRow(
+			`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d transactions wait for an advisory lock, want %d", waiting, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
