@@ -348,7 +348,19 @@ func rawPostgres(ctx context.Context, o options, dsn string) (side, func(), erro
 func notifyDelay(ctx context.Context, c *http.Client, reader, writer string, n int) ([]string, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "GET", reader+"/v1/events", nil)
+	// The stream starts at the log's head (X-Event-Seq of any read), as a
+	// client that has just read the state does: from the start of the log
+	// it would first replay every event of the scenarios before, whose
+	// catch-up would be measured as delay.
+	h, _, err := call(c, "GET", reader+"/v1/plans?limit=1", nil, nil, 200)
+	if err != nil {
+		return nil, err
+	}
+	head, err := strconv.ParseInt(h.Get("X-Event-Seq"), 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("X-Event-Seq %q: %w", h.Get("X-Event-Seq"), err)
+	}
+	req, err := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("%s/v1/events?after=%d", reader, head), nil)
 	if err != nil {
 		return nil, err
 	}
