@@ -319,10 +319,6 @@ func (st *Store) Create(ctx context.Context, in api.SessionCreate) (*Session, er
 			}
 			return err
 		}
-		rev, err := resource(id, 0).Next(tx)
-		if err != nil {
-			return err
-		}
 		var parent, external sql.NullString
 		if in.ParentID != "" {
 			parent = sql.NullString{String: in.ParentID, Valid: true}
@@ -331,19 +327,24 @@ func (st *Store) Create(ctx context.Context, in api.SessionCreate) (*Session, er
 			external = sql.NullString{String: *in.ExternalID, Valid: true}
 		}
 		now := tx.NowText()
+		// The revision above the floor of a deleted namesake is taken in
+		// the insert itself: one statement and, on PostgreSQL, one round
+		// trip fewer.
+		first, floorArgs := resource(id, 0).FirstRevision()
+		args := append([]any{self.Ancestry, id, in.Title, in.Agent, parent, mode, boolInt(in.Harness), metadata},
+			floorArgs...)
 		err = tx.QueryRow(`INSERT INTO sessions
 			(ancestry, id, title, agent, parent_id, mode, harness, metadata, revision, created_at, updated_at, external_id)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING pk`,
-			self.Ancestry, id, in.Title, in.Agent, parent, mode, boolInt(in.Harness), metadata, rev, now, now, external).Scan(&self.PK)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, `+first+`, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING pk, revision`,
+			append(args, now, now, external)...).Scan(&self.PK, &self.Revision)
 		if errors.Is(err, sql.ErrNoRows) {
 			return alreadyExists(id)
 		}
 		if err != nil {
 			return fmt.Errorf("create session %q: %w", id, err)
 		}
-		self.Revision = rev
 		created = newSession(in, self, c, now)
-		return events.Record(tx, events.New{Type: events.SessionCreated, Session: self.Ref(), Revision: rev, Data: created})
+		return events.Record(tx, events.New{Type: events.SessionCreated, Session: self.Ref(), Revision: self.Revision, Data: created})
 	})
 	if err != nil {
 		return nil, err

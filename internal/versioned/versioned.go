@@ -60,6 +60,17 @@ func (r Resource) Next(tx *db.Tx) (int64, error) {
 	return revision.Next(0, floor), nil
 }
 
+// FirstRevision is Next of a resource that does not exist, for a write
+// that inserts it and takes its revision in one statement: a SQL
+// expression and its arguments, the floor its deleted namesake left plus
+// one (revision.Next(0, floor)). On SQLite that is one statement fewer in
+// the one writer; on PostgreSQL one round trip fewer under the write lock.
+// TestFirstRevisionIsNext holds it to revision.Next.
+func (r Resource) FirstRevision() (expr string, args []any) {
+	return `(coalesce((SELECT revision FROM revision_floors WHERE kind = ? AND key = ?), 0) + 1)`,
+		[]any{string(r.Kind), r.Key}
+}
+
 // Write is Check, then Next: the revision a write that changes the
 // resource stores, once the precondition holds.
 func (r Resource) Write(tx *db.Tx, pre revision.Precondition) (int64, error) {
