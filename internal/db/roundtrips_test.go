@@ -37,32 +37,64 @@ func TestPostgresPlanPutRoundTrips(t *testing.T) {
 	}
 }
 
-// TestPostgresSessionCreateRoundTrips pins a session create's cost on
-// PostgreSQL when it commits alone: BEGIN and the write lock with the
-// insert, which takes the revision above a deleted namesake's floor in the
-// same statement (versioned.Resource.FirstRevision); then the event with
-// the COMMIT. 2 round trips (3 while the floor was a read of its own),
-// whether or not the id had a floor.
-func TestPostgresSessionCreateRoundTrips(t *testing.T) {
+// TestPostgresSessionWriteRoundTrips pins what the writes of an agent's
+// plan-mode loop cost on PostgreSQL when each commits alone, the first
+// round trip carrying BEGIN and the write lock, the last the event and
+// the COMMIT:
+//   - a create: the insert, which takes the revision above a deleted
+//     namesake's floor in the same statement (versioned.Resource.
+//     FirstRevision), then the commit: 2 (3 while the floor was a read of
+//     its own);
+//   - a plan's first write: the session, its plan, the plan's floor, then
+//     the commit: 4; a rewrite, with no floor to read: 3. Each answers the
+//     plan it stored and sends its event with the commit (6 and 5 while it
+//     read the plan back and appended the event in a round trip of its
+//     own);
+//   - a review request: the session, its plan, then the commit: 3 (4).
+func TestPostgresSessionWriteRoundTrips(t *testing.T) {
 	dbtest.RequirePostgres(t)
 	ctx := context.Background()
 	d := db.Migrated(t, dbtest.Fresh(t))
 	st := sessions.NewStore(d, sessions.Config{})
+	var none revision.Precondition
+	trips := func(what string, want int64, write func() error) {
+		t.Helper()
+		before := d.RoundTrips()
+		if err := write(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if n := d.RoundTrips() - before; n != want {
+			t.Errorf("%s took %d round trips, want %d", what, n, want)
+		}
+	}
 	id := "s"
 	for i := range 2 {
-		before := d.RoundTrips()
-		s, err := st.Create(ctx, api.SessionCreate{ID: &id})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n := d.RoundTrips() - before; n != 2 {
-			t.Errorf("create %d of a root session took %d round trips, want 2", i, n)
-		}
+		var s *sessions.Session
+		trips("a create", 2, func() (err error) {
+			s, err = st.Create(ctx, api.SessionCreate{ID: &id})
+			return err
+		})
 		if want := int64(i) + 1; s.Revision != want {
 			t.Errorf("create %d: revision %d, want %d (above the floor of the one deleted)", i, s.Revision, want)
 		}
-		if err := st.Delete(ctx, id, revision.Precondition{}); err != nil {
-			t.Fatal(err)
+		if i == 0 {
+			if err := st.Delete(ctx, id, none); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
+	for _, w := range []struct {
+		what    string
+		content string
+		want    int64
+	}{{"a plan's first write", "# one", 4}, {"a rewrite", "# two", 3}} {
+		trips(w.what, w.want, func() error {
+			_, _, err := st.PutSessionPlan(ctx, id, api.SessionPlanWrite{Content: w.content}, 1<<20, none)
+			return err
+		})
+	}
+	trips("a review request", 3, func() error {
+		_, err := st.RequestReview(ctx, id, api.ReviewRequest{}, none)
+		return err
+	})
 }

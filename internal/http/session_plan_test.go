@@ -535,20 +535,27 @@ func TestDeletingASessionDeletesItsPlanAndTodos(t *testing.T) {
 	}
 }
 
-// TestReviewAnswersAsStored: the mode and review transitions answer with
-// the session built from what they stored, without reading the row back;
-// each answer must be exactly what a GET then reads.
+// TestReviewAnswersAsStored: the mode and review transitions, and the
+// plan writes between them, answer with what they stored, without reading
+// it back; each answer must be exactly what a GET then reads.
 func TestReviewAnswersAsStored(t *testing.T) {
 	env := apitest.New(t)
 	createSession(t, env, map[string]any{"id": "r", "metadata": map[string]any{"k": "v"}})
 	createSession(t, env, map[string]any{"id": "r.c", "parent_id": "r"})
-	same := func(what, id string, resp *apitest.Response) { t.Helper(); answersAsGet(t, env, what, id, resp) }
+	same := func(what, id string, resp *apitest.Response) {
+		t.Helper()
+		answersAsGet(t, env, what, "/v1/sessions/"+id, resp)
+	}
 	mode := func(id, m string) *apitest.Response { return setMode(t, env, id, m, 200) }
 	putPlan := func(id, content string) {
 		t.Helper()
-		if r := env.Call("PUT", "/v1/sessions/"+id+"/plan", map[string]any{"content": content}); r.Status/100 != 2 {
+		r := env.Call("PUT", "/v1/sessions/"+id+"/plan", map[string]any{"content": content})
+		if r.Status/100 != 2 {
 			t.Fatalf("plan of %s: %d %s", id, r.Status, r.Body)
 		}
+		// The first write, a rewrite (withdrawing a pending review or
+		// not) and an unchanged one all answer the plan as stored.
+		answersAsGet(t, env, "the plan write "+content, "/v1/sessions/"+id+"/plan", r)
 	}
 	review := func(id string) *apitest.Response {
 		r, _ := act(t, env, id, "review", map[string]any{"rationale": "ready"}, 200)
@@ -566,7 +573,10 @@ func TestReviewAnswersAsStored(t *testing.T) {
 	same("plan mode again", "r", mode("r", "plan"))
 	putPlan("r", "# three")
 	review("r")
-	r, _ = act(t, env, "r", "approve", map[string]any{"feedback": "go"}, 200, "If-Match", `"3"`)
+	putPlan("r", "# three, rewritten") // withdraws the pending review
+	putPlan("r", "# three, rewritten") // changes nothing
+	review("r")
+	r, _ = act(t, env, "r", "approve", map[string]any{"feedback": "go"}, 200, "If-Match", `"4"`)
 	same("an approval that leaves plan mode", "r", r)
 	// A sub-session in build under a plan-mode parent: its approval
 	// changes the review alone.

@@ -53,14 +53,14 @@ func setMode(t *testing.T, env *apitest.Env, id, mode string, wantStatus int) *a
 	return resp
 }
 
-// answersAsGet checks that resp, the answer of a session write, is the
-// session a GET of id then reads (an approval's note aside), with the same
-// ETag when the answer has one, and returns what the GET read.
-func answersAsGet(t *testing.T, env *apitest.Env, what, id string, resp *apitest.Response) map[string]any {
+// answersAsGet checks that resp, the answer of a write, is what a GET of
+// path then reads (an approval's note aside), with the same ETag when the
+// answer has one, and returns what the GET read.
+func answersAsGet(t *testing.T, env *apitest.Env, what, path string, resp *apitest.Response) map[string]any {
 	t.Helper()
 	var answered, stored map[string]any
 	resp.JSON(t, &answered)
-	get := env.Call("GET", "/v1/sessions/"+id, nil)
+	get := env.Call("GET", path, nil)
 	get.JSON(t, &stored)
 	delete(answered, "note")
 	if !reflect.DeepEqual(answered, stored) {
@@ -805,7 +805,7 @@ func TestUpdateAnswersAsStored(t *testing.T) {
 			t.Errorf("patch %s: ETag %s, want \"%d\"", patch, etag, i+2)
 		}
 		what := "patch " + patch
-		stored := answersAsGet(t, env, what, "u", resp)
+		stored := answersAsGet(t, env, what, "/v1/sessions/u", resp)
 		recorded := eventData(t, env, "session.updated", "u")
 		if len(recorded) != i+1 || !reflect.DeepEqual(recorded[i], stored) {
 			t.Errorf("%s recorded %v, GET reads %v", what, recorded, stored)

@@ -43,7 +43,7 @@ func (st *Store) CheckTool(ctx context.Context, id string, gate Gate, t Tool) (C
 		if res = gate.Check(&r.Session, t); res.Allowed {
 			return nil
 		}
-		_, err = events.Append(tx, events.New{Type: events.ToolCallDenied, Session: r.link().Ref(), Data: toolDenial{
+		err = events.Record(tx, events.New{Type: events.ToolCallDenied, Session: r.link().Ref(), Data: toolDenial{
 			Tool: t.Name, Reason: res.Reason, EffectiveMode: r.EffectiveMode, ModeSource: r.ModeSource, Upstream: t.Upstream,
 		}})
 		return err

@@ -183,7 +183,7 @@ func (st *Store) DenyToolCall(ctx context.Context, id string, decide func(*Sessi
 			return nil
 		}
 		denial.EffectiveMode, denial.ModeSource = r.EffectiveMode, r.ModeSource
-		_, err = events.Append(tx, events.New{Type: events.ToolCallDenied, Session: r.link().Ref(), Data: denial})
+		err = events.Record(tx, events.New{Type: events.ToolCallDenied, Session: r.link().Ref(), Data: denial})
 		return err
 	})
 	return out, denial, err

@@ -103,7 +103,7 @@ func (st *Store) PutTodos(ctx context.Context, id string, in api.TodosWrite, pre
 		if out, err = loadTodos(tx, id); err != nil {
 			return err
 		}
-		_, err = events.Append(tx, events.New{Type: events.TodosUpdated, Session: s.link().Ref(), Revision: rev, Data: out})
+		err = events.Record(tx, events.New{Type: events.TodosUpdated, Session: s.link().Ref(), Revision: rev, Data: out})
 		return err
 	})
 	return out, err
