@@ -18,9 +18,9 @@ import (
 // of a plan (a claim, a named claim, a patch, a report) are keyed by the
 // plan, as a Put is. While a write of plan a is in flight on one replica,
 // every move of plan b goes through on another; a claim of plan a waits
-// for it, and then takes the step the write left ready. Event seqs stay in
-// commit order without a gap. With the global write lock every move of b
-// waits for the write of a.
+// for it and commits after it. Event seqs stay in commit order without a
+// gap. With the global write lock every move of b waits for the write of
+// a.
 func TestPostgresStepMovesOfOtherPlansOverlap(t *testing.T) {
 	dbtest.RequirePostgres(t)
 	dsn := dbtest.Fresh(t)
