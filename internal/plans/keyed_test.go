@@ -2,8 +2,10 @@ package plans
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,8 +17,8 @@ import (
 )
 
 // TestPostgresStepMovesOfOtherPlansOverlap: on PostgreSQL the step moves
-// of a plan (a claim, a named claim, a patch, a report) are keyed by the
-// plan, as a Put is. While a write of plan a is in flight on one replica,
+// of a plan (a claim, a named claim, a patch, a report) and the sweep of
+// its lapsed leases are keyed by the plan, as a Put is. While a write of plan a is in flight on one replica,
 // every move of plan b goes through on another; a claim of plan a waits
 // for it and commits after it. Event seqs stay in commit order without a
 // gap. With the global write lock every move of b waits for the write of
@@ -24,7 +26,12 @@ import (
 func TestPostgresStepMovesOfOtherPlansOverlap(t *testing.T) {
 	dbtest.RequirePostgres(t)
 	dsn := dbtest.Fresh(t)
-	d, other := migrated.Open(t, dsn), migrated.Open(t, dsn)
+	// The other replica's clock moves on its own, so that a lease of b
+	// can run out for the sweeper.
+	var now atomic.Int64
+	now.Store(time.Now().UnixNano())
+	d := migrated.Open(t, dsn)
+	other := migrated.OpenWith(t, dsn, db.Options{Clock: func() time.Time { return time.Unix(0, now.Load()) }})
 	st, otherSt := NewStore(d, Config{}), NewStore(other, Config{})
 	ctx := context.Background()
 	var none revision.Precondition
@@ -61,7 +68,7 @@ func TestPostgresStepMovesOfOtherPlansOverlap(t *testing.T) {
 	}()
 	<-running
 
-	owner := "ops"
+	owner, leaseSeconds := "ops", 1
 	moves := []struct {
 		what string
 		move func() error
@@ -75,11 +82,19 @@ func TestPostgresStepMovesOfOtherPlansOverlap(t *testing.T) {
 			return err
 		}},
 		{"named claim", func() error {
-			_, err := otherSt.ClaimStep(ctx, "b", "s2", StepClaimRequest{Worker: "w2"}, none)
+			_, err := otherSt.ClaimStep(ctx, "b", "s2", StepClaimRequest{Worker: "w2", LeaseSeconds: &leaseSeconds}, none)
 			return err
 		}},
 		{"patch", func() error {
 			_, err := otherSt.UpdateStep(ctx, "b", "s3", StepPatch{Owner: &owner}, none)
+			return err
+		}},
+		{"sweep of the lease that ran out", func() error {
+			now.Add(int64(time.Minute))
+			n, err := otherSt.SweepLeases(ctx)
+			if err == nil && n != 1 {
+				err = fmt.Errorf("the sweep reported %d leases, want 1", n)
+			}
 			return err
 		}},
 	}
@@ -118,9 +133,9 @@ func TestPostgresStepMovesOfOtherPlansOverlap(t *testing.T) {
 		t.Fatalf("the claim of plan a after its write took %+v, want s1", res)
 	}
 
-	// The creations, b's four moves, then a's write and its claim.
+	// The creations, b's moves, then a's write and its claim.
 	want := []string{"a plan.created", "b plan.created",
-		"b step.claimed", "b step.report_added", "b step.claimed", "b step.updated",
+		"b step.claimed", "b step.report_added", "b step.claimed", "b step.updated", "b step.claim_expired",
 		"a plan.updated", "a step.claimed"}
 	rows, err := d.Reader(ctx).Query(`SELECT seq, type, plan FROM events ORDER BY seq`)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/planserver/planserver/internal/db"
@@ -23,9 +24,10 @@ import (
 //     (settleLeases, called by every write of a plan's steps).
 //
 // A lease renewed, released or completed before its end is deleted from
-// the table with no event. Writes are serialized (db.Write; on PostgreSQL
-// across replicas), and the row goes in the transaction that records the
-// event, so no two transactions report the same lease. Whether a lease
+// the table with no event. The writes of one plan's rows are serialized
+// (db.WriteKeyed with the plan's key; on PostgreSQL across replicas), and
+// the row goes in the transaction that records the event, so no two
+// transactions report the same lease. Whether a lease
 // has run out is decided by leaseExpired alone; the table's time column
 // only narrows the sweeper's search to one index range.
 
@@ -34,8 +36,9 @@ import (
 // (plus the wait for the write, when the database is busy).
 const SweepInterval = time.Second
 
-// sweepBatch bounds the lapsed leases one sweep transaction reports, so a
-// backlog (after downtime) is worked off in short writes.
+// sweepBatch bounds the lapsed leases one sweep looks for, and one sweep
+// transaction (of one plan) reports, so a backlog (after downtime) is
+// worked off in short writes.
 var sweepBatch = 100
 
 // claimExpiry is the data of a step.claim_expired event: whose lease on
@@ -139,10 +142,18 @@ type dueLease struct {
 const dueLeasesSQL = `SELECT plan, step_id, claimed_by, claim_expires_at FROM step_leases
 	WHERE claim_expires_at <= ? ORDER BY claim_expires_at LIMIT ?`
 
+// duePlanLeasesSQL is dueLeasesSQL for the leases of one plan.
+const duePlanLeasesSQL = `SELECT plan, step_id, claimed_by, claim_expires_at FROM step_leases
+	WHERE claim_expires_at <= ? AND plan = ? ORDER BY claim_expires_at LIMIT ?`
+
 // dueLeases returns up to limit leases whose end is at or before now,
-// earliest first.
-func dueLeases(q db.Querier, now time.Time, limit int) ([]dueLease, error) {
-	rows, err := q.Query(dueLeasesSQL, db.FormatTime(now), limit)
+// earliest first: of every plan, or of plan alone when it is not "".
+func dueLeases(q db.Querier, plan string, now time.Time, limit int) ([]dueLease, error) {
+	query, args := dueLeasesSQL, []any{db.FormatTime(now), limit}
+	if plan != "" {
+		query, args = duePlanLeasesSQL, []any{db.FormatTime(now), plan, limit}
+	}
+	rows, err := q.Query(query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("find lapsed leases: %w", err)
 	}
@@ -164,43 +175,37 @@ func dueLeases(q db.Querier, now time.Time, limit int) ([]dueLease, error) {
 // SweepLeases records a step.claim_expired event for each lease that has
 // run out and was not reported yet, and returns how many it recorded. It
 // looks first with a read (no write, no lock) and writes only when a
-// lease is due; the write looks again, so replicas sweeping the same
-// database at once report each lease once.
+// lease is due: one write for each plan with leases due, keyed by the
+// plan, which looks again, so replicas sweeping the same database at once
+// report each lease once. On PostgreSQL a sweep then holds up the writes
+// of the plans it sweeps, not every write.
 func (st *Store) SweepLeases(ctx context.Context) (int, error) {
 	total := 0
 	for {
-		due, err := dueLeases(st.db.Reader(ctx), st.db.Now(), 1)
+		due, err := dueLeases(st.db.Reader(ctx), "", st.db.Now(), sweepBatch)
 		if err != nil || len(due) == 0 {
 			return total, err
 		}
-		var n, seen int
-		err = st.db.Write(ctx, func(tx *db.Tx) error {
-			n, seen = 0, 0
-			due, err := dueLeases(tx, tx.Now(), sweepBatch)
-			if err != nil {
+		var plans []string
+		for _, d := range due {
+			if !slices.Contains(plans, d.plan) {
+				plans = append(plans, d.plan)
+			}
+		}
+		for _, name := range plans {
+			var n int
+			err := st.db.WriteKeyed(ctx, planKey(name), func(tx *db.Tx) error {
+				var err error
+				n, err = sweepPlan(tx, name)
 				return err
+			})
+			total += n
+			if err != nil {
+				return total, err
 			}
-			seen = len(due)
-			byPlan := map[string][]dueLease{}
-			var order []string
-			for _, d := range due {
-				if byPlan[d.plan] == nil {
-					order = append(order, d.plan)
-				}
-				byPlan[d.plan] = append(byPlan[d.plan], d)
-			}
-			for _, name := range order {
-				k, err := sweepPlan(tx, name, byPlan[name])
-				if err != nil {
-					return err
-				}
-				n += k
-			}
-			return nil
-		})
-		total += n
-		if err != nil || seen < sweepBatch {
-			return total, err
+		}
+		if len(due) < sweepBatch {
+			return total, nil
 		}
 		if ctx.Err() != nil {
 			return total, ctx.Err()
@@ -208,15 +213,19 @@ func (st *Store) SweepLeases(ctx context.Context) (int, error) {
 	}
 }
 
-// sweepPlan reports the lapsed leases due of plan name, and drops the rows
-// of leases its steps no longer hold (a plan deleted, or steps that cannot
-// be read, offer no claim to report).
-func sweepPlan(tx *db.Tx, name string, due []dueLease) (int, error) {
+// sweepPlan reports up to sweepBatch lapsed leases of plan name, and
+// drops the rows of leases its steps no longer hold (a plan deleted, or
+// steps that cannot be read, offer no claim to report).
+func sweepPlan(tx *db.Tx, name string) (int, error) {
+	due, err := dueLeases(tx, name, tx.Now(), sweepBatch)
+	if err != nil || len(due) == 0 {
+		return 0, err
+	}
 	var (
 		rev int64
 		raw []byte
 	)
-	err := tx.QueryRow(`SELECT revision, steps FROM plans WHERE name = ?`, name).Scan(&rev, &raw)
+	err = tx.QueryRow(`SELECT revision, steps FROM plans WHERE name = ?`, name).Scan(&rev, &raw)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("sweep leases of plan %q: %w", name, err)
 	}

@@ -109,9 +109,9 @@ func countIn(t *testing.T, d *db.DB, query string, args ...any) int {
 	return n
 }
 
-// TestSweepWorksOffABacklogInBatches: leases that lapsed while nothing
-// swept (downtime) are all reported by one SweepLeases, although each of
-// its writes takes sweepBatch of them at most.
+// TestSweepWorksOffABacklogInBatches: leases of two plans that lapsed
+// while nothing swept (downtime) are all reported by one SweepLeases,
+// although each of its writes takes sweepBatch of one plan's at most.
 func TestSweepWorksOffABacklogInBatches(t *testing.T) {
 	defer func(n int) { sweepBatch = n }(sweepBatch)
 	sweepBatch = 7
@@ -121,19 +121,26 @@ func TestSweepWorksOffABacklogInBatches(t *testing.T) {
 	st := NewStore(d, Config{})
 	ctx := context.Background()
 	content := "# p"
-	if _, _, err := st.Put(ctx, "p", Change{Content: &content, Steps: claimedSteps(20, now.Add(time.Minute))}, revision.Precondition{}); err != nil {
-		t.Fatal(err)
+	for name, n := range map[string]int{"p": 20, "q": 5} {
+		if _, _, err := st.Put(ctx, name, Change{Content: &content, Steps: claimedSteps(n, now.Add(time.Minute))}, revision.Precondition{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if n, err := st.SweepLeases(ctx); n != 0 || err != nil {
 		t.Fatalf("before the end: %d, %v", n, err)
 	}
 	now = now.Add(time.Minute)
 	before := countIn(t, d, `SELECT count(*) FROM events`)
-	if n, err := st.SweepLeases(ctx); n != 20 || err != nil {
+	if n, err := st.SweepLeases(ctx); n != 25 || err != nil {
 		t.Fatalf("the backlog: %d, %v", n, err)
 	}
-	if got := countIn(t, d, `SELECT count(*) FROM events WHERE type = 'step.claim_expired'`); got != 20 || countIn(t, d, `SELECT count(*) FROM events`) != before+20 {
-		t.Errorf("%d step.claim_expired events", got)
+	for name, want := range map[string]int{"p": 20, "q": 5} {
+		if got := countIn(t, d, `SELECT count(*) FROM events WHERE type = 'step.claim_expired' AND plan = ?`, name); got != want {
+			t.Errorf("plan %s: %d step.claim_expired events, want %d", name, got, want)
+		}
+	}
+	if got := countIn(t, d, `SELECT count(*) FROM events`); got != before+25 {
+		t.Errorf("%d events recorded by the sweep, want 25", got-before)
 	}
 	if n := countIn(t, d, `SELECT count(*) FROM step_leases`); n != 0 {
 		t.Errorf("%d leases left", n)

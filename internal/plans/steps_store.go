@@ -193,7 +193,6 @@ func (st *Store) moveSteps(ctx context.Context, name string, pre revision.Precon
 	// Keyed, as a Put: a step move reads and changes only the plan's own
 	// rows (its head, history, contents, step leases and reports), so
 	// claims and reports of different plans run at once on PostgreSQL.
-	// The lease sweeper, which reads the leases of every plan, is not.
 	err := st.db.WriteKeyed(ctx, planKey(name), func(tx *db.Tx) error {
 		h, err := loadSteps(tx, name)
 		if err != nil {
