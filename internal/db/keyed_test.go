@@ -24,49 +24,13 @@ func recordEvent(tx *Tx, plan string) error {
 // test unless the seqs run 1, 2, 3… without a gap.
 func eventPlans(t *testing.T, d *DB) []string {
 	t.Helper()
-	rows, err := d.Reader(context.Background()).Query(`SELECT seq, plan FROM events ORDER BY seq`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var plans []string
-	for rows.Next() {
-		var (
-			seq  int64
-			plan string
-		)
-		if err := rows.Scan(&seq, &plan); err != nil {
-			t.Fatal(err)
-		}
-		if seq != int64(len(plans))+1 {
-			t.Fatalf("event seq %d after %d events: the log has a gap", seq, len(plans))
-		}
-		plans = append(plans, plan)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return plans
+	return dbtest.EventLog(t, d.Reader(context.Background()), "plan")
 }
 
 // waitLockWaiters waits until n transactions wait for an advisory lock.
 func waitLockWaiters(t *testing.T, d *DB, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var waiting int
-		if err := d.Reader(context.Background()).QueryRow(
-			`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d transactions wait for an advisory lock, want %d", waiting, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	dbtest.WaitAdvisoryWaiters(t, d.Reader(context.Background()), n)
 }
 
 // TestPostgresKeyedWritesOfOtherKeysOverlap: on PostgreSQL a keyed write

@@ -216,6 +216,74 @@ func Explain(tb testing.TB, tx Statements, query string, args ...any) string {
 	return strings.Join(plan, " | ")
 }
 
+// Rows is what the helpers below need of a database handle or
+// transaction (db.Querier has it).
+type Rows interface {
+	Query(query string, args ...any) (*sql.Rows, error)
+}
+
+// EventLog returns expr (SQL over a row of events, such as plan or
+// plan || ' ' || type) for each event in seq order, and fails tb unless
+// the seqs run 1, 2, 3… without a gap.
+func EventLog(tb testing.TB, q Rows, expr string) []string {
+	tb.Helper()
+	rows, err := q.Query(`SELECT seq, ` + expr + ` FROM events ORDER BY seq`)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer rows.Close()
+	var log []string
+	for rows.Next() {
+		var (
+			seq  int64
+			text string
+		)
+		if err := rows.Scan(&seq, &text); err != nil {
+			tb.Fatal(err)
+		}
+		if seq != int64(len(log))+1 {
+			tb.Fatalf("event seq %d after %d events: the log has a gap", seq, len(log))
+		}
+		log = append(log, text)
+	}
+	if err := rows.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	return log
+}
+
+// WaitAdvisoryWaiters waits until n transactions of the PostgreSQL
+// database q reads wait for an advisory lock (a write's lock), and fails
+// tb after 10 s.
+func WaitAdvisoryWaiters(tb testing.TB, q Rows, n int) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var waiting int
+		rows, err := q.Query(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for rows.Next() {
+			err = rows.Scan(&waiting)
+		}
+		if err == nil {
+			err = rows.Err()
+		}
+		rows.Close()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if waiting >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%d transactions wait for an advisory lock, want %d", waiting, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // OnSmallDisk returns a fresh database whose data lives on a tmpfs of size
 // (testfs.SmallDisk), and that tmpfs's directory, for tests that fill it
 // (testfs.Fill): on SQLite the file is on it; on PostgreSQL the database's

@@ -119,7 +119,7 @@ func TestPostgresStepMovesOfOtherPlansOverlap(t *testing.T) {
 		}
 		claimA <- res
 	}()
-	waitAdvisoryWaiters(t, d, 1)
+	dbtest.WaitAdvisoryWaiters(t, d.Reader(ctx), 1)
 	select {
 	case res := <-claimA:
 		t.Fatalf("a claim of plan a ran beside a write of it: %+v", res)
@@ -137,50 +137,8 @@ func TestPostgresStepMovesOfOtherPlansOverlap(t *testing.T) {
 	want := []string{"a plan.created", "b plan.created",
 		"b step.claimed", "b step.report_added", "b step.claimed", "b step.updated", "b step.claim_expired",
 		"a plan.updated", "a step.claimed"}
-	rows, err := d.Reader(ctx).Query(`SELECT seq, type, plan FROM events ORDER BY seq`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var got []string
-	for rows.Next() {
-		var (
-			seq       int64
-			typ, plan string
-		)
-		if err := rows.Scan(&seq, &typ, &plan); err != nil {
-			t.Fatal(err)
-		}
-		if seq != int64(len(got))+1 {
-			t.Fatalf("event seq %d after %d events: the log has a gap", seq, len(got))
-		}
-		got = append(got, plan+" "+typ)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
+	got := dbtest.EventLog(t, d.Reader(ctx), `plan || ' ' || type`)
 	if !slices.Equal(got, want) {
 		t.Fatalf("events in seq order:\n got %q\nwant %q", got, want)
-	}
-}
-
-// waitAdvisoryWaiters waits until n transactions of d's database wait for
-// an advisory lock.
-func waitAdvisoryWaiters(t *testing.T, d *db.DB, n int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var waiting int
-		if err := d.Reader(context.Background()).QueryRow(
-			`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d transactions wait for an advisory lock, want %d", waiting, n)
-		}
-		time.Sleep(time.Millisecond)
 	}
 }

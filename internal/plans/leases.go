@@ -27,9 +27,9 @@ import (
 // the table with no event. The writes of one plan's rows are serialized
 // (db.WriteKeyed with the plan's key; on PostgreSQL across replicas), and
 // the row goes in the transaction that records the event, so no two
-// transactions report the same lease. Whether a lease
-// has run out is decided by leaseExpired alone; the table's time column
-// only narrows the sweeper's search to one index range.
+// transactions report the same lease. Whether a lease has run out is
+// decided by leaseExpired alone; the table's time column only narrows the
+// sweeper's search to one index range.
 
 // SweepInterval is how often the sweeper looks for lapsed leases, and so
 // about how late after a lease's end its step.claim_expired is recorded

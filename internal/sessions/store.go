@@ -331,12 +331,11 @@ func (st *Store) Create(ctx context.Context, in api.SessionCreate) (*Session, er
 		// the insert itself: one statement and, on PostgreSQL, one round
 		// trip fewer.
 		first, floorArgs := resource(id, 0).FirstRevision()
-		args := append([]any{self.Ancestry, id, in.Title, in.Agent, parent, mode, boolInt(in.Harness), metadata},
-			floorArgs...)
 		err = tx.QueryRow(`INSERT INTO sessions
-			(ancestry, id, title, agent, parent_id, mode, harness, metadata, revision, created_at, updated_at, external_id)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, `+first+`, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING pk, revision`,
-			append(args, now, now, external)...).Scan(&self.PK, &self.Revision)
+			(ancestry, id, title, agent, parent_id, mode, harness, metadata, created_at, updated_at, external_id, revision)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, `+first+`) ON CONFLICT (id) DO NOTHING RETURNING pk, revision`,
+			append([]any{self.Ancestry, id, in.Title, in.Agent, parent, mode, boolInt(in.Harness), metadata, now, now, external},
+				floorArgs...)...).Scan(&self.PK, &self.Revision)
 		if errors.Is(err, sql.ErrNoRows) {
 			return alreadyExists(id)
 		}
