@@ -222,6 +222,33 @@ type Rows interface {
 	Query(query string, args ...any) (*sql.Rows, error)
 }
 
+// ExplainQueryPlan returns SQLite's plan of query (EXPLAIN QUERY PLAN),
+// its steps joined with " | ": "SEARCH sessions USING INDEX … (…)" for an
+// index range, "SCAN" for a walk, "USE TEMP B-TREE" for a sort.
+func ExplainQueryPlan(tb testing.TB, q Rows, query string, args ...any) string {
+	tb.Helper()
+	rows, err := q.Query(`EXPLAIN QUERY PLAN `+query, args...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var (
+			id, parent, notused int
+			detail              string
+		)
+		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+			tb.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if err := rows.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	return strings.Join(plan, " | ")
+}
+
 // EventLog returns expr (SQL over a row of events, such as plan or
 // plan || ' ' || type) for each event in seq order, and fails tb unless
 // the seqs run 1, 2, 3… without a gap.

@@ -35,21 +35,7 @@ func TestPlanFilterIsOneIndexRange(t *testing.T) {
 			}
 			continue
 		}
-		rows, err := d.Reader(ctx).Query(`EXPLAIN QUERY PLAN `+query, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, notused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
-		text := strings.Join(plan, " | ")
+		text := dbtest.ExplainQueryPlan(t, d.Reader(ctx), query, args...)
 		if !strings.Contains(text, "USING INDEX events_plan (plan=? AND seq>?)") || strings.Contains(text, "TEMP B-TREE") {
 			t.Errorf("%+v: %s, want one range of events_plan", q, text)
 		}
@@ -98,31 +84,21 @@ func explainedLog(t *testing.T) *db.DB {
 // details on SQLite, EXPLAIN's lines on PostgreSQL, joined with " | ".
 func explain(t *testing.T, d *db.DB, query string, args ...any) string {
 	t.Helper()
-	prefix := `EXPLAIN QUERY PLAN `
-	if dbtest.Postgres() {
-		prefix = `EXPLAIN `
+	if !dbtest.Postgres() {
+		return dbtest.ExplainQueryPlan(t, d.Reader(context.Background()), query, args...)
 	}
-	rows, err := d.Reader(context.Background()).Query(prefix+query, args...)
+	rows, err := d.Reader(context.Background()).Query(`EXPLAIN `+query, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
 	var plan []string
 	for rows.Next() {
-		if dbtest.Postgres() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, strings.TrimSpace(line))
-			continue
-		}
-		var id, parent, notused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+		var line string
+		if err := rows.Scan(&line); err != nil {
 			t.Fatal(err)
 		}
-		plan = append(plan, detail)
+		plan = append(plan, strings.TrimSpace(line))
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)

@@ -64,23 +64,7 @@ func TestDueLeasesIsOneIndexRange(t *testing.T) {
 		}
 		return
 	}
-	rows, err := d.Reader(context.Background()).Query(`EXPLAIN QUERY PLAN `+dueLeasesSQL, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var plan []string
-	for rows.Next() {
-		var (
-			id, parent, notused int
-			detail              string
-		)
-		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, detail)
-	}
-	text := strings.Join(plan, " | ")
+	text := dbtest.ExplainQueryPlan(t, d.Reader(context.Background()), dueLeasesSQL, args...)
 	t.Logf("plan: %s", text)
 	if !strings.Contains(text, "USING INDEX step_leases_ends (claim_expires_at<?)") || strings.Contains(text, "TEMP B-TREE") {
 		t.Errorf("want one range of step_leases_ends: %s", text)

@@ -38,26 +38,8 @@ func TestListIsOneIndexRange(t *testing.T) {
 			}
 			continue
 		}
-		rows, err := d.Reader(context.Background()).Query(`EXPLAIN QUERY PLAN `+query, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var (
-				id, parent, notused int
-				detail              string
-			)
-			if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		rows.Close()
-		text := strings.Join(plan, " | ")
+		text := dbtest.ExplainQueryPlan(t, d.Reader(context.Background()), query, args...)
+		plan := strings.Split(text, " | ")
 		t.Logf("%+v: %s", q, text)
 		searched := false
 		for _, step := range plan {

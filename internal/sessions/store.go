@@ -469,20 +469,10 @@ func (st *Store) List(ctx context.Context, q ListQuery) ([]*Session, string, err
 			return nil, "", apierr.Invalid("page_token", "not a page token of this list")
 		}
 	}
-	var where db.Where
-	where.Add("pk > ?", after)
-	where.Equal("parent_id", q.ParentID)
-	where.Equal("mode", q.Mode)
-	where.Equal("review_state", q.ReviewState)
-	where.Equal("external_id", q.ExternalID)
-	if q.Subtree != "" {
-		lo, hi := events.SubtreeRange(q.Subtree)
-		where.Add("(ancestry || pk || '/') >= ? AND (ancestry || pk || '/') < ?", lo, hi)
-	}
 	var page []*record
 	err = st.db.Read(ctx, func(tx *db.Tx) error {
-		rows, err := tx.Query(`SELECT `+sessionColumns+` FROM sessions WHERE `+where.SQL()+` ORDER BY pk LIMIT ?`,
-			where.Args(limit+1)...)
+		query, args := listSQL(q, after, limit+1)
+		rows, err := tx.Query(query, args...)
 		if err != nil {
 			return fmt.Errorf("list sessions: %w", err)
 		}
@@ -513,6 +503,25 @@ func (st *Store) List(ctx context.Context, q ListQuery) ([]*Session, string, err
 		out[i] = &r.Session
 	}
 	return out, next, nil
+}
+
+// listSQL is the query of a page of at most limit sessions after pk
+// after that match q's filters, in creation order.
+func listSQL(q ListQuery, after int64, limit int) (string, []any) {
+	var where db.Where
+	where.Add("pk > ?", after)
+	where.Equal("parent_id", q.ParentID) // implies isChild: sessions_parent serves it
+	where.Equal("mode", q.Mode)
+	where.Equal("review_state", q.ReviewState)
+	if q.ReviewState != "" && q.ReviewState != ReviewNone {
+		where.Add(withReview)
+	}
+	where.Equal("external_id", q.ExternalID)
+	if q.Subtree != "" {
+		lo, hi := events.SubtreeRange(q.Subtree)
+		where.Add("(ancestry || pk || '/') >= ? AND (ancestry || pk || '/') < ?", lo, hi)
+	}
+	return `SELECT ` + sessionColumns + ` FROM sessions WHERE ` + where.SQL() + ` ORDER BY pk LIMIT ?`, where.Args(limit)
 }
 
 // Patch is an RFC 7396 JSON merge patch of a session's title and metadata,
@@ -617,10 +626,29 @@ func applyPatch(s *Session, patch Patch) (string, map[string]any, error) {
 	return title, metadata, nil
 }
 
+// The predicates of the partial indexes of sessions (migration 00021),
+// written into the queries that use those indexes: a planner uses a
+// partial index only for a query that implies its predicate, and neither
+// can tell from a bound parameter that it does (PostgreSQL's generic
+// plans never know the value). Only "parent_id = ?" needs no help, since
+// it holds for no NULL. TestSessionQueriesUseTheirIndexes holds each.
+const (
+	// isChild: sessions_parent and sessions_ancestry hold no roots, since
+	// a root is nobody's child or descendant.
+	isChild = `parent_id IS NOT NULL`
+	// withReview: sessions_review_state holds no session without a review.
+	withReview = `review_state <> 'none'`
+)
+
+// subtreeSQL reads the descendants of a session: those whose ancestry is
+// in the range of its path (events.SubtreeRange).
+const subtreeSQL = `SELECT pk, id, ancestry, mode, harness, revision FROM sessions
+	WHERE ancestry >= ? AND ancestry < ? AND ` + isChild
+
 // subtree returns the descendants of the session with path path.
 func subtree(q db.Querier, path string) ([]Link, error) {
 	lo, hi := events.SubtreeRange(path)
-	rows, err := q.Query(`SELECT pk, id, ancestry, mode, harness, revision FROM sessions WHERE ancestry >= ? AND ancestry < ?`, lo, hi)
+	rows, err := q.Query(subtreeSQL, lo, hi)
 	if err != nil {
 		return nil, fmt.Errorf("descendants of %s: %w", path, err)
 	}
@@ -798,6 +826,11 @@ func nonNil(c []ReviewComment) []ReviewComment {
 	return c
 }
 
+// revokeSubtreeTokensSQL revokes the agent tokens of a session (its pk)
+// and of its descendants (the range of its path).
+const revokeSubtreeTokensSQL = `UPDATE tokens SET revoked_at = ? WHERE revoked_at IS NULL AND session_pk IN
+	(SELECT pk FROM sessions WHERE pk = ? OR (ancestry >= ? AND ancestry < ? AND ` + isChild + `))`
+
 // Delete removes a session and all its descendants with everything they
 // own, revokes the agent tokens bound to any of them, and remembers their
 // revisions. Errors: not_found, version_conflict, precondition_required.
@@ -831,8 +864,7 @@ func (st *Store) Delete(ctx context.Context, id string, pre revision.Preconditio
 		// An agent token dies with its session: it was granted that
 		// session, not a later one of the same id.
 		lo, hi := events.SubtreeRange(r.link().Path())
-		if _, err := tx.Exec(`UPDATE tokens SET revoked_at = ? WHERE revoked_at IS NULL AND session_pk IN
-			(SELECT pk FROM sessions WHERE pk = ? OR (ancestry >= ? AND ancestry < ?))`, tx.NowText(), r.pk, lo, hi); err != nil {
+		if _, err := tx.Exec(revokeSubtreeTokensSQL, tx.NowText(), r.pk, lo, hi); err != nil {
 			return fmt.Errorf("revoke the tokens of session %q: %w", id, err)
 		}
 		if _, err := tx.Exec(`DELETE FROM sessions WHERE pk = ?`, r.pk); err != nil {
