@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -57,39 +58,61 @@ func TestSessionQueriesUseTheirIndexes(t *testing.T) {
 			[]string{"USING INTEGER PRIMARY KEY (rowid=?)", "sessions_parent (parent_id=?)"},
 			[]string{"using sessions_parent"}},
 	} {
-		var text string
+		plans := map[string]string{}
 		want := c.sqlite
 		if dbtest.Postgres() {
 			want = c.postgres
-			err := d.Write(context.Background(), func(tx *db.Tx) error {
-				// EXPLAIN runs nothing, DELETE and UPDATE included; the
-				// write is rolled back all the same.
-				text = dbtest.Explain(t, tx, c.query, c.args...)
-				return errRollback
-			})
-			if err != errRollback {
-				t.Fatal(err)
-			}
+			plans["custom"], plans["generic"] = explainBoth(t, d, c.query, c.args)
 		} else {
-			text = dbtest.ExplainQueryPlan(t, d.Reader(context.Background()), c.query, c.args...)
+			plans["plan"] = dbtest.ExplainQueryPlan(t, d.Reader(context.Background()), c.query, c.args...)
 		}
-		t.Logf("%s: %s", c.name, text)
-		for _, w := range want {
-			if !strings.Contains(text, w) {
-				t.Errorf("%s: plan %s, want %q", c.name, text, w)
+		for kind, text := range plans {
+			t.Logf("%s (%s): %s", c.name, kind, text)
+			for _, w := range want {
+				if !strings.Contains(text, w) {
+					t.Errorf("%s: %s plan %s, want %q", c.name, kind, text, w)
+				}
 			}
-		}
-		for _, bad := range []string{"SCAN sessions", "TEMP B-TREE", "Seq Scan on sessions", "Sort"} {
-			if strings.Contains(text, bad) {
-				t.Errorf("%s: plan %s has %q", c.name, text, bad)
+			for _, bad := range []string{"SCAN sessions", "TEMP B-TREE", "Seq Scan on sessions", "Sort"} {
+				if strings.Contains(text, bad) {
+					t.Errorf("%s: %s plan %s has %q", c.name, kind, text, bad)
+				}
 			}
 		}
 	}
 }
 
-// errRollback ends a write that must leave nothing behind.
-var errRollback = rollback{}
-
-type rollback struct{}
-
-func (rollback) Error() string { return "rolled back on purpose" }
+// explainBoth returns PostgreSQL's plans of query (dbtest.Explain): the
+// custom plan, made for args, and the generic plan a prepared statement
+// (pgx's statement cache) may settle on, made for any arguments.
+func explainBoth(t *testing.T, d *db.DB, query string, args []any) (custom, generic string) {
+	t.Helper()
+	// A read: EXPLAIN runs nothing, DELETE and UPDATE included.
+	err := d.Read(context.Background(), func(tx *db.Tx) error {
+		custom = dbtest.Explain(t, tx, query, args...)
+		for _, stmt := range []string{`SET LOCAL plan_cache_mode = force_generic_plan`, `PREPARE explained AS ` + query} {
+			if _, err := tx.Exec(stmt); err != nil {
+				return err
+			}
+		}
+		// EXECUTE takes no parameters of its own: the arguments go as
+		// literals, which the generic plan does not look at.
+		literals := make([]string, len(args))
+		for i, a := range args {
+			switch v := a.(type) {
+			case string:
+				literals[i] = `'` + strings.ReplaceAll(v, `'`, `''`) + `'`
+			default:
+				literals[i] = fmt.Sprint(v)
+			}
+		}
+		generic = dbtest.Explain(t, tx, `EXECUTE explained (`+strings.Join(literals, ", ")+`)`)
+		// A prepared statement outlives the transaction.
+		_, err := tx.Exec(`DEALLOCATE explained`)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return custom, generic
+}
