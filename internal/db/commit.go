@@ -33,9 +33,11 @@ type writeReq struct {
 	ctx    context.Context
 	queued time.Time // for its db.queue span
 	fn     func(tx *Tx) error
-	// key is the lock of a keyed write (WriteKeyed, Key.lock).
-	key  int32
-	done chan error
+	// key is the lock of a keyed write (WriteKeyed, Key.lock), and first
+	// the read it runs first, if it declared one (WriteKeyedReading).
+	key   int32
+	first *Query
+	done  chan error
 }
 
 // committer runs the batches of one queue, on loops connections at once.
@@ -67,7 +69,7 @@ func (c *committer) queued() int { return int(c.waiting.Load()) }
 // do queues fn and waits for its outcome. Once queued, it waits even if
 // ctx ends: the write may already be in a commit, and its caller must not
 // be told it failed when it did not.
-func (c *committer) do(ctx context.Context, key int32, fn func(tx *Tx) error) error {
+func (c *committer) do(ctx context.Context, key int32, first *Query, fn func(tx *Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -75,7 +77,7 @@ func (c *committer) do(ctx context.Context, key int32, fn func(tx *Tx) error) er
 	if sp != nil {
 		defer sp.End()
 	}
-	req := &writeReq{ctx: ctx, fn: fn, key: key, done: make(chan error, 1)}
+	req := &writeReq{ctx: ctx, fn: fn, key: key, first: first, done: make(chan error, 1)}
 	if sp != nil {
 		req.queued = time.Now()
 	}

@@ -208,7 +208,7 @@ func (db *DB) committed() {
 // statement would roll back every write sharing the commit. A write whose
 // ctx ends while it waits for its turn is dropped with ctx's error.
 func (db *DB) Write(ctx context.Context, fn func(tx *Tx) error) error {
-	return db.commits.do(ctx, 0, fn)
+	return db.commits.do(ctx, 0, nil, fn)
 }
 
 // Key names what a keyed write reads and changes: the rows of one kind of
@@ -228,10 +228,31 @@ type Key struct {
 // A write that reads or changes a row of another key, or one no key
 // owns, must use Write: keyed writes of other keys may be changing it.
 func (db *DB) WriteKeyed(ctx context.Context, key Key, fn func(tx *Tx) error) error {
+	return db.WriteKeyedReading(ctx, key, Query{}, fn)
+}
+
+// Query is a statement and its arguments.
+type Query struct {
+	SQL  string
+	Args []any
+}
+
+// WriteKeyedReading is WriteKeyed for a write whose first statement is
+// the one-row read first (Tx.QueryRow with the same statement and
+// arguments), such as the head of the plan it writes. On PostgreSQL a
+// batch of keyed writes sends such reads ahead, all in its first round
+// trip (pgahead.go), instead of a round trip for each write; a write that
+// runs anything else first reads for itself, as does one that does not
+// declare its read.
+func (db *DB) WriteKeyedReading(ctx context.Context, key Key, first Query, fn func(tx *Tx) error) error {
 	if db.keyed == nil {
-		return db.commits.do(ctx, 0, fn)
+		return db.commits.do(ctx, 0, nil, fn)
 	}
-	return db.keyed.do(ctx, key.lock(), fn)
+	var ahead *Query
+	if first.SQL != "" {
+		ahead = &Query{SQL: db.eng.rebind(first.SQL), Args: first.Args}
+	}
+	return db.keyed.do(ctx, key.lock(), ahead, fn)
 }
 
 // lock is the advisory lock of k on PostgreSQL (pipeline.lockKeys): a

@@ -6,3 +6,6 @@ func (db *DB) RoundTrips() int64 { return db.locks.trips.Load() }
 
 // Migrated is migrated, for tests outside the package.
 var Migrated = migrated
+
+// MigratedWith is migratedWith, for tests outside the package.
+var MigratedWith = migratedWith

@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -308,5 +309,198 @@ func TestPostgresKeyedWritesLoseNothing(t *testing.T) {
 		if want := perKey[fmt.Sprint(k)]; n != want {
 			t.Errorf("counter %d = %d after %d increments: increments were lost", k, n, want)
 		}
+	}
+}
+
+// keyedBatch runs writes as one batch of the one keyed writer of d: it
+// holds the writer with a write of its own (one round trip: it only
+// writes), queues the writes in order meanwhile, then lets them run. It
+// returns each write's outcome and the round trips of the two batches.
+func keyedBatch(t *testing.T, d *DB, writes []func() error) ([]error, int64) {
+	t.Helper()
+	before := d.locks.trips.Load()
+	running, gate := make(chan struct{}), make(chan struct{})
+	var release sync.Once
+	open := func() { release.Do(func() { close(gate) }) }
+	t.Cleanup(open)
+	held := make(chan error, 1)
+	go func() {
+		held <- d.WriteKeyed(context.Background(), Key{Kind: "test", Name: "held"}, func(tx *Tx) error {
+			close(running)
+			<-gate
+			_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (-1, 'held') ON CONFLICT (k) DO NOTHING`)
+			return err
+		})
+	}()
+	<-running
+	results := make([]chan error, len(writes))
+	for i, w := range writes {
+		results[i] = make(chan error, 1)
+		go func() { results[i] <- w() }()
+		waitQueued(t, d, i+1)
+	}
+	open()
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	errs := make([]error, len(writes))
+	for i := range writes {
+		errs[i] = <-results[i]
+	}
+	return errs, d.locks.trips.Load() - before
+}
+
+// TestPostgresKeyedReadsGoAhead: a batch of keyed writes that declare
+// their first read (WriteKeyedReading) sends those reads with its BEGIN
+// and locks, so the whole batch costs two round trips however many writes
+// it holds; each write gets its own row, as of the batch's start. A write
+// of a key an earlier write of the batch changed, a write that runs
+// something else first, and a write whose read differs from the one it
+// declared each read for themselves and see what the batch did before
+// them. A write refused after its row came, or undone by a statement that
+// fails with the commit, goes alone. A declared read that fails begins
+// the batch again without reads sent ahead.
+func TestPostgresKeyedReadsGoAhead(t *testing.T) {
+	dbtest.RequirePostgres(t)
+	d := migratedWith(t, dbtest.Fresh(t), Options{KeyedWriters: 1})
+	ctx := context.Background()
+	createKV(t, d)
+	mustExec(t, d, `INSERT INTO kv (k, v) VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd'), (6, 'f'), (100, 'taken')`)
+	readV := `SELECT v FROM kv WHERE k = ?`
+	key := func(k int) Key { return Key{Kind: "kv", Name: fmt.Sprint(k)} }
+	// rmw reads row k as declared, checks it reads want, and sets it to
+	// to (inserting it when it was missing).
+	rmw := func(k int, want, to string) func() error {
+		return func() error {
+			return d.WriteKeyedReading(ctx, key(k), Query{SQL: readV, Args: []any{k}}, func(tx *Tx) error {
+				var v string
+				err := tx.QueryRow(readV, k).Scan(&v)
+				if errors.Is(err, sql.ErrNoRows) {
+					v = "(none)"
+				} else if err != nil {
+					return err
+				}
+				if v != want {
+					return fmt.Errorf("write of %d read %q, want %q", k, v, want)
+				}
+				_, err = tx.Exec(`INSERT INTO kv (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v`, k, to)
+				return err
+			})
+		}
+	}
+
+	t.Run("distinct keys", func(t *testing.T) {
+		errs, trips := keyedBatch(t, d, []func() error{
+			rmw(1, "a", "a1"), rmw(2, "b", "b1"), rmw(3, "c", "c1"), rmw(4, "d", "d1"), rmw(5, "(none)", "e1"), rmw(6, "f", "f1"),
+		})
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("write %d: %v", i, err)
+			}
+		}
+		// The held write's one, then the batch's: its start with every
+		// read, and its commit with every change.
+		if trips != 3 {
+			t.Errorf("%d round trips, want 3: 1 for the held write, 2 for a batch of six", trips)
+		}
+	})
+
+	t.Run("reads of their own", func(t *testing.T) {
+		refused := errors.New("refused")
+		errs, _ := keyedBatch(t, d, []func() error{
+			rmw(1, "a1", "a2"),
+			rmw(1, "a2", "a3"), // key 1 again: sees the write before it
+			func() error { // something else first: sees its own change
+				return d.WriteKeyedReading(ctx, key(2), Query{SQL: readV, Args: []any{2}}, func(tx *Tx) error {
+					if _, err := tx.Exec(`UPDATE kv SET v = 'b2' WHERE k = 2`); err != nil {
+						return err
+					}
+					var v string
+					if err := tx.QueryRow(readV, 2).Scan(&v); err != nil || v != "b2" {
+						return fmt.Errorf("read %q, %v after its own update, want b2", v, err)
+					}
+					return nil
+				})
+			},
+			func() error { // another read than declared
+				return d.WriteKeyedReading(ctx, key(3), Query{SQL: readV, Args: []any{3}}, func(tx *Tx) error {
+					var v string
+					if err := tx.QueryRow(`SELECT v || '!' FROM kv WHERE k = ?`, 3).Scan(&v); err != nil || v != "c1!" {
+						return fmt.Errorf("read %q, %v, want c1!", v, err)
+					}
+					return nil
+				})
+			},
+			func() error { // refused after its row came: undone alone
+				return d.WriteKeyedReading(ctx, key(4), Query{SQL: readV, Args: []any{4}}, func(tx *Tx) error {
+					var v string
+					if err := tx.QueryRow(readV, 4).Scan(&v); err != nil {
+						return err
+					}
+					if _, err := tx.Exec(`UPDATE kv SET v = 'refused' WHERE k = 4`); err != nil {
+						return err
+					}
+					return refused
+				})
+			},
+			func() error { // a duplicate found with the commit: undone alone
+				return d.WriteKeyedReading(ctx, key(5), Query{SQL: readV, Args: []any{5}}, func(tx *Tx) error {
+					var v string
+					if err := tx.QueryRow(readV, 5).Scan(&v); err != nil {
+						return err
+					}
+					if _, err := tx.Exec(`UPDATE kv SET v = 'undone' WHERE k = 5`); err != nil {
+						return err
+					}
+					_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (100, 'dup')`)
+					return err
+				})
+			},
+			rmw(6, "f1", "f2"),
+		})
+		for i, err := range errs {
+			switch i {
+			case 4:
+				if !errors.Is(err, refused) {
+					t.Errorf("write %d: %v, want its own error", i, err)
+				}
+			case 5:
+				if err == nil {
+					t.Errorf("write %d inserted a key already taken", i)
+				}
+			default:
+				if err != nil {
+					t.Errorf("write %d: %v", i, err)
+				}
+			}
+		}
+	})
+
+	t.Run("a declared read that fails", func(t *testing.T) {
+		bad := `SELECT v::int FROM kv WHERE k = ?` // 'f2' is no integer
+		errs, _ := keyedBatch(t, d, []func() error{
+			rmw(1, "a3", "a4"),
+			func() error {
+				return d.WriteKeyedReading(ctx, key(6), Query{SQL: bad, Args: []any{6}}, func(tx *Tx) error {
+					var v int
+					return tx.QueryRow(bad, 6).Scan(&v)
+				})
+			},
+			rmw(2, "b2", "b3"),
+		})
+		if errs[0] != nil || errs[2] != nil {
+			t.Errorf("the other writes: %v, %v", errs[0], errs[2])
+		}
+		if errs[1] == nil {
+			t.Error("a read of 'f2' as an integer succeeded")
+		}
+	})
+
+	var kv string
+	if err := d.Reader(ctx).QueryRow(`SELECT string_agg(k || '=' || v, ',' ORDER BY k) FROM kv WHERE k BETWEEN 1 AND 100`).Scan(&kv); err != nil {
+		t.Fatal(err)
+	}
+	if want := "1=a4,2=b3,3=c1,4=d1,5=e1,6=f2,100=taken"; kv != want {
+		t.Errorf("rows %s, want %s", kv, want)
 	}
 }

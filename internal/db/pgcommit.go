@@ -87,6 +87,10 @@ type pipeline struct {
 	// write.
 	keyed bool
 	atEnd []queued
+	// ahead holds, by write, the row of its first read when the batch
+	// sent that read ahead (prefetch), until the write reads it or runs
+	// any other statement first.
+	ahead map[int]*aheadRead
 }
 
 // undoneWrite is a write of the batch undone after its end, and why.
@@ -136,6 +140,7 @@ func (r *pipeResult) RowsAffected() (int64, error) {
 
 // exec queues a statement of the write running now.
 func (p *pipeline) exec(query string, args []any) sql.Result {
+	p.forgetAhead()
 	res := &pipeResult{p: p}
 	p.queue = append(p.queue, queued{sql: query, args: args, owner: p.owner, res: res})
 	if isDDL(query) {
@@ -178,6 +183,9 @@ func (p *pipeline) flush() error {
 // first failure (runPipelined); the query's own failure is the write's to
 // report, as with a read of its own.
 func (p *pipeline) queryRow(query string, args []any) *Row {
+	if a := p.takeAhead(query, args); a != nil {
+		return &Row{ahead: a}
+	}
 	read, err := p.send(query, args)
 	if read == nil {
 		return &Row{err: err}
@@ -221,8 +229,14 @@ func (p *pipeline) finishRead() {
 // send sends every queued statement and then the read query, if any, in
 // one round trip, and returns the read with its row received.
 func (p *pipeline) send(query string, args []any) (*pipelineRead, error) {
+	return p.roundTrip(nil, query, args)
+}
+
+// roundTrip is send, with the reads of ahead sent after what is queued
+// and before query, and their rows received (prefetch).
+func (p *pipeline) roundTrip(ahead []*aheadRead, query string, args []any) (*pipelineRead, error) {
 	p.finishRead()
-	if (len(p.queue) == 0 && query == "") || p.err != nil {
+	if (len(p.queue) == 0 && len(ahead) == 0 && query == "") || p.err != nil {
 		for _, q := range p.queue {
 			if q.res != nil {
 				q.res.err, q.res.sent = p.err, true
@@ -231,9 +245,12 @@ func (p *pipeline) send(query string, args []any) (*pipelineRead, error) {
 		p.queue = p.queue[:0]
 		return nil, p.err
 	}
-	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(p.queue)+1)}
+	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(p.queue)+len(ahead)+1)}
 	for _, q := range p.queue {
 		b.Queue(q.sql, q.args...)
+	}
+	for _, a := range ahead {
+		b.Queue(a.sql, a.args...)
 	}
 	if query != "" {
 		b.Queue(query, args...)
@@ -253,6 +270,11 @@ func (p *pipeline) send(query string, args []any) (*pipelineRead, error) {
 			if q.atEnd {
 				p.errOwner = infra
 			}
+		}
+	}
+	for _, a := range ahead {
+		if err := a.receive(br); err != nil && p.err == nil {
+			p.err, p.errOwner = err, infra
 		}
 	}
 	var read *pipelineRead
@@ -321,6 +343,7 @@ func (p *pipeline) undoCarried(query string, args []any) (*pipelineRead, error) 
 // execAtEnd queues a statement of the write running now for the end of
 // the batch (Tx.ExecAtEnd).
 func (p *pipeline) execAtEnd(query string, args []any) {
+	p.forgetAhead()
 	p.atEnd = append(p.atEnd, queued{sql: query, args: args, owner: p.owner})
 }
 
@@ -373,6 +396,7 @@ func (p *pipeline) takeUndone() []undoneWrite {
 // beforeRead sends what is queued ahead of a read, which then reaches the
 // server too.
 func (p *pipeline) beforeRead() error {
+	p.forgetAhead()
 	err := p.flush()
 	p.flushes++
 	return err
@@ -481,13 +505,16 @@ func (c *committer) runPipelined(batch []*writeReq) {
 	}
 	// The pgx connection is used after Raw returns: conn stays checked
 	// out until this batch ends, and this goroutine is its only user.
-	p.queueInfra(`BEGIN`)
-	if c.keyed {
-		p.lockKeys(batch)
-	} else {
-		p.queueInfra(`SELECT pg_advisory_xact_lock($1)`, writeLockKey)
+	begin := func() {
+		p.queueInfra(`BEGIN`)
+		if c.keyed {
+			p.lockKeys(batch)
+		} else {
+			p.queueInfra(`SELECT pg_advisory_xact_lock($1)`, writeLockKey)
+		}
+		p.lockQueued = true
 	}
-	p.lockQueued = true
+	begin()
 
 	alone := len(batch) == 1
 	p.undo = !alone
@@ -507,6 +534,16 @@ func (c *committer) runPipelined(batch []*writeReq) {
 			continue
 		}
 		last = i
+	}
+	if c.keyed && !alone {
+		if err := p.prefetch(batch, errs); err != nil {
+			// A read sent ahead failed, and the transaction with it
+			// (or BEGIN or a lock did, which fails again below): begin
+			// again, each write reading for itself.
+			p.rollback()
+			p.err, p.ahead = nil, nil
+			begin()
+		}
 	}
 	for i := 0; i < len(batch); i++ {
 		r := batch[i]

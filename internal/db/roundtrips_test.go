@@ -2,7 +2,9 @@ package db_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/db"
@@ -33,6 +35,73 @@ func TestPostgresPlanPutRoundTrips(t *testing.T) {
 		}
 		if n := d.RoundTrips() - before; n != 2 {
 			t.Errorf("PUT %d of a plan's content took %d round trips, want 2", i, n)
+		}
+	}
+}
+
+// TestPostgresPlanPutBatchRoundTrips: PUTs of different plans that queue
+// together share a batch of the keyed writer, which sends every plan's
+// head read with its BEGIN and locks (pgahead.go), so the batch costs 2
+// round trips however many PUTs it holds (one per PUT and one more
+// before reads went ahead).
+func TestPostgresPlanPutBatchRoundTrips(t *testing.T) {
+	dbtest.RequirePostgres(t)
+	ctx := context.Background()
+	d := db.MigratedWith(t, dbtest.Fresh(t), db.Options{KeyedWriters: 1})
+	st := plans.NewStore(d, plans.Config{})
+	const n = 6
+	for i := range n {
+		content := "# one"
+		if _, _, err := st.Put(ctx, fmt.Sprintf("p%d", i), plans.Change{Content: &content}, revision.Precondition{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A keyed write holds the one keyed writer while the PUTs queue.
+	before := d.RoundTrips()
+	running, gate := make(chan struct{}), make(chan struct{})
+	held := make(chan error, 1)
+	go func() {
+		held <- d.WriteKeyed(ctx, db.Key{Kind: "test", Name: "held"}, func(tx *db.Tx) error {
+			close(running)
+			<-gate
+			return nil
+		})
+	}()
+	<-running
+	results := make(chan error, n)
+	for i := range n {
+		go func() {
+			content := fmt.Sprintf("# two of p%d", i)
+			_, _, err := st.Put(ctx, fmt.Sprintf("p%d", i), plans.Change{Content: &content}, revision.Precondition{})
+			results <- err
+		}()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for d.QueueLength() < n {
+		if time.Now().After(deadline) {
+			close(gate)
+			t.Fatalf("%d PUTs queued, want %d", d.QueueLength(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(gate)
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		if err := <-results; err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The held write's one (BEGIN, its locks and COMMIT), then the
+	// batch's two.
+	if trips := d.RoundTrips() - before; trips != 3 {
+		t.Errorf("the held write and a batch of %d PUTs took %d round trips, want 1 + 2", n, trips)
+	}
+	for i := range n {
+		p, err := st.Get(ctx, fmt.Sprintf("p%d", i))
+		if err != nil || p.Content != fmt.Sprintf("# two of p%d", i) || p.Revision != 2 {
+			t.Errorf("p%d after the batch: %+v, %v", i, p, err)
 		}
 	}
 }

@@ -95,9 +95,11 @@ func (t *Tx) QueryRow(query string, args ...any) *Row {
 // PostgreSQL suite runs every write through it.
 type Row struct {
 	sql *sql.Row
-	// read is a row that came back in a write's pipeline.
-	read *pipelineRead
-	err  error
+	// read is a row that came back in a write's pipeline, ahead one
+	// sent ahead of the write (pgahead.go).
+	read  *pipelineRead
+	ahead *aheadRead
+	err   error
 }
 
 // Scan copies the row's columns into dest; sql.ErrNoRows when the
@@ -108,6 +110,8 @@ func (r *Row) Scan(dest ...any) error {
 		return r.sql.Scan(dest...)
 	case r.read != nil:
 		return r.read.scan(dest)
+	case r.ahead != nil:
+		return r.ahead.scan(dest)
 	default:
 		return r.err
 	}

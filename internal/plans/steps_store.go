@@ -53,6 +53,9 @@ type stepsHead struct {
 	steps Steps
 }
 
+// stepsHeadSQL is loadSteps' read of a plan's head and steps, by name.
+const stepsHeadSQL = `SELECT revision, content_rev, renewed, status, steps FROM plans WHERE name = ?`
+
 // loadSteps reads a plan's head and steps (not its content).
 func loadSteps(q db.Querier, name string) (*stepsHead, error) {
 	var (
@@ -60,8 +63,7 @@ func loadSteps(q db.Querier, name string) (*stepsHead, error) {
 		renewed int
 		raw     []byte
 	)
-	err := q.QueryRow(`SELECT revision, content_rev, renewed, status, steps FROM plans WHERE name = ?`, name).
-		Scan(&h.revision, &h.contentRev, &renewed, &h.status, &raw)
+	err := q.QueryRow(stepsHeadSQL, name).Scan(&h.revision, &h.contentRev, &renewed, &h.status, &raw)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound(name)
 	}
@@ -193,7 +195,9 @@ func (st *Store) moveSteps(ctx context.Context, name string, pre revision.Precon
 	// Keyed, as a Put: a step move reads and changes only the plan's own
 	// rows (its head, history, contents, step leases and reports), so
 	// claims and reports of different plans run at once on PostgreSQL.
-	err := st.db.WriteKeyed(ctx, planKey(name), func(tx *db.Tx) error {
+	// Its head is its first read, which PostgreSQL may send ahead.
+	head := db.Query{SQL: stepsHeadSQL, Args: []any{name}}
+	err := st.db.WriteKeyedReading(ctx, planKey(name), head, func(tx *db.Tx) error {
 		h, err := loadSteps(tx, name)
 		if err != nil {
 			return err

@@ -160,38 +160,19 @@ func loadHead(q db.Querier, name string) (*head, error) {
 // its own, and reads what the Put answers with besides (planAfter): the
 // title, the creation time and the stored steps, undecoded.
 func loadHeadFor(q db.Querier, name string, ch Change) (*head, Steps, error) {
-	var (
-		h       head
-		renewed int
-		raw     []byte
-		same    bool
-	)
-	next := ch.Steps
-	query, dest := `SELECT p.revision, p.content_rev, p.renewed, p.status, p.author`, []any{&h.revision, &h.contentRev, &renewed, &h.status, &h.author}
-	var args []any
-	if next != nil || ch.Content != nil {
-		query, dest = query+`, p.steps`, append(dest, &raw)
-	}
-	if ch.Content != nil {
-		query, dest = query+`, p.title, p.created_at`, append(dest, &h.title, &h.createdAt)
-		// A missing content row reads as different: the write stores
-		// the content again.
-		query, dest = query+`, coalesce(c.content = ?, false)`, append(dest, &same)
-		args = append(args, *ch.Content)
-		query += ` FROM plans p LEFT JOIN plan_contents c ON c.name = p.name AND c.content_rev = p.content_rev`
-	} else {
-		query += ` FROM plans p`
-	}
-	err := q.QueryRow(query+` WHERE p.name = ?`, append(args, name)...).Scan(dest...)
+	var r headRow
+	query, dest := r.query(name, ch)
+	err := q.QueryRow(query.SQL, query.Args...).Scan(dest...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil, nil
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("get plan %q: %w", name, err)
 	}
-	h.renewed = renewed == 1
+	h, raw, next := r.head, r.raw, ch.Steps
+	h.renewed = r.renewed == 1
 	if ch.Content != nil {
-		h.sameContent, h.steps = &same, raw
+		h.sameContent, h.steps = &r.same, raw
 	}
 	var steps Steps
 	// Stored steps are encoded by Steps.encode: a claim is the member
@@ -202,6 +183,36 @@ func loadHeadFor(q db.Querier, name string, ch Change) (*head, Steps, error) {
 		steps, _ = decodeStoredSteps(raw)
 	}
 	return &h, steps, nil
+}
+
+// headRow is the row loadHeadFor reads.
+type headRow struct {
+	head    head
+	renewed int
+	raw     []byte
+	same    bool
+}
+
+// query is the read of loadHeadFor for a write of ch to plan name, and
+// where in r its columns go.
+func (r *headRow) query(name string, ch Change) (db.Query, []any) {
+	h := &r.head
+	query, dest := `SELECT p.revision, p.content_rev, p.renewed, p.status, p.author`, []any{&h.revision, &h.contentRev, &r.renewed, &h.status, &h.author}
+	var args []any
+	if ch.Steps != nil || ch.Content != nil {
+		query, dest = query+`, p.steps`, append(dest, &r.raw)
+	}
+	if ch.Content != nil {
+		query, dest = query+`, p.title, p.created_at`, append(dest, &h.title, &h.createdAt)
+		// A missing content row reads as different: the write stores
+		// the content again.
+		query, dest = query+`, coalesce(c.content = ?, false)`, append(dest, &r.same)
+		args = append(args, *ch.Content)
+		query += ` FROM plans p LEFT JOIN plan_contents c ON c.name = p.name AND c.content_rev = p.content_rev`
+	} else {
+		query += ` FROM plans p`
+	}
+	return db.Query{SQL: query + ` WHERE p.name = ?`, Args: append(args, name)}, dest
 }
 
 func (h *head) rev() int64 {
@@ -270,8 +281,10 @@ func (st *Store) Put(ctx context.Context, name string, ch Change, pre revision.P
 		created bool
 	)
 	// Keyed: a Put reads and changes only the plan's own rows (its head,
-	// contents, history, step leases and revision floor).
-	err := st.db.WriteKeyed(ctx, planKey(name), func(tx *db.Tx) error {
+	// contents, history, step leases and revision floor). Its head is its
+	// first read, which PostgreSQL may send ahead with the batch's start.
+	head, _ := new(headRow).query(name, ch)
+	err := st.db.WriteKeyedReading(ctx, planKey(name), head, func(tx *db.Tx) error {
 		h, old, err := loadHeadFor(tx, name, ch)
 		if err != nil {
 			return err
