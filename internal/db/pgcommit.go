@@ -37,6 +37,9 @@ import (
 //     or with the NOTIFY and the COMMIT after the batch's last write. A
 //     write that reads once and then writes costs one round trip in a
 //     batch, and two from BEGIN to COMMIT alone.
+//   - A keyed write's first read, when it declares it, costs none in a
+//     batch: the batch sends the declared reads with its BEGIN and locks
+//     (pgahead.go).
 //   - When such a carried statement fails, nothing after it ran: the
 //     pipeline undoes its write alone (ROLLBACK TO its savepoint, which
 //     the RELEASE that did not run leaves in place) and sends again what

@@ -95,8 +95,8 @@ func (t *Tx) QueryRow(query string, args ...any) *Row {
 // PostgreSQL suite runs every write through it.
 type Row struct {
 	sql *sql.Row
-	// read is a row that came back in a write's pipeline, ahead one
-	// sent ahead of the write (pgahead.go).
+	// read is a row that came back in a write's pipeline; ahead, one
+	// its batch read before the write ran (pgahead.go).
 	read  *pipelineRead
 	ahead *aheadRead
 	err   error
