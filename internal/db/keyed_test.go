@@ -367,26 +367,39 @@ func TestPostgresKeyedReadsGoAhead(t *testing.T) {
 	createKV(t, d)
 	mustExec(t, d, `INSERT INTO kv (k, v) VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd'), (6, 'f'), (100, 'taken')`)
 	readV := `SELECT v FROM kv WHERE k = ?`
-	key := func(k int) Key { return Key{Kind: "kv", Name: fmt.Sprint(k)} }
-	// rmw reads row k as declared, checks it reads want, and sets it to
-	// to (inserting it when it was missing).
-	rmw := func(k int, want, to string) func() error {
+	// declaring is a keyed write of row k that declares read of row k as
+	// its first statement.
+	declaring := func(k int, read string, fn func(tx *Tx) error) func() error {
 		return func() error {
-			return d.WriteKeyedReading(ctx, key(k), Query{SQL: readV, Args: []any{k}}, func(tx *Tx) error {
-				var v string
-				err := tx.QueryRow(readV, k).Scan(&v)
-				if errors.Is(err, sql.ErrNoRows) {
-					v = "(none)"
-				} else if err != nil {
-					return err
-				}
-				if v != want {
-					return fmt.Errorf("write of %d read %q, want %q", k, v, want)
-				}
-				_, err = tx.Exec(`INSERT INTO kv (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v`, k, to)
-				return err
-			})
+			return d.WriteKeyedReading(ctx, Key{Kind: "kv", Name: fmt.Sprint(k)}, Query{SQL: read, Args: []any{k}}, fn)
 		}
+	}
+	// get reads row k as declared ("(none)" when it is missing); set sets
+	// it to v, inserting it when it is missing.
+	get := func(tx *Tx, k int) (string, error) {
+		var v string
+		err := tx.QueryRow(readV, k).Scan(&v)
+		if errors.Is(err, sql.ErrNoRows) {
+			return "(none)", nil
+		}
+		return v, err
+	}
+	set := func(tx *Tx, k int, v string) error {
+		_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v`, k, v)
+		return err
+	}
+	// rmw reads row k, checks it reads want, and sets it to to.
+	rmw := func(k int, want, to string) func() error {
+		return declaring(k, readV, func(tx *Tx) error {
+			v, err := get(tx, k)
+			if err != nil {
+				return err
+			}
+			if v != want {
+				return fmt.Errorf("write of %d read %q, want %q", k, v, want)
+			}
+			return set(tx, k, to)
+		})
 	}
 
 	t.Run("distinct keys", func(t *testing.T) {
@@ -410,52 +423,41 @@ func TestPostgresKeyedReadsGoAhead(t *testing.T) {
 		errs, _ := keyedBatch(t, d, []func() error{
 			rmw(1, "a1", "a2"),
 			rmw(1, "a2", "a3"), // key 1 again: sees the write before it
-			func() error { // something else first: sees its own change
-				return d.WriteKeyedReading(ctx, key(2), Query{SQL: readV, Args: []any{2}}, func(tx *Tx) error {
-					if _, err := tx.Exec(`UPDATE kv SET v = 'b2' WHERE k = 2`); err != nil {
-						return err
-					}
-					var v string
-					if err := tx.QueryRow(readV, 2).Scan(&v); err != nil || v != "b2" {
-						return fmt.Errorf("read %q, %v after its own update, want b2", v, err)
-					}
-					return nil
-				})
-			},
-			func() error { // another read than declared
-				return d.WriteKeyedReading(ctx, key(3), Query{SQL: readV, Args: []any{3}}, func(tx *Tx) error {
-					var v string
-					if err := tx.QueryRow(`SELECT v || '!' FROM kv WHERE k = ?`, 3).Scan(&v); err != nil || v != "c1!" {
-						return fmt.Errorf("read %q, %v, want c1!", v, err)
-					}
-					return nil
-				})
-			},
-			func() error { // refused after its row came: undone alone
-				return d.WriteKeyedReading(ctx, key(4), Query{SQL: readV, Args: []any{4}}, func(tx *Tx) error {
-					var v string
-					if err := tx.QueryRow(readV, 4).Scan(&v); err != nil {
-						return err
-					}
-					if _, err := tx.Exec(`UPDATE kv SET v = 'refused' WHERE k = 4`); err != nil {
-						return err
-					}
-					return refused
-				})
-			},
-			func() error { // a duplicate found with the commit: undone alone
-				return d.WriteKeyedReading(ctx, key(5), Query{SQL: readV, Args: []any{5}}, func(tx *Tx) error {
-					var v string
-					if err := tx.QueryRow(readV, 5).Scan(&v); err != nil {
-						return err
-					}
-					if _, err := tx.Exec(`UPDATE kv SET v = 'undone' WHERE k = 5`); err != nil {
-						return err
-					}
-					_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (100, 'dup')`)
+			declaring(2, readV, func(tx *Tx) error { // something else first: sees its own change
+				if err := set(tx, 2, "b2"); err != nil {
 					return err
-				})
-			},
+				}
+				if v, err := get(tx, 2); err != nil || v != "b2" {
+					return fmt.Errorf("read %q, %v after its own update, want b2", v, err)
+				}
+				return nil
+			}),
+			declaring(3, readV, func(tx *Tx) error { // another read than declared
+				var v string
+				if err := tx.QueryRow(`SELECT v || '!' FROM kv WHERE k = ?`, 3).Scan(&v); err != nil || v != "c1!" {
+					return fmt.Errorf("read %q, %v, want c1!", v, err)
+				}
+				return nil
+			}),
+			declaring(4, readV, func(tx *Tx) error { // refused after its row came: undone alone
+				if _, err := get(tx, 4); err != nil {
+					return err
+				}
+				if err := set(tx, 4, "refused"); err != nil {
+					return err
+				}
+				return refused
+			}),
+			declaring(5, readV, func(tx *Tx) error { // a duplicate found with the commit: undone alone
+				if _, err := get(tx, 5); err != nil {
+					return err
+				}
+				if err := set(tx, 5, "undone"); err != nil {
+					return err
+				}
+				_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (100, 'dup')`)
+				return err
+			}),
 			rmw(6, "f1", "f2"),
 		})
 		for i, err := range errs {
@@ -480,12 +482,10 @@ func TestPostgresKeyedReadsGoAhead(t *testing.T) {
 		bad := `SELECT v::int FROM kv WHERE k = ?` // 'f2' is no integer
 		errs, _ := keyedBatch(t, d, []func() error{
 			rmw(1, "a3", "a4"),
-			func() error {
-				return d.WriteKeyedReading(ctx, key(6), Query{SQL: bad, Args: []any{6}}, func(tx *Tx) error {
-					var v int
-					return tx.QueryRow(bad, 6).Scan(&v)
-				})
-			},
+			declaring(6, bad, func(tx *Tx) error {
+				var v int
+				return tx.QueryRow(bad, 6).Scan(&v)
+			}),
 			rmw(2, "b2", "b3"),
 		})
 		if errs[0] != nil || errs[2] != nil {
