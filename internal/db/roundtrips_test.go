@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/planserver/planserver/api"
+	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/dbtest"
 	"github.com/planserver/planserver/internal/plans"
@@ -39,24 +40,50 @@ func TestPostgresPlanPutRoundTrips(t *testing.T) {
 	}
 }
 
-// TestPostgresPlanPutBatchRoundTrips: PUTs of different plans that queue
-// together share a batch of the keyed writer, which sends every plan's
-// head read with its BEGIN and locks (pgahead.go), so the batch costs 2
-// round trips however many PUTs it holds (one per PUT and one more
-// before reads went ahead).
-func TestPostgresPlanPutBatchRoundTrips(t *testing.T) {
+// TestPostgresPlanWriteBatchRoundTrips: writes of different plans that
+// queue together share a batch of the keyed writer, which sends every
+// plan's head read with its BEGIN and locks (pgahead.go), so the batch
+// costs 2 round trips however many writes it holds: PUTs, status changes
+// and deletes alike (one per write and one more before reads went ahead).
+func TestPostgresPlanWriteBatchRoundTrips(t *testing.T) {
 	dbtest.RequirePostgres(t)
 	ctx := context.Background()
 	d := db.MigratedWith(t, dbtest.Fresh(t), db.Options{KeyedWriters: 1})
 	st := plans.NewStore(d, plans.Config{})
-	const n = 6
-	for i := range n {
-		content := "# one"
-		if _, _, err := st.Put(ctx, fmt.Sprintf("p%d", i), plans.Change{Content: &content}, revision.Precondition{}); err != nil {
+	put := func(name, content string) error {
+		_, _, err := st.Put(ctx, name, plans.Change{Content: &content}, revision.Precondition{})
+		return err
+	}
+	// Each write, and what a read of its plan must find after the batch.
+	type planWrite struct {
+		name  string
+		write func(name string) error
+		after func(p *plans.Plan, err error) bool
+	}
+	var writes []planWrite
+	for i := range 2 {
+		writes = append(writes,
+			planWrite{fmt.Sprintf("put-%d", i),
+				func(name string) error { return put(name, "# two of "+name) },
+				func(p *plans.Plan, err error) bool {
+					return err == nil && p.Content == "# two of "+p.Name && p.Revision == 2
+				}},
+			planWrite{fmt.Sprintf("status-%d", i),
+				func(name string) error {
+					_, err := st.SetStatus(ctx, name, "done", revision.Precondition{})
+					return err
+				},
+				func(p *plans.Plan, err error) bool { return err == nil && p.Status == "done" && p.Revision == 2 }},
+			planWrite{fmt.Sprintf("delete-%d", i),
+				func(name string) error { return st.Delete(ctx, name, revision.Precondition{}) },
+				func(p *plans.Plan, err error) bool { return apierr.CodeOf(err) == apierr.NotFound }})
+	}
+	for _, w := range writes {
+		if err := put(w.name, "# one"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// A keyed write holds the one keyed writer while the PUTs queue.
+	// A keyed write holds the one keyed writer while the writes queue.
 	before := d.RoundTrips()
 	running, gate := make(chan struct{}), make(chan struct{})
 	held := make(chan error, 1)
@@ -68,19 +95,15 @@ func TestPostgresPlanPutBatchRoundTrips(t *testing.T) {
 		})
 	}()
 	<-running
-	results := make(chan error, n)
-	for i := range n {
-		go func() {
-			content := fmt.Sprintf("# two of p%d", i)
-			_, _, err := st.Put(ctx, fmt.Sprintf("p%d", i), plans.Change{Content: &content}, revision.Precondition{})
-			results <- err
-		}()
+	results := make(chan error, len(writes))
+	for _, w := range writes {
+		go func() { results <- w.write(w.name) }()
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for d.QueueLength() < n {
+	for d.QueueLength() < len(writes) {
 		if time.Now().After(deadline) {
 			close(gate)
-			t.Fatalf("%d PUTs queued, want %d", d.QueueLength(), n)
+			t.Fatalf("%d writes queued, want %d", d.QueueLength(), len(writes))
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -88,7 +111,7 @@ func TestPostgresPlanPutBatchRoundTrips(t *testing.T) {
 	if err := <-held; err != nil {
 		t.Fatal(err)
 	}
-	for range n {
+	for range writes {
 		if err := <-results; err != nil {
 			t.Fatal(err)
 		}
@@ -96,12 +119,11 @@ func TestPostgresPlanPutBatchRoundTrips(t *testing.T) {
 	// The held write's one (BEGIN, its locks and COMMIT), then the
 	// batch's two.
 	if trips := d.RoundTrips() - before; trips != 3 {
-		t.Errorf("the held write and a batch of %d PUTs took %d round trips, want 1 + 2", n, trips)
+		t.Errorf("the held write and a batch of %d plan writes took %d round trips, want 1 + 2", len(writes), trips)
 	}
-	for i := range n {
-		p, err := st.Get(ctx, fmt.Sprintf("p%d", i))
-		if err != nil || p.Content != fmt.Sprintf("# two of p%d", i) || p.Revision != 2 {
-			t.Errorf("p%d after the batch: %+v, %v", i, p, err)
+	for _, w := range writes {
+		if p, err := st.Get(ctx, w.name); !w.after(p, err) {
+			t.Errorf("%s after the batch: %+v, %v", w.name, p, err)
 		}
 	}
 }

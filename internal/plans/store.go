@@ -149,6 +149,14 @@ func loadHead(q db.Querier, name string) (*head, error) {
 	return h, err
 }
 
+// headQuery is loadHead's read. A keyed write that reads it first declares
+// it (db.WriteKeyedReading), so that PostgreSQL may send it ahead with the
+// start of the write's batch.
+func headQuery(name string) db.Query {
+	q, _ := new(headRow).query(name, Change{})
+	return q
+}
+
 // loadHeadFor is loadHead for a write of ch, in one query. When ch
 // replaces the steps (next, not nil) it also reads the plan's steps: such a
 // write compares them with the old ones when next would execute a step
@@ -370,7 +378,7 @@ func (st *Store) SetStatus(ctx context.Context, name, status string, pre revisio
 		return nil, err
 	}
 	var out *StatusView
-	err := st.db.WriteKeyed(ctx, planKey(name), func(tx *db.Tx) error {
+	err := st.db.WriteKeyedReading(ctx, planKey(name), headQuery(name), func(tx *db.Tx) error {
 		h, err := loadHead(tx, name)
 		if err != nil {
 			return err
@@ -529,8 +537,8 @@ func (st *Store) Delete(ctx context.Context, name string, pre revision.Precondit
 		return err
 	}
 	// Keyed: what goes with the plan (history, contents, leases, reports)
-	// is its own, and so is its revision floor.
-	return st.db.WriteKeyed(ctx, planKey(name), func(tx *db.Tx) error {
+	// is its own, and so is its revision floor. Its head is its first read.
+	return st.db.WriteKeyedReading(ctx, planKey(name), headQuery(name), func(tx *db.Tx) error {
 		h, err := loadHead(tx, name)
 		if err != nil {
 			return err
