@@ -9,3 +9,6 @@ var Migrated = migrated
 
 // MigratedWith is migratedWith, for tests outside the package.
 var MigratedWith = migratedWith
+
+// KeyedBatch is keyedBatch, for tests outside the package.
+var KeyedBatch = keyedBatch

@@ -148,21 +148,6 @@ func TestPostgresUndoneKeyedWriteLeavesNoEvent(t *testing.T) {
 			return fail
 		}
 	}
-	// The one keyed writer is held, so the writes queued meanwhile share
-	// the next batch.
-	running, gate := make(chan struct{}), make(chan struct{})
-	var release sync.Once
-	open := func() { release.Do(func() { close(gate) }) }
-	t.Cleanup(open)
-	held := make(chan error, 1)
-	go func() {
-		held <- d.WriteKeyed(ctx, Key{Kind: "plan", Name: "held"}, func(tx *Tx) error {
-			close(running)
-			<-gate
-			return write("held", 0, nil)(tx)
-		})
-	}()
-	<-running
 	refused := errors.New("refused")
 	writes := []struct {
 		plan string
@@ -176,20 +161,15 @@ func TestPostgresUndoneKeyedWriteLeavesNoEvent(t *testing.T) {
 		{"p5", 4, nil}, // k 4 is taken: found with the commit
 		{"p6", 6, nil},
 	}
-	results := make([]chan error, len(writes))
+	// The one keyed writer is held, so the writes queued meanwhile share
+	// the next batch.
+	queued := make([]func() error, len(writes))
 	for i, w := range writes {
-		results[i] = make(chan error, 1)
-		go func() {
-			results[i] <- d.WriteKeyed(ctx, Key{Kind: "plan", Name: w.plan}, write(w.plan, w.k, w.fail))
-		}()
-		waitQueued(t, d, i+1)
+		queued[i] = func() error { return d.WriteKeyed(ctx, Key{Kind: "plan", Name: w.plan}, write(w.plan, w.k, w.fail)) }
 	}
-	open()
-	if err := <-held; err != nil {
-		t.Fatal(err)
-	}
+	errs, _ := keyedBatch(t, d, write("held", 0, nil), queued)
 	for i, w := range writes {
-		err := <-results[i]
+		err := errs[i]
 		switch w.plan {
 		case "p2":
 			if !errors.Is(err, refused) {
@@ -312,24 +292,30 @@ func TestPostgresKeyedWritesLoseNothing(t *testing.T) {
 	}
 }
 
-// keyedBatch runs writes as one batch of the one keyed writer of d: it
-// holds the writer with a write of its own (one round trip: it only
-// writes), queues the writes in order meanwhile, then lets them run. It
-// returns each write's outcome and the round trips of the two batches.
-func keyedBatch(t *testing.T, d *DB, writes []func() error) ([]error, int64) {
+// keyedBatch runs writes as one batch of the one keyed writer of d: a
+// keyed write of its own, held, holds the writer while the writes queue
+// in order, then lets them run. It returns each write's outcome and the
+// round trips from the held write's start to the end of the writes.
+// heldKV is the held write of keyedBatch for the tests of kv: one round
+// trip, since it only writes.
+func heldKV(tx *Tx) error {
+	_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (-1, 'held') ON CONFLICT (k) DO NOTHING`)
+	return err
+}
+
+func keyedBatch(t *testing.T, d *DB, held func(tx *Tx) error, writes []func() error) ([]error, int64) {
 	t.Helper()
 	before := d.locks.trips.Load()
 	running, gate := make(chan struct{}), make(chan struct{})
 	var release sync.Once
 	open := func() { release.Do(func() { close(gate) }) }
 	t.Cleanup(open)
-	held := make(chan error, 1)
+	heldDone := make(chan error, 1)
 	go func() {
-		held <- d.WriteKeyed(context.Background(), Key{Kind: "test", Name: "held"}, func(tx *Tx) error {
+		heldDone <- d.WriteKeyed(context.Background(), Key{Kind: "test", Name: "held"}, func(tx *Tx) error {
 			close(running)
 			<-gate
-			_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (-1, 'held') ON CONFLICT (k) DO NOTHING`)
-			return err
+			return held(tx)
 		})
 	}()
 	<-running
@@ -340,7 +326,7 @@ func keyedBatch(t *testing.T, d *DB, writes []func() error) ([]error, int64) {
 		waitQueued(t, d, i+1)
 	}
 	open()
-	if err := <-held; err != nil {
+	if err := <-heldDone; err != nil {
 		t.Fatal(err)
 	}
 	errs := make([]error, len(writes))
@@ -403,7 +389,7 @@ func TestPostgresKeyedReadsGoAhead(t *testing.T) {
 	}
 
 	t.Run("distinct keys", func(t *testing.T) {
-		errs, trips := keyedBatch(t, d, []func() error{
+		errs, trips := keyedBatch(t, d, heldKV, []func() error{
 			rmw(1, "a", "a1"), rmw(2, "b", "b1"), rmw(3, "c", "c1"), rmw(4, "d", "d1"), rmw(5, "(none)", "e1"), rmw(6, "f", "f1"),
 		})
 		for i, err := range errs {
@@ -420,7 +406,7 @@ func TestPostgresKeyedReadsGoAhead(t *testing.T) {
 
 	t.Run("reads of their own", func(t *testing.T) {
 		refused := errors.New("refused")
-		errs, _ := keyedBatch(t, d, []func() error{
+		errs, _ := keyedBatch(t, d, heldKV, []func() error{
 			rmw(1, "a1", "a2"),
 			rmw(1, "a2", "a3"), // key 1 again: sees the write before it
 			declaring(2, readV, func(tx *Tx) error { // something else first: sees its own change
@@ -480,7 +466,7 @@ func TestPostgresKeyedReadsGoAhead(t *testing.T) {
 
 	t.Run("a declared read that fails", func(t *testing.T) {
 		bad := `SELECT v::int FROM kv WHERE k = ?` // 'f2' is no integer
-		errs, _ := keyedBatch(t, d, []func() error{
+		errs, _ := keyedBatch(t, d, heldKV, []func() error{
 			rmw(1, "a3", "a4"),
 			declaring(6, bad, func(tx *Tx) error {
 				var v int

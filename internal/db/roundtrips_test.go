@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
@@ -84,41 +83,19 @@ func TestPostgresPlanWriteBatchRoundTrips(t *testing.T) {
 		}
 	}
 	// A keyed write holds the one keyed writer while the writes queue.
-	before := d.RoundTrips()
-	running, gate := make(chan struct{}), make(chan struct{})
-	held := make(chan error, 1)
-	go func() {
-		held <- d.WriteKeyed(ctx, db.Key{Kind: "test", Name: "held"}, func(tx *db.Tx) error {
-			close(running)
-			<-gate
-			return nil
-		})
-	}()
-	<-running
-	results := make(chan error, len(writes))
-	for _, w := range writes {
-		go func() { results <- w.write(w.name) }()
+	queued := make([]func() error, len(writes))
+	for i, w := range writes {
+		queued[i] = func() error { return w.write(w.name) }
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for d.QueueLength() < len(writes) {
-		if time.Now().After(deadline) {
-			close(gate)
-			t.Fatalf("%d writes queued, want %d", d.QueueLength(), len(writes))
-		}
-		time.Sleep(time.Millisecond)
-	}
-	close(gate)
-	if err := <-held; err != nil {
-		t.Fatal(err)
-	}
-	for range writes {
-		if err := <-results; err != nil {
-			t.Fatal(err)
+	errs, trips := db.KeyedBatch(t, d, func(*db.Tx) error { return nil }, queued)
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("%s: %v", writes[i].name, err)
 		}
 	}
 	// The held write's one (BEGIN, its locks and COMMIT), then the
 	// batch's two.
-	if trips := d.RoundTrips() - before; trips != 3 {
+	if trips != 3 {
 		t.Errorf("the held write and a batch of %d plan writes took %d round trips, want 1 + 2", len(writes), trips)
 	}
 	for _, w := range writes {
