@@ -100,6 +100,31 @@ func (b *bench) compare(ctx context.Context, scenario, baseline side) {
 	b.rows = append(b.rows, r)
 }
 
+// compareAll is compare for a scenario and several baselines measured in
+// the same rounds: after a warm-up of each side, every round measures each
+// side once, the order turning by one each round so that no side always
+// runs after the same one. It adds one row per baseline, each holding the
+// scenario's runs of the same rounds, so every ratio is still the
+// scenario's rate over a baseline's of one round.
+func (b *bench) compareAll(ctx context.Context, scenario side, baselines []side) {
+	b.note("%s  vs  %d baselines in the same rounds", scenario.name, len(baselines))
+	all := append(slices.Clone(baselines), scenario)
+	warm := max(b.o.duration/4, 200*time.Millisecond)
+	for _, s := range all {
+		b.measure(ctx, s, warm, false)
+	}
+	runs := make([][]sample, len(all))
+	for round := 0; round < b.o.rounds; round++ {
+		for k := range all {
+			i := (k + round) % len(all)
+			runs[i] = append(runs[i], b.measure(ctx, all[i], b.o.duration, round == 0 && i == len(all)-1))
+		}
+	}
+	for k, base := range baselines {
+		b.rows = append(b.rows, row{name: scenario.name, runs: runs[len(all)-1], baseline: base.name, base: runs[k]})
+	}
+}
+
 // spread is the median of some figures and their range.
 type spread struct{ median, lo, hi float64 }
 

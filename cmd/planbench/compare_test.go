@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -137,5 +139,46 @@ func TestTeamIsOptIn(t *testing.T) {
 	}
 	if err := run([]string{"-only", "team", "-team-scale", "2"}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "-team-scale") {
 		t.Errorf("-team-scale 2: %v, want an error naming it", err)
+	}
+}
+
+// compareAll measures every side once a round, turning the order each
+// round, and pairs the scenario's runs with each baseline's of the same
+// rounds.
+func TestCompareAllTurnsTheOrderAndPairsRounds(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		order []string
+	)
+	sideOf := func(name string, perOp time.Duration) side {
+		return side{name: name, workers: 1, op: func(ctx context.Context, w, i int) error {
+			if i == 0 { // the first op of a measured run
+				mu.Lock()
+				order = append(order, name)
+				mu.Unlock()
+			}
+			time.Sleep(perOp)
+			return nil
+		}}
+	}
+	b := &bench{o: options{duration: 20 * time.Millisecond, rounds: 3}, note: func(string, ...any) {}}
+	b.compareAll(context.Background(), sideOf("S", 2*time.Millisecond),
+		[]side{sideOf("A", time.Millisecond), sideOf("B", 4*time.Millisecond)})
+	// Three warm-ups, then rounds A B S, B S A, S A B.
+	want := []string{"A", "B", "S", "A", "B", "S", "B", "S", "A", "S", "A", "B"}
+	if !slices.Equal(order, want) {
+		t.Errorf("order %v, want %v", order, want)
+	}
+	if len(b.rows) != 2 || b.rows[0].baseline != "A" || b.rows[1].baseline != "B" || b.rows[0].name != "S" {
+		t.Fatalf("rows %+v", b.rows)
+	}
+	for _, r := range b.rows {
+		if len(r.runs) != 3 || len(r.base) != 3 {
+			t.Fatalf("row %s: %d runs, %d baseline runs", r.baseline, len(r.runs), len(r.base))
+		}
+	}
+	// A op takes 1 ms, S 2 ms, B 4 ms: S ÷ A about 0.5, S ÷ B about 2.
+	if a, bb := b.rows[0].ratios().median, b.rows[1].ratios().median; !(a < 0.8 && bb > 1.3) {
+		t.Errorf("S ÷ A %.2f, S ÷ B %.2f; want about 0.5 and 2", a, bb)
 	}
 }

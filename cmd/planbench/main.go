@@ -40,7 +40,10 @@ func main() {
 }
 
 // sections are the parts of a run, in the order they run (-only picks some).
-var sections = []string{"writes", "reads", "pages", "wal", "subscribers", "hooks", "webhooks", "signin", "postgres", "team"}
+var sections = []string{"writes", "reads", "pages", "wal", "subscribers", "hooks", "webhooks", "signin", "raw", "postgres", "isolation", "team"}
+
+// pgSections run only on a PostgreSQL server (-postgres).
+var pgSections = []string{"raw", "postgres", "isolation"}
 
 // optIn are the sections that run only when -only names them: they take
 // minutes (team seeds a million events), too long for every make bench.
@@ -138,8 +141,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 			o.only = append(o.only, s)
 		}
 	}
-	if o.runs("postgres") && len(o.only) > 0 && o.postgres == "" {
-		return fmt.Errorf("-only postgres needs -postgres or PLANSERVER_BENCH_POSTGRES")
+	for _, s := range pgSections {
+		if o.runs(s) && len(o.only) > 0 && o.postgres == "" {
+			return fmt.Errorf("-only %s needs -postgres or PLANSERVER_BENCH_POSTGRES", s)
+		}
 	}
 	server, client, alreadyPinned, err := pinned()
 	switch {
@@ -262,9 +267,9 @@ func (b *bench) all(ctx context.Context) error {
 			return fmt.Errorf("sign-in scenario: %w", err)
 		}
 	}
-	if b.o.runs("postgres") && b.o.postgres != "" {
-		if err := b.benchPostgres(ctx); err != nil {
-			return fmt.Errorf("PostgreSQL scenarios: %w", err)
+	if b.o.postgres != "" && slices.ContainsFunc(pgSections, b.o.runs) {
+		if err := b.postgresSections(ctx); err != nil {
+			return err
 		}
 	}
 	if b.o.runs("team") {

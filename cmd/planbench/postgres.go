@@ -26,7 +26,8 @@ import (
 
 // The PostgreSQL scenarios (-postgres URL, or PLANSERVER_BENCH_POSTGRES):
 // the conditional PUT through one, two and three replicas of one database
-// against a raw pgx upsert of the same row taken in the same run, GET
+// against the fastest raw pgx shape of the same durable work (rawshapes.go)
+// taken in the same run, GET
 // through three replicas, the write transaction under the advisory lock
 // against SERIALIZABLE with retries and against row locks without the
 // global lock, and the delay from a commit on one replica to its delivery
@@ -75,7 +76,10 @@ func (b *pgBench) close() {
 	_ = b.admin.Close(context.Background())
 }
 
-func (b *bench) benchPostgres(ctx context.Context) error {
+// postgresSections runs the sections on PostgreSQL that -only asks for
+// (raw, postgres, isolation) on one server, each scenario on a database of
+// its own.
+func (b *bench) postgresSections(ctx context.Context) error {
 	pg, err := newPGBench(ctx, b.o.postgres)
 	if err != nil {
 		return err
@@ -86,12 +90,29 @@ func (b *bench) benchPostgres(ctx context.Context) error {
 		return err
 	}
 	b.notes = append(b.notes, "PostgreSQL "+version)
-
-	rawURL, err := pg.database(ctx, "raw")
-	if err != nil {
-		return err
+	if b.o.runs("raw") {
+		if err := b.rawSection(ctx, pg); err != nil {
+			return fmt.Errorf("raw shapes: %w", err)
+		}
 	}
-	raw, closeRaw, err := rawPostgres(ctx, b.o, rawURL)
+	if b.o.runs("postgres") {
+		if err := b.benchPostgres(ctx, pg); err != nil {
+			return fmt.Errorf("PostgreSQL scenarios: %w", err)
+		}
+	}
+	if b.o.runs("isolation") {
+		if err := b.isolation(ctx, pg); err != nil {
+			return fmt.Errorf("isolation experiment: %w", err)
+		}
+	}
+	return nil
+}
+
+// benchPostgres is the postgres section: PUT through 1, 2 and 3 replicas
+// against the raw baseline (rawShapes[postgresBaseline]), GET through 3
+// against chi, the commit-to-stream delay, and 3 replicas against 1.
+func (b *bench) benchPostgres(ctx context.Context, pg *pgBench) error {
+	raw, closeRaw, err := b.rawBaseline(ctx, pg)
 	if err != nil {
 		return err
 	}
@@ -127,10 +148,13 @@ func (b *bench) benchPostgres(ctx context.Context) error {
 	if err := b.replicasAgainstOne(ctx, pg); err != nil {
 		return err
 	}
-	if err := b.stepMovesAgainstOne(ctx, pg); err != nil {
-		return err
-	}
+	return b.stepMovesAgainstOne(ctx, pg)
+}
 
+// isolation is the isolation section: planserver's write transaction in
+// raw pgx under the advisory lock against SERIALIZABLE with retries and
+// against row locks (isolationExperiment).
+func (b *bench) isolation(ctx context.Context, pg *pgBench) error {
 	// Writers: one per replica, as planserver runs (each replica's
 	// committer holds one connection), and one per client connection.
 	// Each shape is compared with the advisory lock, planserver's choice.
@@ -302,43 +326,6 @@ func basesOf(srvs []*process) []string {
 		out = append(out, s.base)
 	}
 	return out
-}
-
-// rawPostgres is the database baseline for writes on PostgreSQL, as
-// rawSQLite is for SQLite: in one transaction read the revision, upsert the
-// 2 KiB document, commit, from as many connections as the HTTP scenarios
-// use, each on its own row.
-func rawPostgres(ctx context.Context, o options, dsn string) (side, func(), error) {
-	cfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		return side{}, nil, err
-	}
-	cfg.MaxConns = int32(o.concurrency)
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return side{}, nil, err
-	}
-	if _, err := pool.Exec(ctx, `CREATE TABLE plans (name TEXT COLLATE "C" PRIMARY KEY, revision BIGINT NOT NULL, content TEXT NOT NULL)`); err != nil {
-		pool.Close()
-		return side{}, nil, err
-	}
-	content := string(fixedDoc(2048))
-	return side{
-		name: fmt.Sprintf("raw pgx upsert (%d conns)", o.concurrency),
-		op: func(ctx context.Context, w, i int) error {
-			name := fmt.Sprintf("plan-%d", w)
-			return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-				var rev int64
-				err := tx.QueryRow(ctx, `SELECT revision FROM plans WHERE name = $1`, name).Scan(&rev)
-				if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-					return err
-				}
-				_, err = tx.Exec(ctx, `INSERT INTO plans (name, revision, content) VALUES ($1, $2, $3)
-					ON CONFLICT (name) DO UPDATE SET revision = excluded.revision, content = excluded.content`, name, rev+1, content)
-				return err
-			})
-		},
-	}, pool.Close, nil
 }
 
 // notifyDelay writes n sessions through writer, one every 10 ms, while a
