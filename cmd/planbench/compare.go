@@ -97,7 +97,17 @@ func (b *bench) compare(ctx context.Context, scenario, baseline side) {
 		r.base = append(r.base, b.measure(ctx, baseline, b.o.duration, false))
 		r.runs = append(r.runs, b.measure(ctx, scenario, b.o.duration, round == 0))
 	}
+	b.addRow(r)
+}
+
+// addRow adds a row to the report and says its figures on the progress
+// output at once, so that a run cut off by a time limit (a lent machine's)
+// has said what it measured before it was stopped.
+func (b *bench) addRow(r row) {
 	b.rows = append(b.rows, r)
+	rate, base, ratio := figures(r.runs, rateOf), figures(r.base, rateOf), r.ratios()
+	b.note("  = %.0f req/s ÷ %.0f req/s: %.2f (%.2f–%.2f), p99 %s", rate.median, base.median,
+		ratio.median, ratio.lo, ratio.hi, fmtDur(time.Duration(figures(r.runs, p99Of).median)))
 }
 
 // compareAll is compare for a scenario and several baselines measured in
@@ -121,7 +131,8 @@ func (b *bench) compareAll(ctx context.Context, scenario side, baselines []side)
 		}
 	}
 	for k, base := range baselines {
-		b.rows = append(b.rows, row{name: scenario.name, runs: runs[len(all)-1], baseline: base.name, base: runs[k]})
+		b.note("  %s", base.name)
+		b.addRow(row{name: scenario.name, runs: runs[len(all)-1], baseline: base.name, base: runs[k]})
 	}
 }
 

@@ -191,6 +191,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	defer os.RemoveAll(dir)
 
+	stopOnSignal(stderr)
 	ctx := context.Background()
 	b := &bench{o: o, c: newClient(o.concurrency), dir: dir,
 		note: func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -76,7 +77,8 @@ func (o options) start(label, base, ready, prog string, args ...string) (*proces
 	if err := p.cmd.Start(); err != nil {
 		return nil, err
 	}
-	go func() { _ = p.cmd.Wait(); close(p.exited) }()
+	started.Store(p, struct{}{})
+	go func() { _ = p.cmd.Wait(); started.Delete(p); close(p.exited) }()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		if resp, err := http.Get(p.base + ready); err == nil {
@@ -93,6 +95,37 @@ func (o options) start(label, base, ready, prog string, args ...string) (*proces
 	}
 	p.stop()
 	return nil, fmt.Errorf("%s not ready: %s", filepath.Base(prog), p.stderr.String())
+}
+
+// started holds the server processes still running, for stopOnSignal.
+var started sync.Map // *process → struct{}
+
+// stopOnSignal ends planbench on SIGTERM or SIGINT (a time limit's
+// timeout, Ctrl-C) and kills the servers it started first: left behind,
+// they would hold their connections and ports, and their CPUs, into
+// whatever runs next on the machine. What was measured until then is on
+// the progress output already (bench.addRow).
+func stopOnSignal(stderr io.Writer) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		s := <-sig
+		n := killStarted()
+		fmt.Fprintf(stderr, "planbench: stopped by %v; killed %d server process(es); the rows measured so far are above\n", s, n)
+		os.Exit(1)
+	}()
+}
+
+// killStarted kills every server process still running and says how many.
+func killStarted() int {
+	n := 0
+	started.Range(func(k, _ any) bool {
+		if k.(*process).cmd.Process.Kill() == nil {
+			n++
+		}
+		return true
+	})
+	return n
 }
 
 func freeAddr() (string, error) {
