@@ -44,6 +44,8 @@ type rawShape struct {
 	// writers, for group commit, is how many connections commit the
 	// batches; 0: each worker commits its own writes.
 	writers int
+	// set: a group committer sends a batch as one statement (setUpsert).
+	set bool
 	// op is one write of worker w through t.
 	op func(ctx context.Context, t *rawTable, w int) error
 }
@@ -56,6 +58,7 @@ var rawShapes = []rawShape{
 	{name: "raw pgx: one checked upsert, autocommit, 1 round trip", op: oneStatement},
 	{name: "raw pgx: group commit", writers: 1, op: groupCommit},
 	{name: "raw pgx: group commit", writers: 4, op: groupCommit},
+	{name: "raw pgx: group commit, one statement a batch", writers: 1, set: true, op: groupCommit},
 	{name: "raw pgx, diagnostic: BEGIN, read, upsert, COMMIT on pgxpool's default pool", diagnostic: true, conns: -1, op: txnFour},
 	{name: "raw pgx, diagnostic: BEGIN, read, upsert, COMMIT, every worker on one row", diagnostic: true, shared: true, op: oneRow},
 }
@@ -71,7 +74,7 @@ type rawTable struct {
 	content string
 	revs    []int64 // the revision worker w last wrote to plan-w (0: none yet)
 	// The statements, on this shape's table.
-	read, upsert, checked string
+	read, upsert, checked, checkedSet string
 	// queue carries the writes to the group committers (writers > 0).
 	queue chan *pendingWrite
 }
@@ -123,6 +126,12 @@ func (s rawShape) open(ctx context.Context, dsn, table string, workers int) (*ra
 		checked: `INSERT INTO ` + table + ` AS t (name, revision, content) VALUES ($1, $2::bigint + 1, $3)
 			ON CONFLICT (name) DO UPDATE SET revision = excluded.revision, content = excluded.content
 			WHERE t.revision = $2 RETURNING revision`,
+		// The same for many rows at once: $1 the names, $2 the expected
+		// revisions, $3 the contents.
+		checkedSet: `INSERT INTO ` + table + ` AS t (name, revision, content)
+			SELECT name, expect + 1, content FROM unnest($1::text[], $2::bigint[], $3::text[]) AS w(name, expect, content)
+			ON CONFLICT (name) DO UPDATE SET revision = excluded.revision, content = excluded.content
+			WHERE t.revision = excluded.revision - 1 RETURNING name, revision`,
 	}
 	if s.writers == 0 {
 		return t, pool.Close, nil
@@ -134,7 +143,7 @@ func (s rawShape) open(ctx context.Context, dsn, table string, workers int) (*ra
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			t.commitBatches(stop)
+			t.commitBatches(stop, s.set)
 		}()
 	}
 	return t, func() { close(stop); wg.Wait(); pool.Close() }, nil
@@ -273,13 +282,15 @@ func groupCommit(ctx context.Context, t *rawTable, w int) error {
 	return nil
 }
 
-// commitBatches is one group committer: it takes the first waiting write,
-// every other write already waiting, and sends them as one pgx batch of
-// checked upserts, one round trip and one implicit transaction; each write
-// hears its outcome after the batch's Sync has been answered, that is
-// after the commit has flushed. A write whose check fails writes nothing
-// and fails alone; an error fails the batch.
-func (t *rawTable) commitBatches(stop <-chan struct{}) {
+// commitBatches is one group committer: it takes the first waiting write
+// and every other write already waiting (but a second write of a row
+// already in the batch, which waits for the next), and commits them in
+// one round trip and one implicit transaction: as one pgx batch of checked
+// upserts, or, set, as one checked upsert of all of them (setUpsert).
+// Each write hears its outcome after the batch's Sync has been answered,
+// that is after the commit has flushed. A write whose check fails writes
+// nothing and fails alone; an error fails the batch.
+func (t *rawTable) commitBatches(stop <-chan struct{}, set bool) {
 	ctx := context.Background()
 	conn, err := t.pool.Acquire(ctx)
 	if err != nil {
@@ -293,43 +304,96 @@ func (t *rawTable) commitBatches(stop <-chan struct{}) {
 		}
 	}
 	defer conn.Release()
+	var next *pendingWrite // the write that waits for the next batch
 	for {
-		var batch []*pendingWrite
-		select {
-		case p := <-t.queue:
-			batch = append(batch, p)
-		case <-stop:
-			return
+		if next == nil {
+			select {
+			case next = <-t.queue:
+			case <-stop:
+				return
+			}
 		}
+		batch := []*pendingWrite{next}
+		rows := map[string]bool{next.name: true}
+		next = nil
 	gather:
 		for len(batch) < cap(t.queue) {
 			select {
 			case p := <-t.queue:
+				if rows[p.name] {
+					next = p
+					break gather
+				}
+				rows[p.name] = true
 				batch = append(batch, p)
 			default:
 				break gather
 			}
 		}
-		var b pgx.Batch
-		for _, p := range batch {
-			b.Queue(t.checked, p.name, p.expect, t.content)
+		var errs []error
+		if set {
+			errs = t.setUpsert(ctx, conn, batch)
+		} else {
+			errs = t.upsertEach(ctx, conn, batch)
 		}
-		br := conn.SendBatch(ctx, &b)
-		errs := make([]error, len(batch))
 		for i, p := range batch {
-			errs[i] = br.QueryRow().Scan(&p.rev)
-			if errors.Is(errs[i], pgx.ErrNoRows) {
-				errs[i] = fmt.Errorf("%s not at revision %d: %w", p.name, p.expect, errStale)
-			}
-		}
-		cerr := br.Close()
-		for i, p := range batch {
-			if cerr != nil {
-				errs[i] = cerr
-			}
 			p.done <- errs[i]
 		}
 	}
+}
+
+// upsertEach commits a batch as one checked upsert per write.
+func (t *rawTable) upsertEach(ctx context.Context, conn *pgxpool.Conn, batch []*pendingWrite) []error {
+	var b pgx.Batch
+	for _, p := range batch {
+		b.Queue(t.checked, p.name, p.expect, t.content)
+	}
+	br := conn.SendBatch(ctx, &b)
+	errs := make([]error, len(batch))
+	for i, p := range batch {
+		errs[i] = br.QueryRow().Scan(&p.rev)
+		if errors.Is(errs[i], pgx.ErrNoRows) {
+			errs[i] = fmt.Errorf("%s not at revision %d: %w", p.name, p.expect, errStale)
+		}
+	}
+	if err := br.Close(); err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+	}
+	return errs
+}
+
+// setUpsert commits a batch as one statement: the checked upsert of every
+// write's row, revision and content, passed as arrays. A row one statement
+// may upsert only once, which commitBatches sees to; the rows it returns
+// are the writes that passed their check.
+func (t *rawTable) setUpsert(ctx context.Context, conn *pgxpool.Conn, batch []*pendingWrite) []error {
+	names, expect, contents := make([]string, len(batch)), make([]int64, len(batch)), make([]string, len(batch))
+	for i, p := range batch {
+		names[i], expect[i], contents[i] = p.name, p.expect, t.content
+	}
+	errs := make([]error, len(batch))
+	rows, err := conn.Query(ctx, t.checkedSet, names, expect, contents)
+	if err == nil {
+		done := make(map[string]int64, len(batch))
+		var name string
+		var rev int64
+		_, err = pgx.ForEachRow(rows, []any{&name, &rev}, func() error { done[name] = rev; return nil })
+		for i, p := range batch {
+			rev, ok := done[p.name]
+			if !ok {
+				errs[i] = fmt.Errorf("%s not at revision %d: %w", p.name, p.expect, errStale)
+			}
+			p.rev = rev
+		}
+	}
+	if err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+	}
+	return errs
 }
 
 // oneRow is txnFour with every worker on the row plan-0 and no check

@@ -105,3 +105,50 @@ func TestPostgresBaselineIsCorrect(t *testing.T) {
 		t.Errorf("the baseline %q is a diagnostic", s.name)
 	}
 }
+
+// A group committer puts at most one write of a row in a batch: a second
+// one waits for the next, where its check sees the first. Sent as one
+// statement, two writes of one row would fail the whole batch ("cannot
+// affect row a second time"); sent as upserts one after the other, the
+// second would see the first anyway.
+func TestGroupCommitBatchesOneWriteOfARow(t *testing.T) {
+	dbtest.RequirePostgres(t)
+	ctx := context.Background()
+	dsn := dbtest.Fresh(t)
+	for k, s := range rawShapes {
+		if s.writers != 1 {
+			continue // one committer: the two writes commit in their order
+		}
+		t.Run(fmt.Sprint(k), func(t *testing.T) {
+			tab, closeShape, err := s.open(ctx, dsn, fmt.Sprintf("dup_%d", k), 16)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer closeShape()
+			rev := int64(0)
+			for round := range 20 {
+				// Others' writes keep the committer busy while the two
+				// writes of plan-0 queue behind them, one after the other.
+				var others []*pendingWrite
+				for w := 1; w < 8; w++ {
+					p := &pendingWrite{name: rowName(w), expect: int64(round), done: make(chan error, 1)}
+					others = append(others, p)
+					tab.queue <- p
+				}
+				first := &pendingWrite{name: rowName(0), expect: rev, done: make(chan error, 1)}
+				second := &pendingWrite{name: rowName(0), expect: rev + 1, done: make(chan error, 1)}
+				tab.queue <- first
+				tab.queue <- second
+				for _, p := range append(others, first, second) {
+					if err := <-p.done; err != nil {
+						t.Fatalf("round %d, %s expecting %d: %v", round, p.name, p.expect, err)
+					}
+				}
+				if second.rev != rev+2 {
+					t.Fatalf("round %d: the second write left revision %d, want %d", round, second.rev, rev+2)
+				}
+				rev = second.rev
+			}
+		})
+	}
+}
