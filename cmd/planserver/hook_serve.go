@@ -24,8 +24,8 @@ func hookConfig(cfg *config) (planhttp.HookConfig, error) {
 	}
 	hc := planhttp.HookConfig{
 		Classify: func(cmd string) (bool, string) {
-			v := shellclass.Classify(cmd, table)
-			return v.ReadOnly, v.Reason
+			v := shellclass.Strict(cmd, table)
+			return v.Allowed, v.Reason
 		},
 	}
 	for _, n := range strings.Split(cfg.HookMCPServers, ",") {

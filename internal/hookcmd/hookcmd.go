@@ -138,8 +138,8 @@ func hookLocalPolicy(shellReadOnly string) hooks.Policy {
 		table = shellclass.DefaultTable()
 	}
 	return hooks.Policy{Classify: func(cmd string) (bool, string) {
-		v := shellclass.Classify(cmd, table)
-		return v.ReadOnly, v.Reason
+		v := shellclass.Strict(cmd, table)
+		return v.Allowed, v.Reason
 	}}
 }
 

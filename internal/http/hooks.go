@@ -22,8 +22,8 @@ import (
 
 // HookConfig is how POST /v1/hooks/{host} judges shell commands.
 type HookConfig struct {
-	// Classify proves shell commands read-only; nil is shellclass with its
-	// default table.
+	// Classify judges shell commands where nothing else does; nil is
+	// shellclass.Strict with its default table.
 	Classify hooks.Classifier
 	// Sandbox is the read-only sandbox a command that is not proven
 	// read-only runs in, where the host can rewrite its input.
@@ -59,8 +59,8 @@ func newHookRules(cfg HookConfig) hookRules {
 	if classify == nil {
 		table := shellclass.DefaultTable()
 		classify = func(cmd string) (bool, string) {
-			v := shellclass.Classify(cmd, table)
-			return v.ReadOnly, v.Reason
+			v := shellclass.Strict(cmd, table)
+			return v.Allowed, v.Reason
 		}
 	}
 	r.policy = hooks.Policy{Classify: classify, Sandbox: cfg.Sandbox}

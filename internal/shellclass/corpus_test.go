@@ -2,23 +2,31 @@ package shellclass
 
 import (
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 )
 
-// corpusCase is one command of testdata/corpus.txt with its expected verdict.
+// corpusCase is one line of testdata/corpus.txt.
 type corpusCase struct {
-	line     int
-	readOnly bool
-	reason   string // a substring of the expected reason
-	command  string
+	line    int
+	command string
+	writes  bool
+	wReason string // a substring of Writes' reason, when it writes
+	allowed bool
+	sReason string // a substring of Strict's reason, when it refuses
 }
 
-// readCorpus parses testdata/corpus.txt: a case starts with a line
-// "== ro" or "== no: REASON SUBSTRING" (for ro, an optional ": REASON"),
-// and its command is every line up to the next "==" line, the final
-// newline removed. Lines starting with "#" before a case header are
-// comments.
+// readCorpus parses testdata/corpus.txt: one case a line, three fields
+// separated by tabs:
+//
+//	COMMAND <TAB> - | w: REASON <TAB> ok | no: REASON
+//
+// COMMAND is the text as it is, or q"…" for a Go-quoted string (a command
+// with a newline or a tab). "-" says Writes does not call it a writer,
+// "w: REASON" that it does with a reason containing REASON; "ok" says
+// Strict allows it, "no: REASON" that it refuses with a reason containing
+// REASON. Blank lines and lines starting with # are comments.
 func readCorpus(t testing.TB, path string) []corpusCase {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -26,57 +34,65 @@ func readCorpus(t testing.TB, path string) []corpusCase {
 		t.Fatal(err)
 	}
 	var cases []corpusCase
-	var cur *corpusCase
-	var body []string
-	flush := func() {
-		if cur != nil {
-			cur.command = strings.Join(body, "\n")
-			cases = append(cases, *cur)
-		}
-		cur, body = nil, nil
-	}
 	for i, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
-		if header, ok := strings.CutPrefix(line, "== "); ok {
-			flush()
-			verdict, reason, _ := strings.Cut(header, ":")
-			verdict = strings.TrimSpace(verdict)
-			if verdict != "ro" && verdict != "no" {
-				t.Fatalf("%s:%d: verdict %q: want ro or no", path, i+1, verdict)
-			}
-			cur = &corpusCase{line: i + 1, readOnly: verdict == "ro", reason: strings.TrimSpace(reason)}
-			if cur.reason == "" {
-				if !cur.readOnly {
-					t.Fatalf("%s:%d: a not-read-only case needs its reason", path, i+1)
-				}
-				cur.reason = ReadOnlyReason
-			}
+		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		if cur == nil {
-			if line != "" && !strings.HasPrefix(line, "#") {
-				t.Fatalf("%s:%d: text outside a case", path, i+1)
-			}
-			continue
+		fields := strings.Split(line, "\t")
+		if len(fields) != 3 {
+			t.Fatalf("%s:%d: want 3 tab-separated fields, got %d", path, i+1, len(fields))
 		}
-		body = append(body, line)
+		tc := corpusCase{line: i + 1, command: fields[0]}
+		if q, ok := strings.CutPrefix(fields[0], "q"); ok && strings.HasPrefix(q, `"`) {
+			if tc.command, err = strconv.Unquote(q); err != nil {
+				t.Fatalf("%s:%d: %v", path, i+1, err)
+			}
+		}
+		switch w := fields[1]; {
+		case w == "-":
+		case strings.HasPrefix(w, "w: ") && len(w) > 3:
+			tc.writes, tc.wReason = true, w[3:]
+		default:
+			t.Fatalf("%s:%d: Writes field %q: want - or w: REASON", path, i+1, w)
+		}
+		switch s := fields[2]; {
+		case s == "ok":
+			tc.allowed = true
+		case strings.HasPrefix(s, "no: ") && len(s) > 4:
+			tc.sReason = s[4:]
+		default:
+			t.Fatalf("%s:%d: Strict field %q: want ok or no: REASON", path, i+1, s)
+		}
+		if tc.writes && tc.allowed {
+			t.Fatalf("%s:%d: a writer cannot be allowed by Strict", path, i+1)
+		}
+		cases = append(cases, tc)
 	}
-	flush()
 	return cases
 }
 
-// TestCorpus classifies every command of the corpus and checks the
-// verdict and that the reason says what the corpus expects.
+// TestCorpus runs both jobs over every command of the corpus and checks
+// the verdicts and that each reason says what the corpus expects.
 func TestCorpus(t *testing.T) {
 	cases := readCorpus(t, "testdata/corpus.txt")
 	table := DefaultTable()
 	for _, tc := range cases {
-		v := Classify(tc.command, table)
-		if v.ReadOnly != tc.readOnly || !strings.Contains(v.Reason, tc.reason) {
-			t.Errorf("corpus.txt:%d: %q\n  got  read-only=%v %q\n  want read-only=%v, reason containing %q",
-				tc.line, tc.command, v.ReadOnly, v.Reason, tc.readOnly, tc.reason)
+		writes, why := Writes(tc.command)
+		if writes != tc.writes || !strings.Contains(why, tc.wReason) {
+			t.Errorf("corpus.txt:%d: Writes(%q) = %v %q, want %v with %q", tc.line, tc.command, writes, why, tc.writes, tc.wReason)
+		}
+		v := Strict(tc.command, table)
+		if v.Allowed != tc.allowed || (!tc.allowed && !strings.Contains(v.Reason, tc.sReason)) {
+			t.Errorf("corpus.txt:%d: Strict(%q) = %v %q, want %v with %q", tc.line, tc.command, v.Allowed, v.Reason, tc.allowed, tc.sReason)
+		}
+		if v.Allowed && v.Reason != StrictReason {
+			t.Errorf("corpus.txt:%d: allowed with reason %q", tc.line, v.Reason)
+		}
+		if !writes && why != "" {
+			t.Errorf("corpus.txt:%d: Writes says no with a reason %q", tc.line, why)
 		}
 	}
-	if len(cases) < 300 {
-		t.Errorf("the corpus has %d commands; it must keep at least 300", len(cases))
+	if len(cases) < 400 {
+		t.Errorf("the corpus has %d commands; it must keep at least 400", len(cases))
 	}
 }

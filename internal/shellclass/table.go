@@ -11,231 +11,107 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// Table is the read-only table: the commands a read-only command line may
-// run, with their subcommands and the flags that make them write. Build
-// one with DefaultTable, extend it with Extend or Apply, then share it: a
-// table is only read by Classify, so concurrent use is safe.
+// Table is the strict table: the commands Strict allows, each with the
+// options it refuses, and the variables a command line may set. Build one
+// with DefaultTable, extend it with Extend or Apply, then share it: Strict
+// only reads a table, so concurrent use is safe.
 type Table struct {
-	cmds     map[string]*rule
-	safeVars map[string]bool // upper-case variables assignments may set
+	cmds map[string]*rule
+	vars map[string]bool // variables assignments may set, besides LC_*
 }
 
-// rule is one command (or subcommand) on the table.
+// rule is one command (or an operator's subcommand) on the table.
 type rule struct {
-	// sub, when set, lists the subcommands allowed: the first operand
-	// (after pre) must be one of them. never gives the reason of known
-	// subcommands that are never read-only (git push: the network).
-	sub         map[string]*rule
-	never       map[string]string
-	subRequired bool
-	// pre consumes the options that come before the subcommand (git -C).
-	pre func(c *classifier, name string, args []arg) ([]arg, string)
-	// deny lists the flags that make the command write or run code.
+	// deny lists the options that write or run a program, matched the way
+	// getopt reads them (see scanDeny).
 	deny []flag
-	// harmless: no argument value can make the command write, so
-	// arguments the classifier cannot see are fine.
-	harmless bool
-	// noDashDash: "--" does not end the options (find's expression).
-	noDashDash bool
-	// check judges the arguments further (sed's script, dd's of=).
-	check func(c *classifier, name string, args []arg) string
+	// check judges the arguments with a parser of its own, for commands
+	// whose operands or option values matter (find, date, uniq, xxd).
+	check func(name string, args []string) string
+	// sub, for an operator's "kubectl get", lists the subcommands allowed:
+	// the first argument must be one of them.
+	sub map[string]*rule
 }
 
-// flag is a writing flag: "-o" is a short option, matched inside clusters
-// (-no); "--output" a long one, matched with =value and as an
-// abbreviation (--out); "-delete" a single-dash word, matched exactly.
+// harmless reports whether no argument can make the command write or run
+// anything: then a pathname pattern among its arguments (which could
+// expand to any file name, "-o" included) is allowed too.
+func (r *rule) harmless() bool { return len(r.deny) == 0 && r.check == nil && r.sub == nil }
+
+// flag is a refused option: "-o" a short one, matched anywhere in a
+// cluster (-no); "--output" a long one, matched with =value and as an
+// abbreviation (--out).
 type flag struct {
 	name string
 	why  string
 }
 
-func (r *rule) deniedFlag(v string) (flag, bool) {
-	for _, f := range r.deny {
-		switch {
-		case strings.HasPrefix(f.name, "--"):
-			if !strings.HasPrefix(v, "--") {
-				continue
-			}
-			given, _, _ := strings.Cut(v, "=")
-			// getopt_long and git accept any unambiguous prefix.
-			if given == f.name || (len(given) > 2 && strings.HasPrefix(f.name, given)) {
-				return f, true
-			}
-		case len(f.name) == 2:
-			if strings.HasPrefix(v, "--") {
-				continue
-			}
-			if strings.IndexByte(v[1:], f.name[1]) >= 0 {
-				return f, true
-			}
-		default:
-			if v == f.name {
-				return f, true
-			}
-		}
-	}
-	return flag{}, false
-}
-
-// notOnTable is the reason a command that is not on the table is not
-// read-only; known writers, interpreters and network clients say more.
-func (t *Table) notOnTable(name string, args []arg) string {
-	if why, ok := neverReadOnly[name]; ok {
-		if interpreters[name] {
-			for _, a := range args {
-				if a.known && a.val == "-c" {
-					return fmt.Sprintf("`%s -c` runs a command string, which cannot be proven read-only", name)
-				}
-			}
-		}
-		return fmt.Sprintf("`%s` %s", name, why)
-	}
-	return fmt.Sprintf("`%s` is not on the read-only table", name)
-}
-
 const (
-	whyNetwork = "talks to the network, which is never read-only"
-	whyWrites  = "can write files"
-	whyRuns    = "runs another program"
+	whyWritesFile = "writes a file"
+	whyRunsProg   = "runs a program"
 )
 
-// interpreters run code from a string or a file the classifier cannot judge.
-var interpreters = map[string]bool{
-	"bash": true, "sh": true, "dash": true, "zsh": true, "ksh": true, "mksh": true, "fish": true, "csh": true, "tcsh": true,
-	"python": true, "python2": true, "python3": true, "node": true, "nodejs": true, "deno": true, "bun": true,
-	"perl": true, "ruby": true, "php": true, "lua": true, "tclsh": true, "Rscript": true, "osascript": true, "pwsh": true,
-}
-
-// neverReadOnly names commands that Extend refuses to add, with the
-// reason they are not read-only.
-var neverReadOnly = func() map[string]string {
-	m := map[string]string{
-		"eval":    "runs a string as a command, which cannot be proven read-only",
-		"source":  "runs a file as commands, which cannot be proven read-only",
-		".":       "runs a file as commands, which cannot be proven read-only",
-		"exec":    "replaces the shell with another program, which cannot be proven read-only",
-		"builtin": "cannot be proven read-only",
-		"trap":    "sets a command to run later, which cannot be proven read-only",
-		"alias":   "changes what a name runs, so it cannot be proven read-only",
-		"sudo":    "runs a command as another user, which cannot be proven read-only",
-		"doas":    "runs a command as another user, which cannot be proven read-only",
-		"su":      "runs a command as another user, which cannot be proven read-only",
-		"tee":     "writes files",
-		"watch":   "runs a command string, which cannot be proven read-only",
-		"nohup":   "writes nohup.out",
-		"script":  "writes a typescript file",
-	}
-	for name := range interpreters {
-		m[name] = "runs a program, which cannot be proven read-only"
-	}
-	for _, name := range []string{"curl", "wget", "nc", "ncat", "netcat", "socat", "ssh", "scp", "sftp", "rsync",
-		"telnet", "ftp", "tftp", "http", "https", "xh", "aria2c", "ping", "dig", "nslookup", "host", "gh", "mosh"} {
-		m[name] = whyNetwork
-	}
-	return m
-}()
-
-// gitNetwork lists git's subcommands that talk to other machines.
-var gitNetwork = []string{"push", "fetch", "pull", "clone", "ls-remote", "send-email", "request-pull",
-	"fetch-pack", "send-pack", "archive", "svn", "p4", "cvsimport", "remote-ext", "remote-fd", "daemon", "http-fetch", "http-push"}
-
-// DefaultTable returns a new copy of the built-in read-only table.
+// DefaultTable returns a new copy of the built-in strict table.
+//
+// Every command on it is a program (or bash builtin) that, as its
+// documentation and source say, cannot write a file, run another program
+// or reach the network with the options left to it. Left off on purpose,
+// so refused: git (a repository's own configuration runs programs:
+// core.pager, core.fsmonitor, textconv, gpg.program; status and diff
+// rewrite the index), go (go version may download a toolchain), getent
+// (DNS), sed and awk (their programs are languages that write and run
+// commands; refusing a read beats letting a write through), man, less,
+// more (pagers run commands), tar, make, npm, every interpreter and every
+// command that runs another one (xargs, env, nice, timeout, stdbuf, time,
+// command, exec, sudo, watch). Also left off, in doubt: test and [ (-v
+// evaluates a subscript, which runs commands), read, set, zcat (runs
+// gzip), fd (-x), shuf (-o), yq (-i), hostname (sets the name), sleep and
+// yes (harmless but never needed to read), b2sum and the like (not asked
+// for).
 func DefaultTable() *Table {
-	t := &Table{cmds: map[string]*rule{}, safeVars: map[string]bool{}}
-	harmless := func(names ...string) {
-		for _, n := range names {
-			t.cmds[n] = &rule{harmless: true}
-		}
+	t := &Table{cmds: map[string]*rule{}, vars: map[string]bool{}}
+	// Commands no option of which writes, runs a program or reaches the
+	// network (GNU coreutils, grep, util-linux, procps, jq, bash builtins).
+	for _, n := range []string{
+		"ls", "cat", "head", "tail", "wc", "stat", "du", "df", "realpath", "readlink", "basename", "dirname", "pwd",
+		"cmp", "comm", "strings", "od", "hexdump", "grep", "egrep", "fgrep",
+		"cut", "tr", "paste", "join", "nl", "rev", "tac", "fold", "fmt", "column", "expand", "unexpand", "jq",
+		"base64", "md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum", "cksum", "seq", "echo",
+		"true", "false", "whoami", "id", "uname", "nproc", "printenv", "ps", "pgrep", "which", "type", "cd",
+	} {
+		t.cmds[n] = &rule{}
 	}
-	harmless(
-		// Files and directories.
-		"ls", "cat", "head", "tail", "wc", "stat", "du", "df", "realpath", "readlink", "basename", "dirname",
-		"pwd", "diff", "cmp", "comm", "strings", "od", "hexdump", "zcat", "bzcat", "xzcat", "lsblk",
-		// Search.
-		"grep", "egrep", "fgrep", "zgrep",
-		// Text.
-		"cut", "tr", "paste", "join", "nl", "rev", "tac", "fold", "fmt", "column", "expand", "unexpand",
-		"base64", "base32", "basenc", "md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum",
-		"b2sum", "cksum", "sum", "numfmt", "expr", "factor", "tsort", "pr", "seq", "jq", "echo",
-		// The system and the shell.
-		"true", "false", ":", "whoami", "id", "groups", "uname", "arch", "nproc", "printenv", "tty", "locale",
-		"getconf", "logname", "uptime", "free", "ps", "pgrep", "pidof", "which", "type", "whereis", "sleep", "yes",
-		"cd", "pushd", "popd", "dirs", "exit", "return", "break", "continue", "shift", "wait", "jobs", "help",
-		"getent", "lscpu",
-	)
-	deny := func(name string, flags ...flag) *rule {
-		r := &rule{deny: flags}
-		t.cmds[name] = r
-		return r
-	}
-	w := func(name string) flag { return flag{name, whyWrites} }
-	deny("sort", w("-o"), w("--output"), flag{"--compress-program", whyRuns})
-	deny("shuf", w("-o"), w("--output"))
-	deny("tree", w("-o"), w("-R"))
-	deny("file", w("-C"), w("--compile"))
-	deny("rg", flag{"--pre", whyRuns})
-	deny("ag", flag{"--pager", whyRuns})
-	deny("fd", flag{"-x", whyRuns}, flag{"--exec", whyRuns}, flag{"-X", whyRuns}, flag{"--exec-batch", whyRuns})
-	t.cmds["fdfind"] = t.cmds["fd"]
-	deny("yq", flag{"-i", "edits files in place"}, flag{"--inplace", "edits files in place"})
-	find := deny("find",
-		flag{"-exec", whyRuns}, flag{"-execdir", whyRuns}, flag{"-ok", whyRuns}, flag{"-okdir", whyRuns},
-		flag{"-delete", "deletes files"}, w("-fprint"), w("-fprint0"), w("-fprintf"), w("-fls"))
-	find.noDashDash = true
-	deny("hostname", flag{"-F", "sets the host name"}, flag{"--file", "sets the host name"}).check = checkHostname
-	deny("date", flag{"-s", "sets the clock"}, flag{"--set", "sets the clock"}).check = checkDate
-	t.cmds["sed"] = &rule{check: checkSed}
-	for _, n := range []string{"awk", "gawk", "mawk", "nawk"} {
-		t.cmds[n] = &rule{check: checkAwk}
-	}
-	t.cmds["dd"] = &rule{harmless: true, check: checkDD}
-	t.cmds["uniq"] = &rule{check: operandLimit("uniq", []string{"-f", "-s", "-w"})}
-	t.cmds["xxd"] = &rule{check: operandLimit("xxd", []string{"-c", "-g", "-l", "-s", "-o", "-n", "-cols", "-len", "-seek", "-groupsize", "-name"})}
-	t.cmds["printf"] = &rule{harmless: true, check: checkPrintf}
-	t.cmds["test"] = &rule{harmless: true, check: checkTest}
-	t.cmds["["] = &rule{harmless: true, check: checkTest}
-	t.cmds["read"] = &rule{harmless: true, check: checkRead}
-	t.cmds["set"] = &rule{harmless: true, check: checkSet}
-	// Commands that run another command: that command is judged.
-	t.cmds["xargs"] = &rule{harmless: true, check: checkXargs}
-	t.cmds["env"] = &rule{harmless: true, check: checkEnv}
-	t.cmds["command"] = &rule{harmless: true, check: checkCommand}
-	t.cmds["nice"] = &rule{harmless: true, check: wrapper(map[string]bool{"-n": true, "--adjustment": true}, nil, 0)}
-	t.cmds["timeout"] = &rule{harmless: true, check: wrapper(map[string]bool{"-s": true, "--signal": true, "-k": true, "--kill-after": true}, nil, 1)}
-	t.cmds["stdbuf"] = &rule{harmless: true, check: wrapper(map[string]bool{"-i": true, "-o": true, "-e": true, "--input": true, "--output": true, "--error": true}, nil, 0)}
-	t.cmds["time"] = &rule{harmless: true, check: wrapper(map[string]bool{"-f": true, "--format": true},
-		map[string]string{"-o": whyWrites, "--output": whyWrites, "-a": whyWrites, "--append": whyWrites}, 0)}
-	t.cmds["git"] = gitRule()
-	t.cmds["go"] = &rule{sub: map[string]*rule{
-		"version": {harmless: true},
-		"env":     {deny: []flag{{"-w", "changes go's settings"}, {"-u", "changes go's settings"}}},
-		"doc":     {harmless: true},
-		"help":    {harmless: true},
-	}, never: map[string]string{"get": whyNetwork}, subRequired: true}
-	for _, v := range []string{"LANG", "LANGUAGE", "TZ", "COLUMNS", "LINES", "TERM", "NO_COLOR", "CLICOLOR",
-		"CLICOLOR_FORCE", "FORCE_COLOR", "GREP_COLOR", "GREP_COLORS", "LS_COLORS", "POSIXLY_CORRECT", "TIME_STYLE",
-		"QUOTING_STYLE", "BLOCK_SIZE", "DU_BLOCK_SIZE", "DF_BLOCK_SIZE", "LS_BLOCK_SIZE", "TABSIZE"} {
-		t.safeVars[v] = true
+	deny := func(name string, flags ...flag) { t.cmds[name] = &rule{deny: flags} }
+	deny("sort", flag{"-o", whyWritesFile}, flag{"--output", whyWritesFile}, flag{"--compress-program", whyRunsProg},
+		flag{"-T", "writes temporary files in a directory it names"}, flag{"--temporary-directory", "writes temporary files in a directory it names"})
+	deny("rg", flag{"--pre", whyRunsProg}, flag{"--pre-glob", "chooses the files --pre runs a program on"},
+		flag{"-z", "runs decompression programs"}, flag{"--search-zip", "runs decompression programs"}, flag{"--hostname-bin", whyRunsProg})
+	deny("tree", flag{"-o", whyWritesFile}, flag{"--output", whyWritesFile}, flag{"-R", "writes 00Tree.html in every directory"})
+	deny("file", flag{"-C", "writes a compiled magic file"}, flag{"--compile", "writes a compiled magic file"},
+		flag{"-p", "restores access times, which writes them"}, flag{"--preserve-date", "restores access times, which writes them"},
+		flag{"-z", "may run decompression programs"}, flag{"-Z", "may run decompression programs"},
+		flag{"--uncompress", "may run decompression programs"}, flag{"--uncompress-noreport", "may run decompression programs"},
+		flag{"-S", "turns off file's own sandbox"}, flag{"--no-sandbox", "turns off file's own sandbox"})
+	deny("diff", flag{"-l", "runs pr"}, flag{"--paginate", "runs pr"})
+	t.cmds["find"] = &rule{check: checkFind}
+	t.cmds["date"] = &rule{check: checkDate}
+	t.cmds["uniq"] = &rule{check: checkUniq}
+	t.cmds["xxd"] = &rule{check: checkXxd}
+	t.cmds["printf"] = &rule{check: checkPrintf}
+	for _, v := range []string{"LANG", "LANGUAGE", "TZ", "NO_COLOR", "CLICOLOR", "COLUMNS", "LINES", "GREP_COLOR",
+		"GREP_COLORS", "LS_COLORS", "TIME_STYLE", "QUOTING_STYLE", "BLOCK_SIZE", "DU_BLOCK_SIZE", "DF_BLOCK_SIZE",
+		"LS_BLOCK_SIZE", "TABSIZE"} {
+		t.vars[v] = true
 	}
 	return t
 }
 
-// safeVar reports whether assigning name cannot change what the commands
-// on the table do: lower-case names (shell variables by convention), LC_*
-// and the table's harmless upper-case names.
+// safeVar reports whether a command line may set name: LC_* and the
+// table's variables. Every other name (PATH, IFS, HOME, LD_PRELOAD,
+// BASH_ENV, GIT_*, PAGER, a lower-case shell variable read by nothing
+// here) is refused.
 func (t *Table) safeVar(name string) bool {
-	if t.safeVars[name] || strings.HasPrefix(name, "LC_") {
-		return true
-	}
-	if name == "" || !validName(name) {
-		return false
-	}
-	for _, ch := range name {
-		if ch >= 'A' && ch <= 'Z' {
-			return false
-		}
-	}
-	return true
+	return t.vars[name] || (strings.HasPrefix(name, "LC_") && validName(name))
 }
 
 func validName(s string) bool {
@@ -247,28 +123,87 @@ func validName(s string) bool {
 	return s != ""
 }
 
-// Entry adds one command to a table. Command is a command name ("jq") or
-// a command and its subcommand ("kubectl get", "git cherry"); DenyFlags
-// lists the flags that make it write (-o, --output, or -delete for a
-// single-dash word), and with none every argument is harmless.
+// neverStrict names commands that can never be on the strict table, with
+// the reason: Strict says it, and Extend refuses to add them. Commands
+// that certainly write are in writers (writes.go) and refused the same way.
+var neverStrict = func() map[string]string {
+	m := map[string]string{
+		"git":    "is not on the strict table: a repository's own configuration (core.pager, core.fsmonitor, textconv, gpg.program) makes it run programs, and status and diff rewrite the index",
+		"go":     "is not on the strict table: it may download a toolchain or modules and run programs (go version included)",
+		"getent": "is not on the strict table: it looks names up through DNS, which reaches the network",
+		"man":    "is not on the strict table: it runs a pager and formatters (man -P names a program)",
+		"tar":    "is not on the strict table: it writes files and can run programs (--to-command, -I)",
+		"make":   "runs the commands of a makefile",
+		"eval":   "runs a string as a command",
+		"source": "runs a file as commands",
+		".":      "runs a file as commands",
+		"exec":   "replaces the shell with another command",
+		"trap":   "sets a command to run later",
+		"alias":  "changes what a name runs",
+		"test":   "is not on the strict table: -v evaluates a subscript, which can run commands",
+		"[":      "is not on the strict table: -v evaluates a subscript, which can run commands",
+	}
+	for _, n := range []string{"xargs", "env", "nice", "timeout", "stdbuf", "time", "command", "builtin", "sudo", "doas",
+		"su", "watch", "nohup", "setsid", "flock", "chroot", "unshare", "nsenter", "ionice", "taskset", "chrt", "strace",
+		"ltrace", "gdb", "script", "parallel", "run-parts", "busybox", "systemd-run", "coproc", "fd", "fdfind", "runuser",
+		"pkexec", "sg", "firejail", "bwrap", "at", "batch", "crontab"} {
+		m[n] = "runs another command, which only the sandbox can contain"
+	}
+	for _, n := range []string{"bash", "sh", "dash", "zsh", "ksh", "mksh", "fish", "csh", "tcsh", "python", "python2",
+		"python3", "node", "nodejs", "deno", "bun", "perl", "ruby", "php", "lua", "tclsh", "Rscript", "osascript", "pwsh",
+		"irb", "jshell", "java", "kotlin", "scala", "groovy", "swift", "julia", "R", "luajit", "guile", "racket", "wish",
+		"expect", "elixir", "erl", "xonsh", "nu", "elvish", "toybox"} {
+		m[n] = "is an interpreter: its program can do anything"
+	}
+	for _, n := range []string{"sed", "awk", "gawk", "mawk", "nawk", "yq", "vim", "ex"} {
+		m[n] = "is not on the strict table: its script is a language that can write files and run commands"
+	}
+	for _, n := range []string{"less", "more", "most", "pg", "vi", "nvim", "view", "emacs", "nano", "ed"} {
+		m[n] = "is a pager or an editor, which can write files and run commands"
+	}
+	for _, n := range []string{"npm", "npx", "yarn", "pnpm", "pip", "pip3", "cargo", "gem", "bundle", "composer",
+		"poetry", "uv", "pipx", "apt", "apt-get", "brew", "mvn", "gradle", "ninja", "cmake"} {
+		m[n] = "is not on the strict table: it runs build rules or package scripts, and installs"
+	}
+	for _, n := range networkClients {
+		m[n] = whyNetwork
+	}
+	return m
+}()
+
+// notOnTable is the reason Strict refuses a command that is not on t.
+func notOnTable(name string) string {
+	if why, ok := writers[name]; ok {
+		return fmt.Sprintf("`%s` %s", name, why)
+	}
+	if why, ok := neverStrict[name]; ok {
+		return fmt.Sprintf("`%s` %s", name, why)
+	}
+	return fmt.Sprintf("`%s` is not on the strict table", name)
+}
+
+// Entry adds one command to a table. Command is a command name ("kubectl")
+// or a command and its subcommand ("kubectl get"); DenyFlags lists the
+// flags that make it write or run a program (-o, --output), and with none
+// every argument is harmless (a pattern such as *.yaml is then allowed).
 type Entry struct {
 	Command   string   `yaml:"command" json:"command"`
 	DenyFlags []string `yaml:"deny_flags,omitempty" json:"deny_flags,omitempty"`
 }
 
 // Config is the shell_read_only section of a config file: commands added
-// to the default table, upper-case variables assignments may set, and
-// commands (or "git log") taken off it.
+// to the strict table, variables a command line may set, and commands (or
+// "kubectl get") taken off it.
 type Config struct {
 	Commands  []Entry  `yaml:"commands,omitempty" json:"commands,omitempty"`
 	Variables []string `yaml:"variables,omitempty" json:"variables,omitempty"`
 	Remove    []string `yaml:"remove,omitempty" json:"remove,omitempty"`
 }
 
-// Extend adds entries to t. It refuses what can never be read-only (a
-// network client, an interpreter, eval) and what would loosen a built-in
-// rule (an entry for a command the table already allows with every
-// argument, or flags for a built-in command that has its own checks).
+// Extend adds entries to t. It refuses what can never be strict (an
+// interpreter, a command that runs another, a network client, git, a
+// writer) and what is on the table already (a second rule would loosen
+// the first).
 func (t *Table) Extend(entries ...Entry) error {
 	for _, e := range entries {
 		if err := t.extend(e); err != nil {
@@ -284,43 +219,43 @@ func (t *Table) extend(e Entry) error {
 		return fmt.Errorf("shell_read_only: command %q: want a command name, or a command and its subcommand", e.Command)
 	}
 	for _, word := range words {
-		if strings.ContainsAny(word, "/=$`'\"\\*?[]{}()<>|&;") || strings.HasPrefix(word, "-") {
+		if strings.ContainsAny(word, "/=$`'\"\\*?[]{}()<>|&;~") || strings.HasPrefix(word, "-") {
 			return fmt.Errorf("shell_read_only: command %q: %q is not a plain command name", e.Command, word)
 		}
 	}
 	name := words[0]
-	if why, ok := neverReadOnly[name]; ok {
-		return fmt.Errorf("shell_read_only: %q %s; it cannot be added to the read-only table", name, why)
+	if why, ok := neverStrict[name]; ok {
+		return fmt.Errorf("shell_read_only: %q %s; it cannot be added to the strict table", name, strings.TrimPrefix(why, "is not on the strict table: "))
+	}
+	if why, ok := writers[name]; ok {
+		return fmt.Errorf("shell_read_only: %q %s; it cannot be added to the strict table", name, why)
 	}
 	var deny []flag
 	for _, f := range e.DenyFlags {
-		if len(f) < 2 || f[0] != '-' || strings.ContainsAny(f, " =") {
-			return fmt.Errorf("shell_read_only: command %q: deny flag %q: want -x, --long or -word", e.Command, f)
+		if len(f) < 2 || f[0] != '-' || f == "--" || strings.ContainsAny(f, " =") || (!strings.HasPrefix(f, "--") && len(f) != 2) {
+			return fmt.Errorf("shell_read_only: command %q: deny flag %q: want -x or --long", e.Command, f)
 		}
-		deny = append(deny, flag{f, whyWrites})
+		deny = append(deny, flag{f, "is refused by the operator's table"})
 	}
-	r := &rule{deny: deny, harmless: len(deny) == 0}
+	r := &rule{deny: deny}
 	existing := t.cmds[name]
 	if len(words) == 1 {
 		if existing != nil {
-			return fmt.Errorf("shell_read_only: %q is already on the read-only table", name)
+			return fmt.Errorf("shell_read_only: %q is already on the strict table", name)
 		}
 		t.cmds[name] = r
 		return nil
 	}
 	sub := words[1]
 	if existing == nil {
-		t.cmds[name] = &rule{sub: map[string]*rule{sub: r}, subRequired: true}
+		t.cmds[name] = &rule{sub: map[string]*rule{sub: r}}
 		return nil
 	}
 	if existing.sub == nil {
-		return fmt.Errorf("shell_read_only: %q is on the table without subcommands; %q cannot be added", name, e.Command)
-	}
-	if why, ok := existing.never[sub]; ok {
-		return fmt.Errorf("shell_read_only: %q %s; it cannot be added to the read-only table", e.Command, why)
+		return fmt.Errorf("shell_read_only: %q is on the strict table without subcommands; %q cannot be added", name, e.Command)
 	}
 	if existing.sub[sub] != nil {
-		return fmt.Errorf("shell_read_only: %q is already on the read-only table", e.Command)
+		return fmt.Errorf("shell_read_only: %q is already on the strict table", e.Command)
 	}
 	existing.sub[sub] = r
 	return nil
@@ -336,13 +271,10 @@ func (t *Table) Apply(c Config) error {
 		if !validName(v) {
 			return fmt.Errorf("shell_read_only: variable %q is not a variable name", v)
 		}
-		switch {
-		case v == "PATH" || v == "IFS" || v == "HOME" || v == "ENV" || v == "BASH_ENV" || v == "PS4" || v == "SHELLOPTS" ||
-			v == "BASHOPTS" || v == "PROMPT_COMMAND" || v == "CDPATH" || strings.HasPrefix(v, "LD_") || strings.HasPrefix(v, "GIT_") ||
-			strings.HasPrefix(v, "DYLD_") || strings.HasSuffix(v, "PAGER") || v == "EDITOR" || v == "VISUAL":
-			return fmt.Errorf("shell_read_only: variable %s changes what commands run; it cannot be made safe to assign", v)
+		if why := unsafeVar(v); why != "" {
+			return fmt.Errorf("shell_read_only: variable %s %s; it cannot be made safe to assign", v, why)
 		}
-		t.safeVars[v] = true
+		t.vars[v] = true
 	}
 	for _, name := range c.Remove {
 		words := strings.Fields(name)
@@ -351,11 +283,38 @@ func (t *Table) Apply(c Config) error {
 			delete(t.cmds, words[0])
 		case len(words) == 2 && t.cmds[words[0]] != nil && t.cmds[words[0]].sub[words[1]] != nil:
 			delete(t.cmds[words[0]].sub, words[1])
+			if len(t.cmds[words[0]].sub) == 0 {
+				delete(t.cmds, words[0])
+			}
 		default:
-			return fmt.Errorf("shell_read_only: remove %q: not on the read-only table", name)
+			return fmt.Errorf("shell_read_only: remove %q: not on the strict table", name)
 		}
 	}
 	return nil
+}
+
+// unsafeVar says why assigning v can change what a command runs or
+// loads, or "".
+func unsafeVar(v string) string {
+	switch v {
+	case "PATH", "IFS", "HOME", "ENV", "BASH_ENV", "PS4", "SHELLOPTS", "BASHOPTS", "PROMPT_COMMAND", "CDPATH",
+		"GLOBIGNORE", "SHELL", "TMPDIR", "EDITOR", "VISUAL", "BROWSER", "GCONV_PATH", "LOCPATH", "NLSPATH",
+		"GLIBC_TUNABLES", "HOSTALIASES", "RES_OPTIONS", "LOCALDOMAIN", "RIPGREP_CONFIG_PATH", "GREP_OPTIONS",
+		"POSIXLY_CORRECT", "TERMINFO", "TERMINFO_DIRS", "MAGIC":
+		return "changes what commands run, load or parse"
+	}
+	for _, p := range []string{"LD_", "DYLD_", "GIT_", "BASH_", "PYTHON", "PERL", "RUBY", "NODE_", "MALLOC_", "LC_"} {
+		if strings.HasPrefix(v, p) {
+			if p == "LC_" {
+				return "is allowed already (every LC_* is)"
+			}
+			return "changes what commands run, load or parse"
+		}
+	}
+	if strings.HasSuffix(v, "PAGER") || strings.HasSuffix(v, "EDITOR") {
+		return "names a program to run"
+	}
+	return ""
 }
 
 // Commands lists the table's command names, sorted (for documentation
