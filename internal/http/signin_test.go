@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -746,5 +747,68 @@ func TestSignInAcrossReplicas(t *testing.T) {
 		if resp := r.As("").Call(http.MethodGet, "/v1/me", nil, "Cookie", cookie); resp.Status != http.StatusUnauthorized {
 			t.Errorf("%s after logout on another replica: %d %s", r.Server.URL, resp.Status, resp.Body)
 		}
+	}
+}
+
+// TestSignInCallbackErrorText: an error answer at /auth/callback shows
+// nothing of its text unless it ends a login this browser started: a link
+// anyone can send (no state, another browser's state) gets planserver's
+// "did not start in this browser" page alone. For this browser's own
+// login, planserver says in its own words that the provider did not sign
+// the person in, and quotes the provider's code and description under
+// them, bounded and printable; the login's state is spent.
+func TestSignInCallbackErrorText(t *testing.T) {
+	e := newSignInEnv(t, dbtest.Fresh(t), newIDP(t))
+	const spoof = "Your account is locked. Call +1-555-0100 or visit evil.example to unlock it"
+	spoofed := func(state string) string {
+		v := url.Values{"error": {"access_denied"}, "error_description": {spoof}}
+		if state != "" {
+			v.Set("state", state)
+		}
+		return e.Server.URL + planhttp.CallbackPath + "?" + v.Encode()
+	}
+	other := newBrowser(t)
+	otherState := func() string {
+		u, _ := url.Parse(other.startLogin(e, ""))
+		return u.Query().Get("state")
+	}()
+	for name, u := range map[string]string{
+		"no state":                spoofed(""),
+		"a made-up state":         spoofed(auth.NewNonce()),
+		"another browser's state": spoofed(otherState),
+	} {
+		b := newBrowser(t)
+		p := b.get(u)
+		if p.status != http.StatusBadRequest || !strings.Contains(p.body, "did not start in this browser") ||
+			strings.Contains(p.body, "555") || strings.Contains(p.body, "evil.example") || strings.Contains(p.body, "access_denied") {
+			t.Errorf("%s: %d %s", name, p.status, p.body)
+		}
+	}
+
+	b := newBrowser(t)
+	authURL, _ := url.Parse(b.startLogin(e, ""))
+	state := authURL.Query().Get("state")
+	long := strings.Repeat("x", 1000) + "\x1b[31m"
+	p := b.get(e.Server.URL + planhttp.CallbackPath + "?" + url.Values{"error": {"access_denied"},
+		"error_description": {"The user said no. " + long}, "state": {state}}.Encode())
+	quote := regexp.MustCompile(`(?s)<figcaption>The identity provider said:</figcaption>\s*<blockquote id="provider-said">(.*?)</blockquote>`).
+		FindStringSubmatch(p.body)
+	if p.status != http.StatusUnauthorized || !strings.Contains(p.body, "<h1>The identity provider did not sign you in</h1>") ||
+		!strings.Contains(p.body, "cancelled, or the identity provider refused it") || quote == nil ||
+		!strings.HasPrefix(quote[1], "access_denied: The user said no. xxx") || len(quote[1]) > 320 || strings.Contains(quote[1], "\x1b") {
+		t.Fatalf("the provider's error for this browser's login: %d %s", p.status, p.body)
+	}
+	if strings.Count(p.body, "The user said no") != 1 {
+		t.Errorf("the provider's text appears outside its quotation: %s", p.body)
+	}
+	// The login is over: its state works no more, even with its cookie
+	// put back (the answer cleared it).
+	if b.cookie(e, "planserver_login") != nil {
+		t.Error("the login cookie outlived the provider's error")
+	}
+	p = b.do(http.MethodGet, e.Server.URL+planhttp.CallbackPath+"?"+url.Values{"code": {"x"}, "state": {state}}.Encode(),
+		"Cookie", "planserver_login="+state)
+	if p.status != http.StatusBadRequest || !strings.Contains(p.body, "already used or has expired") {
+		t.Errorf("the state after the provider's error: %d %s", p.status, p.body)
 	}
 }
