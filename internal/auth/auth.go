@@ -74,8 +74,9 @@ type Person = api.Person
 // Principal is who is calling: a token, or a person signed in through
 // OIDC (Person set).
 type Principal struct {
-	// Name is the token's name, or a person's email (their subject when
-	// the provider gave none), recorded as every event's actor.
+	// Name is the token's name, or a person's verified email (their
+	// subject when the provider gave no verified one; Person.DisplayName),
+	// recorded as every event's actor.
 	Name string
 	Role Role
 	// Person is the signed-in human behind a browser session; nil for a

@@ -388,11 +388,21 @@ func (s *Server) finishLogin(r *http.Request) (returnTo, secret string, err erro
 	if err := s.oidc.completeFromUserInfo(ctx, tok, p, claims); err != nil {
 		return "", "", err
 	}
-	rule, ok := auth.MatchRole(s.oidc.settings.Roles, auth.Claims{Email: claims.Email,
-		EmailVerified: claims.EmailVerified == nil || *claims.EmailVerified, Groups: claims.Groups})
+	// An email the provider has not verified is anyone's to type: it
+	// matches no rule, and it is not this person's email here either, so
+	// it never becomes the name on their decisions (their subject does).
+	unverified := ""
+	if claims.EmailVerified != nil && !*claims.EmailVerified {
+		unverified, p.Email = p.Email, ""
+	}
+	rule, ok := auth.MatchRole(s.oidc.settings.Roles, auth.Claims{Email: p.Email, EmailVerified: true, Groups: claims.Groups})
 	if !ok {
+		who := p.DisplayName()
+		if unverified != "" {
+			who += " (the provider has not verified your email " + unverified + ", so no email or domain rule counts it)"
+		}
 		return "", "", loginError(http.StatusForbidden, "You have no access to this planserver",
-			"You signed in as "+p.DisplayName()+", but no role is mapped to you. Ask whoever runs planserver to add you to --oidc-roles.")
+			"You signed in as "+who+", but no role is mapped to you. Ask whoever runs planserver to add you to --oidc-roles.")
 	}
 	secret, err = s.signIns.Create(r.Context(), auth.SignInInput{Person: *p, Role: rule.Role, SessionID: rule.SessionID,
 		IDToken: raw, MaxAge: s.oidc.settings.MaxAge})

@@ -812,3 +812,55 @@ func TestSignInCallbackErrorText(t *testing.T) {
 		t.Errorf("the state after the provider's error: %d %s", p.status, p.body)
 	}
 }
+
+// TestUnverifiedEmailIsNobodysName: under
+// admin=email:lead@example.com,reviewer=group:platform, a person whose ID
+// token says email lead@example.com with email_verified false (and, to
+// be thorough, the name lead@example.com too) signs in as a reviewer by
+// their group. Their approval (decided_by, the history's ended_by), its
+// event's actor and GET /v1/me name them by their subject, and no email
+// field holds the unverified email, so the audit trail never says the
+// admin approved. (The name stays what the person calls themselves; it
+// is never an actor.)
+func TestUnverifiedEmailIsNobodysName(t *testing.T) {
+	e := newSignInEnv(t, dbtest.Fresh(t), newIDP(t), func(s *planhttp.OIDCSettings) {
+		s.Roles, _ = auth.ParseRoleRules("admin=email:lead@example.com,reviewer=group:platform")
+	})
+	admin := e.As(e.Token(auth.Admin, "ops", ""))
+	reviewPending(t, admin, "work", "")
+	mallory := person{sub: "u-mallory", email: "lead@example.com", name: "lead@example.com", unverified: true,
+		groups: []string{"platform"}}
+	as := e.signedIn(t, mallory)
+	var me api.Me
+	as.Call(http.MethodGet, "/v1/me", nil).JSON(t, &me)
+	if me.Role != "reviewer" || me.Subject != "u-mallory" || me.Email != "" {
+		t.Errorf("GET /v1/me of an unverified email: %+v", me)
+	}
+	act(t, as, "work", "approve", nil, http.StatusOK, "If-Match", `"1"`)
+	resp := admin.Call(http.MethodGet, "/v1/sessions/work", nil)
+	var sess api.Session
+	resp.JSON(t, &sess)
+	if r := sess.Review; r.DecidedBy == nil || *r.DecidedBy != "u-mallory" || r.DecidedByPerson == nil ||
+		r.DecidedByPerson.Email != "" || r.DecidedByPerson.Subject != "u-mallory" {
+		t.Errorf("the approval of an unverified email: decided_by %v, person %+v", r.DecidedBy, r.DecidedByPerson)
+	}
+	events := admin.Call(http.MethodGet, "/v1/events?session_id=work", nil)
+	var page api.EventPage
+	events.JSON(t, &page)
+	for _, ev := range page.Events {
+		if ev.Type == api.EventSessionReviewApproved && (ev.Actor != "u-mallory" || ev.Person == nil || ev.Person.Email != "") {
+			t.Errorf("the approval event: actor %q person %+v", ev.Actor, ev.Person)
+		}
+	}
+	for what, body := range map[string][]byte{"the session": resp.Body, "the events": events.Body,
+		"the history": admin.Call(http.MethodGet, "/v1/sessions/work/reviews", nil).Body} {
+		// Only the name the person chose for themselves may say it.
+		if m := regexp.MustCompile(`"(\w+)":"lead@example.com"`).FindAllStringSubmatch(string(body), -1); len(m) > 0 {
+			for _, member := range m {
+				if member[1] != "name" {
+					t.Errorf("%s record the unverified email as %s: %s", what, member[1], body)
+				}
+			}
+		}
+	}
+}
