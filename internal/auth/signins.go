@@ -72,10 +72,38 @@ type Timeouts struct {
 	MaxAge time.Duration
 }
 
+// AttemptLimits bound the logins in progress, which anyone can start:
+// /auth/login is unauthenticated and records an attempt per request.
+type AttemptLimits struct {
+	// PerClient is how many attempts one client (an address; an IPv6
+	// client by its /64) may have in progress: its next one replaces its
+	// oldest. DefaultAttemptsPerClient when 0.
+	PerClient int
+	// Total is how many may be in progress in all: beyond it a login is
+	// refused (503 unavailable) until attempts finish or expire.
+	// DefaultAttemptsTotal when 0.
+	Total int
+}
+
+// Default attempt limits: room for an office behind one NAT address
+// signing in at nine, and a table that stays a few megabytes under any
+// flood.
+const (
+	DefaultAttemptsPerClient = 100
+	DefaultAttemptsTotal     = 10000
+)
+
+// SignInConfig configures the sign-in store.
+type SignInConfig struct {
+	Timeouts Timeouts
+	Attempts AttemptLimits
+}
+
 // SignIns keeps sign-ins and login attempts.
 type SignIns struct {
 	db       *db.DB
 	timeouts Timeouts
+	attempts AttemptLimits
 	// touched remembers when this replica last wrote a sign-in's
 	// last_seen_at, so the requests that find it stale at once write it
 	// once, not each.
@@ -84,8 +112,14 @@ type SignIns struct {
 }
 
 // NewSignIns returns the sign-in store on d.
-func NewSignIns(d *db.DB, t Timeouts) *SignIns {
-	return &SignIns{db: d, timeouts: t, touched: map[string]time.Time{}}
+func NewSignIns(d *db.DB, c SignInConfig) *SignIns {
+	if c.Attempts.PerClient <= 0 {
+		c.Attempts.PerClient = DefaultAttemptsPerClient
+	}
+	if c.Attempts.Total <= 0 {
+		c.Attempts.Total = DefaultAttemptsTotal
+	}
+	return &SignIns{db: d, timeouts: c.Timeouts, attempts: c.Attempts, touched: map[string]time.Time{}}
 }
 
 // Attempt is a login in progress, between /auth/login and /auth/callback.
@@ -93,36 +127,86 @@ type Attempt struct {
 	Nonce    string
 	Verifier string
 	ReturnTo string
+	// Client is who started it (an address, an IPv6 /64), for
+	// AttemptLimits.PerClient.
+	Client string
 }
 
 // attemptTTL bounds how long a person may take at the provider's page.
 const attemptTTL = 10 * time.Minute
 
-// Begin records a login attempt under state. Expired attempts are pruned
-// on the way, so abandoned logins do not pile up.
+// Begin records a login attempt under state, within the attempt limits:
+// a client at its limit loses its oldest attempt, and when the limit of
+// all is reached the login is refused before any write, so a flood of
+// logins neither grows the table nor queues behind other writes. Expired
+// attempts are pruned on the way. Errors: unavailable (too many logins in
+// progress, with RetryAfter: when the oldest expires).
 func (s *SignIns) Begin(ctx context.Context, state string, a Attempt) error {
+	if err := s.roomForAttempt(s.db.Reader(ctx), s.db.Now()); err != nil {
+		return err
+	}
 	return s.db.Write(ctx, func(tx *db.Tx) error {
 		now := tx.NowText()
 		if _, err := tx.Exec(`DELETE FROM signin_attempts WHERE expires_at <= ?`, now); err != nil {
 			return fmt.Errorf("prune login attempts: %w", err)
 		}
-		if _, err := tx.Exec(`INSERT INTO signin_attempts (state_hash, nonce, verifier, return_to, expires_at)
-			VALUES (?, ?, ?, ?, ?)`, Hash(state), a.Nonce, a.Verifier, a.ReturnTo,
-			db.FormatTime(tx.Now().Add(attemptTTL))); err != nil {
+		// Keep this client's newest PerClient-1, so that with this one
+		// it has PerClient.
+		if _, err := tx.Exec(`DELETE FROM signin_attempts WHERE client = ? AND state_hash NOT IN
+			(SELECT state_hash FROM signin_attempts WHERE client = ? ORDER BY expires_at DESC, state_hash LIMIT ?)`,
+			a.Client, a.Client, s.attempts.PerClient-1); err != nil {
+			return fmt.Errorf("bound this client's login attempts: %w", err)
+		}
+		if err := s.roomForAttempt(tx, tx.Now()); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(`INSERT INTO signin_attempts (state_hash, nonce, verifier, return_to, expires_at, client)
+			VALUES (?, ?, ?, ?, ?, ?)`, Hash(state), a.Nonce, a.Verifier, a.ReturnTo,
+			db.FormatTime(tx.Now().Add(attemptTTL)), a.Client); err != nil {
 			return fmt.Errorf("record login attempt: %w", err)
 		}
 		return nil
 	})
 }
 
+// roomForAttempt reports, as of now in q's snapshot, whether another
+// attempt fits under AttemptLimits.Total.
+func (s *SignIns) roomForAttempt(q db.Querier, now time.Time) error {
+	var (
+		pending int
+		oldest  string
+	)
+	if err := q.QueryRow(`SELECT count(*), coalesce(min(expires_at), '') FROM signin_attempts WHERE expires_at > ?`,
+		db.FormatTime(now)).Scan(&pending, &oldest); err != nil {
+		return fmt.Errorf("count login attempts: %w", err)
+	}
+	if pending < s.attempts.Total {
+		return nil
+	}
+	wait := attemptTTL
+	if t, err := time.Parse(db.TimeFormat, oldest); err == nil && t.After(now) {
+		wait = t.Sub(now)
+	}
+	return &apierr.Error{Code: apierr.Unavailable, RetryAfter: int(wait/time.Second) + 1,
+		Detail: fmt.Sprintf("%d sign-ins are in progress, the most this server keeps; try again when older ones finish or expire", pending)}
+}
+
 // Take returns and deletes the attempt recorded under state: a state is
-// good for one callback only. Errors: unauthenticated (unknown, used or
-// expired state).
+// good for one callback only. A state nobody recorded is refused from a
+// read, so made-up callbacks never reach the writer. Errors:
+// unauthenticated (unknown, used or expired state).
 func (s *SignIns) Take(ctx context.Context, state string) (Attempt, error) {
 	var (
 		a       Attempt
 		expires string
 	)
+	var n int
+	if err := s.db.Reader(ctx).QueryRow(`SELECT count(*) FROM signin_attempts WHERE state_hash = ?`, Hash(state)).Scan(&n); err != nil {
+		return a, fmt.Errorf("look up login attempt: %w", err)
+	}
+	if n == 0 {
+		return a, apierr.New(apierr.Unauthenticated, "this login's state is unknown or was already used: start again")
+	}
 	err := s.db.Write(ctx, func(tx *db.Tx) error {
 		err := tx.QueryRow(`DELETE FROM signin_attempts WHERE state_hash = ? RETURNING nonce, verifier, return_to, expires_at`,
 			Hash(state)).Scan(&a.Nonce, &a.Verifier, &a.ReturnTo, &expires)
@@ -278,9 +362,17 @@ func (s *SignIns) principal(q db.Querier, hash string, now time.Time) (Principal
 
 // End deletes the sign-in whose cookie holds secret and returns its ID
 // token (for RP-initiated logout). Ending one that is gone is no error:
-// the answer is the same, the person is signed out.
+// the answer is the same, the person is signed out (and a cookie nobody
+// issued never reaches the writer).
 func (s *SignIns) End(ctx context.Context, secret string) (idToken string, err error) {
 	if !LooksLikeSignIn(secret) {
+		return "", nil
+	}
+	var n int
+	if err := s.db.Reader(ctx).QueryRow(`SELECT count(*) FROM signins WHERE hash = ?`, Hash(secret)).Scan(&n); err != nil {
+		return "", fmt.Errorf("sign out: %w", err)
+	}
+	if n == 0 {
 		return "", nil
 	}
 	err = s.db.Write(ctx, func(tx *db.Tx) error {

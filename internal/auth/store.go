@@ -40,13 +40,13 @@ type Store struct {
 
 // NewStore returns a Store on d.
 func NewStore(d *db.DB) *Store {
-	return &Store{db: d, touched: map[string]time.Time{}, signIns: NewSignIns(d, Timeouts{})}
+	return &Store{db: d, touched: map[string]time.Time{}, signIns: NewSignIns(d, SignInConfig{})}
 }
 
-// SignIns returns the store of sign-ins, with timeouts t, sharing this
-// store's database; Recheck then checks sign-ins with the same timeouts.
-func (s *Store) SignIns(t Timeouts) *SignIns {
-	s.signIns = NewSignIns(s.db, t)
+// SignIns returns the store of sign-ins, configured by c, sharing this
+// store's database; Recheck then checks sign-ins the same way.
+func (s *Store) SignIns(c SignInConfig) *SignIns {
+	s.signIns = NewSignIns(s.db, c)
 	return s.signIns
 }
 

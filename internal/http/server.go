@@ -195,11 +195,12 @@ func New(cfg Config) *Server {
 	}
 	s.hookRules = newHookRules(cfg.Hooks)
 	s.oidc = cfg.OIDC
-	timeouts := auth.Timeouts{}
+	signIns := auth.SignInConfig{}
 	if s.oidc != nil {
-		timeouts = auth.Timeouts{Idle: s.oidc.settings.Idle, MaxAge: s.oidc.settings.MaxAge}
+		signIns = auth.SignInConfig{Timeouts: auth.Timeouts{Idle: s.oidc.settings.Idle, MaxAge: s.oidc.settings.MaxAge},
+			Attempts: s.oidc.settings.Attempts}
 	}
-	s.signIns = s.tokens.SignIns(timeouts)
+	s.signIns = s.tokens.SignIns(signIns)
 	s.plans = plans.NewStore(cfg.DB, plans.Config{History: cfg.PlanHistory, MaxContentBytes: cfg.MaxPlanBytes,
 		// A plan body that starts, completes or claims a step executes it
 		// exactly as the step routes do, so it takes the same decision.

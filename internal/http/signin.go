@@ -63,6 +63,9 @@ type OIDCSettings struct {
 	// Idle and MaxAge are the sign-in's idle and absolute timeouts.
 	Idle   time.Duration
 	MaxAge time.Duration
+	// Attempts bound the logins in progress (the auth defaults when
+	// zero).
+	Attempts auth.AttemptLimits
 	// HTTPClient talks to the provider; http.DefaultClient when nil.
 	HTTPClient *http.Client
 }
@@ -178,6 +181,17 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+// signInLimited takes one request of the client's rate limit for the
+// sign-in routes, which anyone may call and each of which may write (a
+// login records an attempt; a callback or a logout with a made-up cookie
+// still looks for one to delete); when none is left it answers 429
+// problem+json with Retry-After and reports true. The bucket is the one
+// failed authentications of /v1 draw from: what this address does before
+// anyone knows who it is.
+func (s *Server) signInLimited(w http.ResponseWriter, r *http.Request) bool {
+	return s.limited(w, r, "ip:"+clientKey(r))
+}
+
 // signInRoutes are /auth/login, /auth/callback and /auth/logout. Without
 // sign-in configured they answer 404 saying so.
 func (s *Server) signInRoutes(r chiRouter) {
@@ -237,6 +251,9 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, errNoSignIn)
 		return
 	}
+	if s.signInLimited(w, r) {
+		return
+	}
 	returnTo, err := ReturnPath(r.URL.Query().Get("return_to"))
 	if err != nil {
 		s.signInPage(w, r, http.StatusBadRequest, signInText{Title: "This sign-in link is not valid",
@@ -244,7 +261,12 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	state, nonce, verifier := auth.NewNonce(), auth.NewNonce(), oauth2.GenerateVerifier()
-	if err := s.signIns.Begin(r.Context(), state, auth.Attempt{Nonce: nonce, Verifier: verifier, ReturnTo: returnTo}); err != nil {
+	err = s.signIns.Begin(r.Context(), state, auth.Attempt{Nonce: nonce, Verifier: verifier, ReturnTo: returnTo, Client: clientKey(r)})
+	if apierr.CodeOf(err) == apierr.Unavailable {
+		writeProblem(w, r, err) // too many logins in progress: 503 with Retry-After
+		return
+	}
+	if err != nil {
 		s.signInFailed(w, r, err)
 		return
 	}
@@ -334,6 +356,9 @@ func printable(s string) string {
 func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 	if s.oidc == nil {
 		writeProblem(w, r, errNoSignIn)
+		return
+	}
+	if s.signInLimited(w, r) {
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
@@ -504,6 +529,9 @@ func (o *OIDC) completeFromUserInfo(ctx context.Context, tok *oauth2.Token, p *a
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	if s.oidc == nil {
 		writeProblem(w, r, errNoSignIn)
+		return
+	}
+	if s.signInLimited(w, r) {
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")

@@ -94,6 +94,13 @@ func newIDP(t *testing.T) *mockoidc.MockOIDC {
 
 func newSignInEnv(t *testing.T, path string, idp *mockoidc.MockOIDC, configure ...func(*planhttp.OIDCSettings)) *signInEnv {
 	t.Helper()
+	return newSignInServer(t, path, idp, nil, configure...)
+}
+
+// newSignInServer is newSignInEnv with server settings of its own (rate
+// limits, a clock) set by server, when not nil.
+func newSignInServer(t *testing.T, path string, idp *mockoidc.MockOIDC, server func(*planhttp.Config), configure ...func(*planhttp.OIDCSettings)) *signInEnv {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +119,13 @@ func newSignInEnv(t *testing.T, path string, idp *mockoidc.MockOIDC, configure .
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := apitest.OpenOn(t, path, ln, func(c *planhttp.Config) { c.Auth = planhttp.AuthToken; c.OIDC = o })
+	env := apitest.OpenOn(t, path, ln, func(c *planhttp.Config) {
+		c.Auth = planhttp.AuthToken
+		c.OIDC = o
+		if server != nil {
+			server(c)
+		}
+	})
 	return &signInEnv{Env: env, idp: idp, oidc: o}
 }
 
