@@ -45,6 +45,9 @@ type Me struct {
 	// ExpiresAt is when a person's sign-in ends at the latest (the
 	// absolute timeout); null for a token.
 	ExpiresAt *string `json:"expires_at"`
+	// SignInID is a person's sign-in as GET /v1/signins names it; null
+	// for a token.
+	SignInID *string `json:"signin_id"`
 }
 
 // Logout is the answer of POST /auth/logout: where the browser goes next,

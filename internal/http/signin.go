@@ -429,8 +429,8 @@ func (s *Server) finishLogin(r *http.Request) (returnTo, secret string, err erro
 		return "", "", loginError(http.StatusForbidden, "You have no access to this planserver",
 			"You signed in as "+who+", but no role is mapped to you. Ask whoever runs planserver to add you to --oidc-roles.")
 	}
-	secret, err = s.signIns.Create(r.Context(), auth.SignInInput{Person: *p, Role: rule.Role, SessionID: rule.SessionID,
-		IDToken: raw, MaxAge: s.oidc.settings.MaxAge})
+	secret, err = s.signIns.Create(r.Context(), auth.SignInInput{Person: *p, Groups: claims.Groups, Role: rule.Role,
+		SessionID: rule.SessionID, IDToken: raw, MaxAge: s.oidc.settings.MaxAge})
 	if err != nil {
 		return "", "", err
 	}
