@@ -1,7 +1,8 @@
 package api
 
 // Person is a human signed in through the identity provider (OIDC): the
-// subject the provider knows them by, with the email and name it gave.
+// subject the provider knows them by, with the email it gave and verified
+// (empty when it gave none, or marked it unverified) and the name it gave.
 // Records of what a person did carry it beside the actor's display name.
 type Person struct {
 	Subject string `json:"subject"`
@@ -9,14 +10,14 @@ type Person struct {
 	Name    string `json:"name"`
 }
 
-// DisplayName is how a person is named as an actor: their email, else
-// their name, else their subject.
+// DisplayName is how a person is named as an actor (an event's actor, a
+// review's decided_by): their email, which planserver records only when
+// the provider verified it, else their subject, which the provider
+// assigns. Never their name: a person can set that to anything, another
+// person's email included.
 func (p Person) DisplayName() string {
-	switch {
-	case p.Email != "":
+	if p.Email != "" {
 		return p.Email
-	case p.Name != "":
-		return p.Name
 	}
 	return p.Subject
 }
@@ -44,6 +45,9 @@ type Me struct {
 	// ExpiresAt is when a person's sign-in ends at the latest (the
 	// absolute timeout); null for a token.
 	ExpiresAt *string `json:"expires_at"`
+	// SignInID is a person's sign-in as GET /v1/signins names it; null
+	// for a token.
+	SignInID *string `json:"signin_id"`
 }
 
 // Logout is the answer of POST /auth/logout: where the browser goes next,

@@ -20,7 +20,7 @@ import { mkdtempSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { startServer, launchBrowser, repoRoot, eventually } from './harness.mjs';
+import { startServer, launchBrowser, repoRoot, eventually, watchPage, shoot } from './harness.mjs';
 
 const email = 'reviewer@example.com';
 const username = 'rita';
@@ -206,4 +206,59 @@ test('a login the provider cannot finish shows a page that says so', async () =>
   assert.match(await page.locator('h1').textContent(), /did not start in this browser/);
   assert.equal(await page.getByRole('link', { name: 'Sign in again' }).count(), 1);
   await context.close();
+});
+
+test('an admin ends a person\'s sign-in on the console\'s sign-ins page, and the person\'s open page is signed out at once', async () => {
+  await admin.must(201, 'POST', '/v1/sessions', { id: 'oidc-watch', title: 'Watched', mode: 'plan' });
+  // The person signs in on the provider's page and keeps the inbox open,
+  // its live updates flowing.
+  const personCtx = await browser.newContext({ viewport: { width: 1280, height: 800 }, timezoneId: 'UTC', locale: 'en-GB' });
+  const person = await personCtx.newPage();
+  const personProblems = watchPage(person, [srv.url, idp.issuer]);
+  await person.goto(`${srv.url}/ui/`);
+  await person.locator('#sign-in-oidc').click();
+  await person.waitForURL(`${idp.issuer}/login/username?**`);
+  await person.locator('#username').fill(username);
+  await person.locator('#password').fill(password);
+  await person.getByRole('button', { name: 'Login' }).click();
+  await person.waitForURL(`${srv.url}/ui/`);
+  await person.locator('#signed-in-as').waitFor();
+  await person.locator('#feed[data-state="live"]').waitFor();
+  // A reviewer is not offered the sign-ins page.
+  assert.equal(await person.locator('a[data-nav="signins"]').isVisible(), false);
+  const cookie = (await personCtx.cookies(srv.url)).find((c) => c.name === 'planserver_session');
+  const me = await (await fetch(`${srv.url}/v1/me`, { headers: { Cookie: `planserver_session=${cookie.value}` } })).json();
+  assert.match(me.signin_id, /^si_[A-Za-z0-9_-]{22}$/);
+
+  // The admin, with a token, opens the sign-ins page from the navigation.
+  const adminCtx = await browser.newContext({ viewport: { width: 1280, height: 720 }, timezoneId: 'UTC', locale: 'en-GB' });
+  const page = await adminCtx.newPage();
+  const problems = watchPage(page, [srv.url]);
+  await page.goto(`${srv.url}/ui/`);
+  await page.locator('#token').fill(srv.token('admin', 'console-admin'));
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('link', { name: 'Sign-ins' }).click();
+  await page.getByRole('heading', { name: 'Sign-ins', exact: true }).waitFor();
+  // The reviewer's sign-in of the first test whose cookie the browser
+  // dropped is still on record beside this one: two rows, one person.
+  const row = page.locator(`tr[data-signin="${me.signin_id}"]`);
+  await row.waitFor();
+  assert.match(await row.textContent(), new RegExp(`Rita Reviewer.*${email.replace('.', '\\.')}.*reviewer`));
+  const listed = (await admin.must(200, 'GET', '/v1/signins')).signins.filter((s) => s.email === email);
+  assert.equal(await page.locator('tr[data-signin]', { hasText: email }).count(), listed.length);
+  await shoot(page, 'console-signins', { fullPage: true });
+
+  await row.locator('button[data-action="end"]').click();
+  await row.waitFor({ state: 'detached' });
+  assert.equal((await admin.must(200, 'GET', '/v1/signins')).signins.some((s) => s.id === me.signin_id), false);
+  // The person's page, untouched, learns it from its event stream: it is
+  // back at the sign-in screen, saying why.
+  await person.locator('#sign-in-oidc').waitFor({ timeout: 10000 });
+  assert.match(await person.locator('main').textContent(), /Your sign-in has ended/);
+  const res = await fetch(`${srv.url}/v1/me`, { headers: { Cookie: `planserver_session=${cookie.value}` } });
+  assert.equal(res.status, 401);
+  assert.deepEqual(problems, []);
+  assert.deepEqual(personProblems, []);
+  await adminCtx.close();
+  await personCtx.close();
 });

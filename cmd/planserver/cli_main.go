@@ -86,6 +86,7 @@ var cliGroups = map[string][]*cliCommand{
 	"events": {eventsCmd},
 	"webhook": {webhookCreateCmd, webhookListCmd, webhookShowCmd, webhookUpdateCmd, webhookDeleteCmd, webhookRotateCmd,
 		webhookDeliveriesCmd, webhookRedeliverCmd},
+	"signin": {signinListCmd, signinShowCmd, signinRevokeCmd},
 }
 
 // cli is what an API command runs with.

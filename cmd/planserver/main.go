@@ -86,6 +86,7 @@ Talking to a running server (--server URL, --token T, --json):
   planserver events [--follow]                      the change log
   planserver webhook create|list|show|update|delete|rotate-secret|deliveries|redeliver
                                                     signed webhook subscriptions (admin)
+  planserver signin list|show|revoke                people's sign-ins: list them, end them (admin)
 
 Run 'planserver COMMAND --help' for a command's flags; each has a PLANSERVER_*
 environment equivalent (--max-plan-bytes is PLANSERVER_MAX_PLAN_BYTES).
@@ -117,7 +118,7 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 		return token(ctx, args[1:], getenv, stdout, stderr)
 	case "healthcheck":
 		return healthcheck(ctx, args[1:], getenv, stdout, stderr)
-	case "session", "plan", "review", "steps", "events", "webhook":
+	case "session", "plan", "review", "steps", "events", "webhook", "signin":
 		return apiCommand(ctx, args, getenv, os.Stdin, stdout, stderr)
 	case "hook":
 		// A host's hook: its input on stdin, the host's output on stdout.

@@ -74,8 +74,9 @@ type Person = api.Person
 // Principal is who is calling: a token, or a person signed in through
 // OIDC (Person set).
 type Principal struct {
-	// Name is the token's name, or a person's email (their subject when
-	// the provider gave none), recorded as every event's actor.
+	// Name is the token's name, or a person's verified email (their
+	// subject when the provider gave no verified one; Person.DisplayName),
+	// recorded as every event's actor.
 	Name string
 	Role Role
 	// Person is the signed-in human behind a browser session; nil for a
@@ -101,6 +102,9 @@ type Principal struct {
 	CSRF string
 	// ExpiresAt is when a sign-in ends at the latest; empty for tokens.
 	ExpiresAt string
+	// SignInID is a sign-in's public id (what an admin ends it by);
+	// empty for tokens.
+	SignInID string
 }
 
 // RecheckKey names what Store.Recheck checks of p: two principals with the
@@ -109,7 +113,9 @@ type Principal struct {
 // key once.
 func (p Principal) RecheckKey() string {
 	if p.signIn {
-		return "sign-in:" + p.hash
+		// A sign-in's check compares its role and subtree now with
+		// the principal's (Store.Recheck), so they are part of the key.
+		return "sign-in:" + p.hash + ":" + string(p.Role) + ":" + p.SessionPath
 	}
 	return "token:" + p.hash
 }
@@ -169,6 +175,9 @@ const (
 	ManageWebhooks Action = "webhooks.manage"
 	// ReadSelf is GET /v1/me: every authenticated caller may ask who it is.
 	ReadSelf Action = "self.read"
+	// ManageSignIns is listing people's sign-ins and ending them: an
+	// admin's, since it ends other people's access.
+	ManageSignIns Action = "signins.manage"
 )
 
 // Actions lists every action, for exhaustive tests.
@@ -178,7 +187,7 @@ var Actions = []Action{
 	ReadSessionPlan, RequestReview, DecideReview, FilterTools, CheckTool, WriteTodos,
 	ReadTodos, ReadPlans, WritePlans, ExecuteSteps, ReadEvents, ManageTokens, ConnectMCP, ManageGates,
 	ManageWebhooks,
-	ReadSelf,
+	ReadSelf, ManageSignIns,
 }
 
 // Decision is the outcome of Decide.

@@ -19,7 +19,7 @@ func TestDecideEveryRoleActionAndScope(t *testing.T) {
 	// agent's, wherever the session is. Naming a session would tell an
 	// agent which ids are taken outside its tree.
 	agentMayNot := []Action{LeavePlanMode, DecideReview, CreateHarnessSession, CreateRootSession,
-		NameSession, UpdateSession, DeleteSession, ManageTokens, ManageGates, ManageWebhooks}
+		NameSession, UpdateSession, DeleteSession, ManageTokens, ManageGates, ManageWebhooks, ManageSignIns}
 	// What an agent whose own session is in plan mode may not do:
 	// execute, as opposed to plan.
 	notInPlanMode := map[Action]bool{ExecuteSteps: true}

@@ -109,6 +109,12 @@ var Routes = map[string]Rule{
 	// Who the caller is, for cookies and tokens alike (the console asks
 	// it first, and takes the CSRF token from it).
 	"GET /v1/me": {Action: ReadSelf},
+	// People's sign-ins: listing and ending them ends other people's
+	// access, so admin only.
+	"GET /v1/signins":         {Action: ManageSignIns},
+	"DELETE /v1/signins":      {Action: ManageSignIns},
+	"GET /v1/signins/{id}":    {Action: ManageSignIns},
+	"DELETE /v1/signins/{id}": {Action: ManageSignIns},
 }
 
 // DenyReason explains a Deny to the caller. For an agent trying to leave

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -29,11 +30,23 @@ import (
 // cookie value without it is refused without a lookup.
 const SignInPrefix = "pss_"
 
+// SignInIDPrefix marks a sign-in's public id, which names it to admins
+// (128 random bits; it tells nothing about the cookie).
+const SignInIDPrefix = "si_"
+
 // newSecret returns prefix and 256 random bits.
 func newSecret(prefix string) string {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails
 	return prefix + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// newSignInID returns a sign-in's public id: the prefix and 128 random
+// bits, 22 base64url characters.
+func newSignInID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return SignInIDPrefix + base64.RawURLEncoding.EncodeToString(b)
 }
 
 // NewNonce returns 256 random bits in base64url, for state, nonce and
@@ -54,6 +67,9 @@ func CSRFToken(secret string) string {
 // --oidc-roles gave them.
 type SignInInput struct {
 	Person Person
+	// Groups are the provider's groups claim, kept so that group rules
+	// can be matched again on every request.
+	Groups []string
 	Role   Role
 	// SessionID is a reviewer's subtree; "" for every session.
 	SessionID string
@@ -72,10 +88,44 @@ type Timeouts struct {
 	MaxAge time.Duration
 }
 
+// AttemptLimits bound the logins in progress, which anyone can start:
+// /auth/login is unauthenticated and records an attempt per request.
+type AttemptLimits struct {
+	// PerClient is how many attempts one client (an address; an IPv6
+	// client by its /64) may have in progress: its next one replaces its
+	// oldest. DefaultAttemptsPerClient when 0.
+	PerClient int
+	// Total is how many may be in progress in all: beyond it a login is
+	// refused (503 unavailable) until attempts finish or expire.
+	// DefaultAttemptsTotal when 0.
+	Total int
+}
+
+// Default attempt limits: room for an office behind one NAT address
+// signing in at nine, and a table that stays a few megabytes under any
+// flood.
+const (
+	DefaultAttemptsPerClient = 100
+	DefaultAttemptsTotal     = 10000
+)
+
+// SignInConfig configures the sign-in store.
+type SignInConfig struct {
+	Timeouts Timeouts
+	Attempts AttemptLimits
+	// Rules are --oidc-roles. They are matched again on every use of a
+	// sign-in, against what the provider said at login, so a sign-in
+	// never outlives the rule that let its person in. Without rules no
+	// sign-in is valid.
+	Rules []RoleRule
+}
+
 // SignIns keeps sign-ins and login attempts.
 type SignIns struct {
 	db       *db.DB
 	timeouts Timeouts
+	attempts AttemptLimits
+	rules    []RoleRule
 	// touched remembers when this replica last wrote a sign-in's
 	// last_seen_at, so the requests that find it stale at once write it
 	// once, not each.
@@ -84,8 +134,14 @@ type SignIns struct {
 }
 
 // NewSignIns returns the sign-in store on d.
-func NewSignIns(d *db.DB, t Timeouts) *SignIns {
-	return &SignIns{db: d, timeouts: t, touched: map[string]time.Time{}}
+func NewSignIns(d *db.DB, c SignInConfig) *SignIns {
+	if c.Attempts.PerClient <= 0 {
+		c.Attempts.PerClient = DefaultAttemptsPerClient
+	}
+	if c.Attempts.Total <= 0 {
+		c.Attempts.Total = DefaultAttemptsTotal
+	}
+	return &SignIns{db: d, timeouts: c.Timeouts, attempts: c.Attempts, rules: c.Rules, touched: map[string]time.Time{}}
 }
 
 // Attempt is a login in progress, between /auth/login and /auth/callback.
@@ -93,36 +149,86 @@ type Attempt struct {
 	Nonce    string
 	Verifier string
 	ReturnTo string
+	// Client is who started it (an address, an IPv6 /64), for
+	// AttemptLimits.PerClient.
+	Client string
 }
 
 // attemptTTL bounds how long a person may take at the provider's page.
 const attemptTTL = 10 * time.Minute
 
-// Begin records a login attempt under state. Expired attempts are pruned
-// on the way, so abandoned logins do not pile up.
+// Begin records a login attempt under state, within the attempt limits:
+// a client at its limit loses its oldest attempt, and when the limit of
+// all is reached the login is refused before any write, so a flood of
+// logins neither grows the table nor queues behind other writes. Expired
+// attempts are pruned on the way. Errors: unavailable (too many logins in
+// progress, with RetryAfter: when the oldest expires).
 func (s *SignIns) Begin(ctx context.Context, state string, a Attempt) error {
+	if err := s.roomForAttempt(s.db.Reader(ctx), s.db.Now()); err != nil {
+		return err
+	}
 	return s.db.Write(ctx, func(tx *db.Tx) error {
 		now := tx.NowText()
 		if _, err := tx.Exec(`DELETE FROM signin_attempts WHERE expires_at <= ?`, now); err != nil {
 			return fmt.Errorf("prune login attempts: %w", err)
 		}
-		if _, err := tx.Exec(`INSERT INTO signin_attempts (state_hash, nonce, verifier, return_to, expires_at)
-			VALUES (?, ?, ?, ?, ?)`, Hash(state), a.Nonce, a.Verifier, a.ReturnTo,
-			db.FormatTime(tx.Now().Add(attemptTTL))); err != nil {
+		// Keep this client's newest PerClient-1, so that with this one
+		// it has PerClient.
+		if _, err := tx.Exec(`DELETE FROM signin_attempts WHERE client = ? AND state_hash NOT IN
+			(SELECT state_hash FROM signin_attempts WHERE client = ? ORDER BY expires_at DESC, state_hash LIMIT ?)`,
+			a.Client, a.Client, s.attempts.PerClient-1); err != nil {
+			return fmt.Errorf("bound this client's login attempts: %w", err)
+		}
+		if err := s.roomForAttempt(tx, tx.Now()); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(`INSERT INTO signin_attempts (state_hash, nonce, verifier, return_to, expires_at, client)
+			VALUES (?, ?, ?, ?, ?, ?)`, Hash(state), a.Nonce, a.Verifier, a.ReturnTo,
+			db.FormatTime(tx.Now().Add(attemptTTL)), a.Client); err != nil {
 			return fmt.Errorf("record login attempt: %w", err)
 		}
 		return nil
 	})
 }
 
+// roomForAttempt reports, as of now in q's snapshot, whether another
+// attempt fits under AttemptLimits.Total.
+func (s *SignIns) roomForAttempt(q db.Querier, now time.Time) error {
+	var (
+		pending int
+		oldest  string
+	)
+	if err := q.QueryRow(`SELECT count(*), coalesce(min(expires_at), '') FROM signin_attempts WHERE expires_at > ?`,
+		db.FormatTime(now)).Scan(&pending, &oldest); err != nil {
+		return fmt.Errorf("count login attempts: %w", err)
+	}
+	if pending < s.attempts.Total {
+		return nil
+	}
+	wait := attemptTTL
+	if t, err := time.Parse(db.TimeFormat, oldest); err == nil && t.After(now) {
+		wait = t.Sub(now)
+	}
+	return &apierr.Error{Code: apierr.Unavailable, RetryAfter: int(wait/time.Second) + 1,
+		Detail: fmt.Sprintf("%d sign-ins are in progress, the most this server keeps; try again when older ones finish or expire", pending)}
+}
+
 // Take returns and deletes the attempt recorded under state: a state is
-// good for one callback only. Errors: unauthenticated (unknown, used or
-// expired state).
+// good for one callback only. A state nobody recorded is refused from a
+// read, so made-up callbacks never reach the writer. Errors:
+// unauthenticated (unknown, used or expired state).
 func (s *SignIns) Take(ctx context.Context, state string) (Attempt, error) {
 	var (
 		a       Attempt
 		expires string
 	)
+	var n int
+	if err := s.db.Reader(ctx).QueryRow(`SELECT count(*) FROM signin_attempts WHERE state_hash = ?`, Hash(state)).Scan(&n); err != nil {
+		return a, fmt.Errorf("look up login attempt: %w", err)
+	}
+	if n == 0 {
+		return a, apierr.New(apierr.Unauthenticated, "this login's state is unknown or was already used: start again")
+	}
 	err := s.db.Write(ctx, func(tx *db.Tx) error {
 		err := tx.QueryRow(`DELETE FROM signin_attempts WHERE state_hash = ? RETURNING nonce, verifier, return_to, expires_at`,
 			Hash(state)).Scan(&a.Nonce, &a.Verifier, &a.ReturnTo, &expires)
@@ -167,10 +273,14 @@ func (s *SignIns) Create(ctx context.Context, in SignInInput) (string, error) {
 		if maxAge <= 0 {
 			maxAge = s.timeouts.MaxAge
 		}
-		_, err := tx.Exec(`INSERT INTO signins (hash, subject, email, name, role, session_id, session_pk, id_token,
-			created_at, last_seen_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			Hash(secret), in.Person.Subject, in.Person.Email, in.Person.Name, in.Role, nullString(in.SessionID), pk,
-			in.IDToken, now, now, db.FormatTime(tx.Now().Add(maxAge)))
+		groups, err := json.Marshal(nonNil(in.Groups))
+		if err != nil {
+			return fmt.Errorf("sign in: %w", err)
+		}
+		_, err = tx.Exec(`INSERT INTO signins (hash, id, subject, email, name, groups, role, session_id, session_pk, id_token,
+			created_at, last_seen_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			Hash(secret), newSignInID(), in.Person.Subject, in.Person.Email, in.Person.Name,
+			string(groups), in.Role, nullString(in.SessionID), pk, in.IDToken, now, now, db.FormatTime(tx.Now().Add(maxAge)))
 		if err != nil {
 			return fmt.Errorf("sign in: %w", err)
 		}
@@ -232,55 +342,141 @@ func (s *SignIns) claimTouch(hash string, now time.Time) bool {
 	return true
 }
 
-// principal reads the sign-in whose hash is hash, as of now, and when it
-// was last seen.
-func (s *SignIns) principal(q db.Querier, hash string, now time.Time) (Principal, time.Time, error) {
+// signInColumns are a sign-in's columns as scanSignIn reads them, with
+// the path of the reviewer subtree it was given at login (NULL once that
+// session is gone), from signins g LEFT JOIN sessions s.
+const signInColumns = `g.hash, g.id, g.subject, g.email, g.name, g.groups, g.role, g.session_id, g.session_pk,
+	s.ancestry || s.pk || '/', g.created_at, g.last_seen_at, g.expires_at`
+
+const signInsFrom = ` FROM signins g LEFT JOIN sessions s ON s.pk = g.session_pk`
+
+// signInRow is one sign-in as stored.
+type signInRow struct {
+	hash, id                   string
+	person                     Person
+	groups                     []string
+	role                       string
+	sessionID, path            sql.NullString
+	pk                         sql.NullInt64
+	created, lastSeen, expires string
+	lastSeenTime               time.Time
+}
+
+func scanSignIn(row scanner) (*signInRow, error) {
 	var (
-		stored, role, lastSeen, expires string
-		person                          Person
-		sessionID, path                 sql.NullString
-		pk                              sql.NullInt64
+		g      signInRow
+		groups string
 	)
-	err := q.QueryRow(`SELECT g.hash, g.subject, g.email, g.name, g.role, g.session_id, g.session_pk,
-			s.ancestry || s.pk || '/', g.last_seen_at, g.expires_at
-		FROM signins g LEFT JOIN sessions s ON s.pk = g.session_pk WHERE g.hash = ?`, hash).
-		Scan(&stored, &person.Subject, &person.Email, &person.Name, &role, &sessionID, &pk, &path, &lastSeen, &expires)
+	if err := row.Scan(&g.hash, &g.id, &g.person.Subject, &g.person.Email, &g.person.Name, &groups, &g.role,
+		&g.sessionID, &g.pk, &g.path, &g.created, &g.lastSeen, &g.expires); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(groups), &g.groups); err != nil {
+		return nil, fmt.Errorf("sign-in %s: groups %q: %w", g.id, groups, err)
+	}
+	seen, err := time.Parse(db.TimeFormat, g.lastSeen)
+	if err != nil {
+		return nil, fmt.Errorf("sign-in %s: last_seen_at %q: %w", g.id, g.lastSeen, err)
+	}
+	g.lastSeenTime = seen
+	return &g, nil
+}
+
+// ended says why g no longer signs anyone in as of now (absolute or idle
+// timeout), or "" while it is live.
+func (s *SignIns) ended(g *signInRow, now time.Time) string {
+	if g.expires <= db.FormatTime(now) {
+		return "this sign-in expired at " + g.expires + ": sign in again at /auth/login"
+	}
+	if s.timeouts.Idle > 0 && now.Sub(g.lastSeenTime) >= s.timeouts.Idle {
+		return fmt.Sprintf("this sign-in was idle for more than %s: sign in again at /auth/login", s.timeouts.Idle)
+	}
+	return ""
+}
+
+// grant is what the rules in force give a sign-in now.
+type grant struct {
+	role Role
+	// sessionID, pk and path are a reviewer's subtree ("" for none).
+	sessionID string
+	pk        int64
+	path      string
+}
+
+// grantOf matches the rules in force against what the provider said about
+// g's person at login, in q's snapshot: the role is never the one taken
+// once at login, so a changed rule applies on the person's next request.
+// A reviewer subtree the rules name is the session of that id, by the
+// identity it had at login when the rule is the login's, else by the
+// identity it has now. Errors: unauthenticated (no rule matches, or the
+// subtree does not exist).
+func (s *SignIns) grantOf(q db.Querier, g *signInRow) (grant, error) {
+	rule, ok := MatchRole(s.rules, Claims{Email: g.person.Email, EmailVerified: true, Groups: g.groups})
+	if !ok {
+		return grant{}, errUnauthenticated(fmt.Sprintf("no rule of --oidc-roles lets %s in any more: "+
+			"ask whoever runs planserver", g.person.DisplayName()))
+	}
+	out := grant{role: rule.Role, sessionID: rule.SessionID}
+	switch {
+	case rule.SessionID == "":
+	case g.sessionID.Valid && g.sessionID.String == rule.SessionID:
+		if !g.path.Valid {
+			return grant{}, errUnauthenticated("your reviewer subtree, session " + rule.SessionID + ", no longer exists: sign in again")
+		}
+		out.pk, out.path = g.pk.Int64, g.path.String
+	default:
+		err := q.QueryRow(`SELECT pk, ancestry || pk || '/' FROM sessions WHERE id = ?`, rule.SessionID).Scan(&out.pk, &out.path)
+		if errors.Is(err, sql.ErrNoRows) {
+			return grant{}, errUnauthenticated("your reviewer subtree, session " + rule.SessionID + ", does not exist: " +
+				"ask an operator to fix --oidc-roles")
+		}
+		if err != nil {
+			return grant{}, fmt.Errorf("authenticate sign-in: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// principal reads the sign-in whose hash is hash, as of now, with the role
+// the rules in force give it, and when it was last seen.
+func (s *SignIns) principal(q db.Querier, hash string, now time.Time) (Principal, time.Time, error) {
+	g, err := scanSignIn(q.QueryRow(`SELECT `+signInColumns+signInsFrom+` WHERE g.hash = ?`, hash))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Principal{}, time.Time{}, errUnauthenticated("this sign-in has ended (signed out, or unknown): sign in again at /auth/login")
+		return Principal{}, time.Time{}, errUnauthenticated("this sign-in has ended (signed out, ended by an admin, or unknown): sign in again at /auth/login")
 	}
 	if err != nil {
 		return Principal{}, time.Time{}, fmt.Errorf("authenticate sign-in: %w", err)
 	}
-	if !HashesEqual(stored, hash) {
+	if !HashesEqual(g.hash, hash) {
 		return Principal{}, time.Time{}, errUnauthenticated("this sign-in has ended: sign in again at /auth/login")
 	}
-	if expires <= db.FormatTime(now) {
-		return Principal{}, time.Time{}, errUnauthenticated("this sign-in expired at " + expires + ": sign in again at /auth/login")
+	if why := s.ended(g, now); why != "" {
+		return Principal{}, time.Time{}, errUnauthenticated(why)
 	}
-	seen, err := time.Parse(db.TimeFormat, lastSeen)
+	gr, err := s.grantOf(q, g)
 	if err != nil {
-		return Principal{}, time.Time{}, fmt.Errorf("authenticate sign-in: last_seen_at %q: %w", lastSeen, err)
+		return Principal{}, time.Time{}, err
 	}
-	if s.timeouts.Idle > 0 && now.Sub(seen) >= s.timeouts.Idle {
-		return Principal{}, time.Time{}, errUnauthenticated(fmt.Sprintf(
-			"this sign-in was idle for more than %s: sign in again at /auth/login", s.timeouts.Idle))
-	}
-	p := Principal{Name: person.DisplayName(), Role: Role(role), Person: &person, hash: hash, signIn: true, ExpiresAt: expires}
-	if sessionID.Valid {
-		if !path.Valid {
-			return Principal{}, time.Time{}, errUnauthenticated("your reviewer subtree, session " + sessionID.String +
-				", no longer exists: sign in again")
-		}
-		p.SessionID, p.SessionPK, p.SessionPath = sessionID.String, pk.Int64, path.String
-	}
-	return p, seen, nil
+	person := g.person
+	p := Principal{Name: person.DisplayName(), Role: gr.role, Person: &person, hash: hash, signIn: true,
+		ExpiresAt: g.expires, SignInID: g.id,
+		SessionID: gr.sessionID, SessionPK: gr.pk, SessionPath: gr.path}
+	return p, g.lastSeenTime, nil
 }
 
 // End deletes the sign-in whose cookie holds secret and returns its ID
 // token (for RP-initiated logout). Ending one that is gone is no error:
-// the answer is the same, the person is signed out.
+// the answer is the same, the person is signed out (and a cookie nobody
+// issued never reaches the writer).
 func (s *SignIns) End(ctx context.Context, secret string) (idToken string, err error) {
 	if !LooksLikeSignIn(secret) {
+		return "", nil
+	}
+	var n int
+	if err := s.db.Reader(ctx).QueryRow(`SELECT count(*) FROM signins WHERE hash = ?`, Hash(secret)).Scan(&n); err != nil {
+		return "", fmt.Errorf("sign out: %w", err)
+	}
+	if n == 0 {
 		return "", nil
 	}
 	err = s.db.Write(ctx, func(tx *db.Tx) error {
@@ -294,4 +490,11 @@ func (s *SignIns) End(ctx context.Context, secret string) (idToken string, err e
 		return nil
 	})
 	return idToken, err
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }

@@ -40,13 +40,13 @@ type Store struct {
 
 // NewStore returns a Store on d.
 func NewStore(d *db.DB) *Store {
-	return &Store{db: d, touched: map[string]time.Time{}, signIns: NewSignIns(d, Timeouts{})}
+	return &Store{db: d, touched: map[string]time.Time{}, signIns: NewSignIns(d, SignInConfig{})}
 }
 
-// SignIns returns the store of sign-ins, with timeouts t, sharing this
-// store's database; Recheck then checks sign-ins with the same timeouts.
-func (s *Store) SignIns(t Timeouts) *SignIns {
-	s.signIns = NewSignIns(s.db, t)
+// SignIns returns the store of sign-ins, configured by c, sharing this
+// store's database; Recheck then checks sign-ins the same way.
+func (s *Store) SignIns(c SignInConfig) *SignIns {
+	s.signIns = NewSignIns(s.db, c)
 	return s.signIns
 }
 
@@ -236,16 +236,26 @@ func (s *Store) Authenticate(ctx context.Context, secret string) (Principal, err
 }
 
 // Recheck checks, within q's snapshot, that principal p's token is still
-// valid: not revoked, not expired, its session still there. An event
-// stream calls it in the snapshot of every page it reads, so it ends with
-// the token. Principals without a token (--auth none) always pass.
+// valid: not revoked, not expired, its session still there; for a
+// sign-in, not ended (signed out, ended by an admin, timed out) and given
+// the same role and subtree by the rules in force. An event stream calls
+// it in the snapshot of every page it reads and on every heartbeat, so
+// it ends with the credential. Principals without a token (--auth none)
+// always pass.
 func (s *Store) Recheck(q db.Querier, p Principal) error {
 	if p.hash == "" {
 		return nil
 	}
 	if p.signIn {
-		_, _, err := s.signIns.principal(q, p.hash, s.db.Now())
-		return err
+		now, _, err := s.signIns.principal(q, p.hash, s.db.Now())
+		if err != nil {
+			return err
+		}
+		if now.Role != p.Role || now.SessionPath != p.SessionPath {
+			return errUnauthenticated(fmt.Sprintf("the rules give this sign-in another role (%s) than when this stream opened (%s): open it again",
+				now.Role, p.Role))
+		}
+		return nil
 	}
 	_, err := s.principal(q, p.hash, s.db.Now())
 	return err

@@ -50,8 +50,8 @@ var copyTables = []copyTable{
 		"state, state_reason, cursor, attempts, next_attempt_at, lease_owner, lease_until, created_at, updated_at", "id"},
 	{"webhook_deliveries", "id, webhook_id, event_seq, message_id, type, attempt, manual, state, status_code, latency_ms, " +
 		"response, error, next_retry_at, created_at", "id"},
-	{"signin_attempts", "state_hash, nonce, verifier, return_to, expires_at", "state_hash"},
-	{"signins", "hash, subject, email, name, role, session_id, session_pk, id_token, created_at, last_seen_at, expires_at", "hash"},
+	{"signin_attempts", "state_hash, nonce, verifier, return_to, expires_at, client", "state_hash"},
+	{"signins", "hash, subject, email, name, role, session_id, session_pk, id_token, created_at, last_seen_at, expires_at, id, groups", "hash"},
 }
 
 // counterKeys are the tables whose keys come from a counter that never

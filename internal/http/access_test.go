@@ -355,6 +355,16 @@ var accessTable = map[string][]accessCase{
 		want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 403}}},
 	"DELETE /v1/tokens/{name}": {{path: "/v1/tokens/victim",
 		want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 403}}},
+
+	// Ending people's sign-ins ends their access: admin only. The id is
+	// well formed but names no sign-in, so an admin gets 404.
+	"GET /v1/signins": {{path: "/v1/signins", want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 403}}},
+	"DELETE /v1/signins": {{path: "/v1/signins?subject=nobody",
+		want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 403}}},
+	"GET /v1/signins/{id}": {{path: "/v1/signins/si_AAAAAAAAAAAAAAAAAAAAAA",
+		want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 403, admin: 404}}},
+	"DELETE /v1/signins/{id}": {{path: "/v1/signins/si_AAAAAAAAAAAAAAAAAAAAAA",
+		want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 403, admin: 404}}},
 }
 
 // routes returns every route of the router as "METHOD /pattern".

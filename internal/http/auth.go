@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -54,7 +55,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			span.end("deny")
 			// Failed attempts count against the client's address, so that
 			// guessing tokens is rate limited too.
-			if s.limited(w, r, "ip:"+clientIP(r)) {
+			if s.limited(w, r, "ip:"+clientKey(r)) {
 				return
 			}
 			writeProblem(w, r, err)
@@ -283,14 +284,25 @@ func (s *Server) mcpCalls(w http.ResponseWriter, r *http.Request, route string) 
 	return max(1, len(batch)), nil
 }
 
-// clientIP is the address the connection comes from. X-Forwarded-For is
+// clientKey names the client a request comes from, for the limits of
+// requests nobody is authenticated for yet: its address, or an IPv6
+// client's /64, since one host commonly holds a whole /64 and could
+// otherwise take a fresh address for every request. X-Forwarded-For is
 // not trusted: anyone can send it.
-func clientIP(r *http.Request) string {
+func clientKey(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
-		return r.RemoteAddr
+		host = r.RemoteAddr
 	}
-	return host
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	ip = ip.Unmap().WithZone("")
+	if ip.Is6() {
+		return netip.PrefixFrom(ip, 64).Masked().String()
+	}
+	return ip.String()
 }
 
 // authorizeRoute applies the route's rule from auth.Routes. A route

@@ -25,6 +25,10 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request) error {
 			exp := p.ExpiresAt
 			out.ExpiresAt = &exp
 		}
+		if p.SignInID != "" {
+			id := p.SignInID
+			out.SignInID = &id
+		}
 	}
 	// The CSRF token is a secret of this browser's sign-in.
 	w.Header().Set("Cache-Control", "no-store")

@@ -195,11 +195,12 @@ func New(cfg Config) *Server {
 	}
 	s.hookRules = newHookRules(cfg.Hooks)
 	s.oidc = cfg.OIDC
-	timeouts := auth.Timeouts{}
+	signIns := auth.SignInConfig{}
 	if s.oidc != nil {
-		timeouts = auth.Timeouts{Idle: s.oidc.settings.Idle, MaxAge: s.oidc.settings.MaxAge}
+		signIns = auth.SignInConfig{Timeouts: auth.Timeouts{Idle: s.oidc.settings.Idle, MaxAge: s.oidc.settings.MaxAge},
+			Attempts: s.oidc.settings.Attempts, Rules: s.oidc.settings.Roles}
 	}
-	s.signIns = s.tokens.SignIns(timeouts)
+	s.signIns = s.tokens.SignIns(signIns)
 	s.plans = plans.NewStore(cfg.DB, plans.Config{History: cfg.PlanHistory, MaxContentBytes: cfg.MaxPlanBytes,
 		// A plan body that starts, completes or claims a step executes it
 		// exactly as the step routes do, so it takes the same decision.
@@ -315,6 +316,12 @@ func (s *Server) routes() chi.Router {
 		r.Get("/webhooks/{id}/deliveries", s.h(s.listWebhookDeliveries))
 		r.Post("/webhooks/{id}/deliveries/{delivery}/redeliver", s.h(s.redeliverWebhook))
 		r.Get("/me", s.h(s.me)) // me.go: who is calling, cookie or token
+
+		// signins.go: the admin's list of sign-ins, and ending them.
+		r.Get("/signins", s.h(s.listSignIns))
+		r.Delete("/signins", s.h(s.revokeSignInsOf))
+		r.Get("/signins/{id}", s.h(s.getSignIn))
+		r.Delete("/signins/{id}", s.h(s.revokeSignIn))
 	})
 	return r
 }

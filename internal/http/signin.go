@@ -63,6 +63,9 @@ type OIDCSettings struct {
 	// Idle and MaxAge are the sign-in's idle and absolute timeouts.
 	Idle   time.Duration
 	MaxAge time.Duration
+	// Attempts bound the logins in progress (the auth defaults when
+	// zero).
+	Attempts auth.AttemptLimits
 	// HTTPClient talks to the provider; http.DefaultClient when nil.
 	HTTPClient *http.Client
 }
@@ -178,6 +181,17 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+// signInLimited takes one request of the client's rate limit for the
+// sign-in routes, which anyone may call and each of which may write (a
+// login records an attempt; a callback or a logout with a made-up cookie
+// still looks for one to delete); when none is left it answers 429
+// problem+json with Retry-After and reports true. The bucket is the one
+// failed authentications of /v1 draw from: what this address does before
+// anyone knows who it is.
+func (s *Server) signInLimited(w http.ResponseWriter, r *http.Request) bool {
+	return s.limited(w, r, "ip:"+clientKey(r))
+}
+
 // signInRoutes are /auth/login, /auth/callback and /auth/logout. Without
 // sign-in configured they answer 404 saying so.
 func (s *Server) signInRoutes(r chiRouter) {
@@ -237,14 +251,22 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, errNoSignIn)
 		return
 	}
+	if s.signInLimited(w, r) {
+		return
+	}
 	returnTo, err := ReturnPath(r.URL.Query().Get("return_to"))
 	if err != nil {
-		s.signInPage(w, r, http.StatusBadRequest, "This sign-in link is not valid",
-			"It asks to return to a place outside this server, which planserver never does. Open the console and sign in from there.", "")
+		s.signInPage(w, r, http.StatusBadRequest, signInText{Title: "This sign-in link is not valid",
+			Words: "It asks to return to a place outside this server, which planserver never does. Open the console and sign in from there."})
 		return
 	}
 	state, nonce, verifier := auth.NewNonce(), auth.NewNonce(), oauth2.GenerateVerifier()
-	if err := s.signIns.Begin(r.Context(), state, auth.Attempt{Nonce: nonce, Verifier: verifier, ReturnTo: returnTo}); err != nil {
+	err = s.signIns.Begin(r.Context(), state, auth.Attempt{Nonce: nonce, Verifier: verifier, ReturnTo: returnTo, Client: clientKey(r)})
+	if apierr.CodeOf(err) == apierr.Unavailable {
+		writeProblem(w, r, err) // too many logins in progress: 503 with Retry-After
+		return
+	}
+	if err != nil {
 		s.signInFailed(w, r, err)
 		return
 	}
@@ -263,16 +285,67 @@ type idClaims struct {
 	Groups            []string `json:"groups"`
 }
 
-// errLogin is a login that failed for a reason the person should read.
+// errLogin is a login that failed for a reason the person should read:
+// planserver's own title and words, and, when the provider gave a reason,
+// the provider's text, shown only as a quotation under them.
 type errLogin struct {
 	status       int
 	title, words string
+	quoted       string
 }
 
 func (e *errLogin) Error() string { return e.title + ": " + e.words }
 
 func loginError(status int, title, words string) error {
 	return &errLogin{status: status, title: title, words: words}
+}
+
+// providerWords are planserver's words for the error codes of an
+// authorization response (RFC 6749 section 4.1.2.1, OIDC Core 3.1.2.6).
+var providerWords = map[string]string{
+	"access_denied":              "The sign-in was cancelled, or the identity provider refused it.",
+	"login_required":             "The identity provider needs you to sign in there first.",
+	"interaction_required":       "The identity provider needs you to sign in there first.",
+	"consent_required":           "The identity provider needs your consent for planserver first.",
+	"account_selection_required": "The identity provider needs you to choose an account first.",
+	"server_error":               "The identity provider had a problem. Try again in a moment.",
+	"temporarily_unavailable":    "The identity provider is busy or down for a moment. Try again shortly.",
+}
+
+// maxQuoted bounds the provider's text shown on a sign-in page.
+const maxQuoted = 300
+
+// providerRefused is the page of an error answer from the provider, for
+// a login this browser did start: planserver's words, and the provider's
+// code and description as a bounded quotation of printable characters
+// (RFC 6749 allows no others in them).
+func providerRefused(code, description string) error {
+	words, ok := providerWords[code]
+	if !ok {
+		words = "The identity provider ended the sign-in with an error."
+	}
+	words += " Sign in again; if it keeps failing, tell whoever runs planserver what the provider said."
+	quoted := printable(code)
+	if d := printable(description); d != "" {
+		quoted += ": " + d
+	}
+	return &errLogin{status: http.StatusUnauthorized, title: "The identity provider did not sign you in", words: words, quoted: quoted}
+}
+
+// printable keeps the first maxQuoted printable ASCII characters of s,
+// the only ones an OAuth error code or description may hold.
+func printable(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		if b.Len() >= maxQuoted {
+			b.WriteString("…")
+			break
+		}
+		if c >= 0x20 && c < 0x7f {
+			b.WriteRune(c)
+		}
+	}
+	return b.String()
 }
 
 // callback finishes a login: the state must be this browser's and unused,
@@ -283,6 +356,9 @@ func loginError(status int, title, words string) error {
 func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 	if s.oidc == nil {
 		writeProblem(w, r, errNoSignIn)
+		return
+	}
+	if s.signInLimited(w, r) {
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
@@ -299,10 +375,10 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) finishLogin(r *http.Request) (returnTo, secret string, err error) {
 	q := r.URL.Query()
-	if e := q.Get("error"); e != "" {
-		return "", "", loginError(http.StatusUnauthorized, "The identity provider did not sign you in",
-			"It answered "+e+": "+q.Get("error_description"))
-	}
+	// The state comes first, for an error answer too: until the callback
+	// is known to end a login this browser started, nothing in its URL is
+	// the provider's, and nothing of it is shown (anyone can send a link
+	// to /auth/callback?error=…&error_description=ANY TEXT).
 	state := q.Get("state")
 	c, cerr := r.Cookie(loginCookie)
 	if state == "" || cerr != nil || subtle.ConstantTimeCompare([]byte(c.Value), []byte(state)) != 1 {
@@ -313,6 +389,9 @@ func (s *Server) finishLogin(r *http.Request) (returnTo, secret string, err erro
 	if err != nil {
 		return "", "", loginError(http.StatusBadRequest, "This sign-in was already used or has expired",
 			"Each sign-in link works once. Sign in again.")
+	}
+	if e := q.Get("error"); e != "" {
+		return "", "", providerRefused(e, q.Get("error_description"))
 	}
 	ctx := oidc.ClientContext(r.Context(), s.oidc.settings.HTTPClient)
 	tok, err := s.oidc.oauth.Exchange(ctx, q.Get("code"), oauth2.VerifierOption(attempt.Verifier))
@@ -334,14 +413,24 @@ func (s *Server) finishLogin(r *http.Request) (returnTo, secret string, err erro
 	if err := s.oidc.completeFromUserInfo(ctx, tok, p, claims); err != nil {
 		return "", "", err
 	}
-	rule, ok := auth.MatchRole(s.oidc.settings.Roles, auth.Claims{Email: claims.Email,
-		EmailVerified: claims.EmailVerified == nil || *claims.EmailVerified, Groups: claims.Groups})
-	if !ok {
-		return "", "", loginError(http.StatusForbidden, "You have no access to this planserver",
-			"You signed in as "+p.DisplayName()+", but no role is mapped to you. Ask whoever runs planserver to add you to --oidc-roles.")
+	// An email the provider has not verified is anyone's to type: it
+	// matches no rule, and it is not this person's email here either, so
+	// it never becomes the name on their decisions (their subject does).
+	unverified := ""
+	if claims.EmailVerified != nil && !*claims.EmailVerified {
+		unverified, p.Email = p.Email, ""
 	}
-	secret, err = s.signIns.Create(r.Context(), auth.SignInInput{Person: *p, Role: rule.Role, SessionID: rule.SessionID,
-		IDToken: raw, MaxAge: s.oidc.settings.MaxAge})
+	rule, ok := auth.MatchRole(s.oidc.settings.Roles, auth.Claims{Email: p.Email, EmailVerified: true, Groups: claims.Groups})
+	if !ok {
+		who := p.DisplayName()
+		if unverified != "" {
+			who += " (the provider has not verified your email " + unverified + ", so no email or domain rule counts it)"
+		}
+		return "", "", loginError(http.StatusForbidden, "You have no access to this planserver",
+			"You signed in as "+who+", but no role is mapped to you. Ask whoever runs planserver to add you to --oidc-roles.")
+	}
+	secret, err = s.signIns.Create(r.Context(), auth.SignInInput{Person: *p, Groups: claims.Groups, Role: rule.Role,
+		SessionID: rule.SessionID, IDToken: raw, MaxAge: s.oidc.settings.MaxAge})
 	if err != nil {
 		return "", "", err
 	}
@@ -442,6 +531,9 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, errNoSignIn)
 		return
 	}
+	if s.signInLimited(w, r) {
+		return
+	}
 	w.Header().Set("Cache-Control", "no-store")
 	out := api.Logout{Redirect: uiPrefix}
 	if c, err := r.Cookie(SignInCookie); err == nil {
@@ -489,11 +581,11 @@ func checkCSRF(r *http.Request, secret string) error {
 func (s *Server) signInFailed(w http.ResponseWriter, r *http.Request, err error) {
 	var le *errLogin
 	if errors.As(err, &le) {
-		s.signInPage(w, r, le.status, le.title, le.words, loginPath)
+		s.signInPage(w, r, le.status, signInText{Title: le.title, Words: le.words, Quoted: le.quoted, Retry: loginPath})
 		return
 	}
 	e, status, _ := problem(r, err)
-	s.signInPage(w, r, status, "Sign-in failed", e.Detail, loginPath)
+	s.signInPage(w, r, status, signInText{Title: "Sign-in failed", Words: e.Detail, Retry: loginPath})
 }
 
 var signInTemplate = template.Must(template.New("signin").Parse(`<!doctype html>
@@ -501,20 +593,29 @@ var signInTemplate = template.Must(template.New("signin").Parse(`<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <link rel="stylesheet" href="/ui/assets/app.css"></head>
 <body><main class="signin-page"><h1>{{.Title}}</h1><p id="signin-reason">{{.Words}}</p>
+{{if .Quoted}}<figure class="provider-said"><figcaption>The identity provider said:</figcaption>
+<blockquote id="provider-said">{{.Quoted}}</blockquote></figure>{{end}}
 {{if .Retry}}<p><a href="{{.Retry}}">Sign in again</a> · <a href="/ui/">Open the console</a></p>{{end}}
 </main></body></html>
 `))
 
+// signInText is what a sign-in page says: planserver's title and words,
+// the provider's text as a quotation (never anything else of it), and the
+// link to start again.
+type signInText struct {
+	Title, Words, Quoted, Retry string
+}
+
 // signInPage writes the sign-in's HTML page, under the console's CSP.
-func (s *Server) signInPage(w http.ResponseWriter, r *http.Request, status int, title, words, retry string) {
+func (s *Server) signInPage(w http.ResponseWriter, r *http.Request, status int, text signInText) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Content-Security-Policy", uiCSP)
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	_ = signInTemplate.Execute(w, struct{ Title, Words, Retry string }{title, words, retry})
+	_ = signInTemplate.Execute(w, text)
 	if status >= 500 {
-		s.log.Warn("sign-in failed", "status", status, "reason", words)
+		s.log.Warn("sign-in failed", "status", status, "reason", text.Words)
 	}
 }

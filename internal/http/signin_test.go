@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -93,6 +94,13 @@ func newIDP(t *testing.T) *mockoidc.MockOIDC {
 
 func newSignInEnv(t *testing.T, path string, idp *mockoidc.MockOIDC, configure ...func(*planhttp.OIDCSettings)) *signInEnv {
 	t.Helper()
+	return newSignInServer(t, path, idp, nil, configure...)
+}
+
+// newSignInServer is newSignInEnv with server settings of its own (rate
+// limits, a clock) set by server, when not nil.
+func newSignInServer(t *testing.T, path string, idp *mockoidc.MockOIDC, server func(*planhttp.Config), configure ...func(*planhttp.OIDCSettings)) *signInEnv {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +119,13 @@ func newSignInEnv(t *testing.T, path string, idp *mockoidc.MockOIDC, configure .
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := apitest.OpenOn(t, path, ln, func(c *planhttp.Config) { c.Auth = planhttp.AuthToken; c.OIDC = o })
+	env := apitest.OpenOn(t, path, ln, func(c *planhttp.Config) {
+		c.Auth = planhttp.AuthToken
+		c.OIDC = o
+		if server != nil {
+			server(c)
+		}
+	})
 	return &signInEnv{Env: env, idp: idp, oidc: o}
 }
 
@@ -745,6 +759,121 @@ func TestSignInAcrossReplicas(t *testing.T) {
 	for _, r := range replicas {
 		if resp := r.As("").Call(http.MethodGet, "/v1/me", nil, "Cookie", cookie); resp.Status != http.StatusUnauthorized {
 			t.Errorf("%s after logout on another replica: %d %s", r.Server.URL, resp.Status, resp.Body)
+		}
+	}
+}
+
+// TestSignInCallbackErrorText: an error answer at /auth/callback shows
+// nothing of its text unless it ends a login this browser started: a link
+// anyone can send (no state, another browser's state) gets planserver's
+// "did not start in this browser" page alone. For this browser's own
+// login, planserver says in its own words that the provider did not sign
+// the person in, and quotes the provider's code and description under
+// them, bounded and printable; the login's state is spent.
+func TestSignInCallbackErrorText(t *testing.T) {
+	e := newSignInEnv(t, dbtest.Fresh(t), newIDP(t))
+	const spoof = "Your account is locked. Call +1-555-0100 or visit evil.example to unlock it"
+	spoofed := func(state string) string {
+		v := url.Values{"error": {"access_denied"}, "error_description": {spoof}}
+		if state != "" {
+			v.Set("state", state)
+		}
+		return e.Server.URL + planhttp.CallbackPath + "?" + v.Encode()
+	}
+	other := newBrowser(t)
+	otherState := func() string {
+		u, _ := url.Parse(other.startLogin(e, ""))
+		return u.Query().Get("state")
+	}()
+	for name, u := range map[string]string{
+		"no state":                spoofed(""),
+		"a made-up state":         spoofed(auth.NewNonce()),
+		"another browser's state": spoofed(otherState),
+	} {
+		b := newBrowser(t)
+		p := b.get(u)
+		if p.status != http.StatusBadRequest || !strings.Contains(p.body, "did not start in this browser") ||
+			strings.Contains(p.body, "555") || strings.Contains(p.body, "evil.example") || strings.Contains(p.body, "access_denied") {
+			t.Errorf("%s: %d %s", name, p.status, p.body)
+		}
+	}
+
+	b := newBrowser(t)
+	authURL, _ := url.Parse(b.startLogin(e, ""))
+	state := authURL.Query().Get("state")
+	long := strings.Repeat("x", 1000) + "\x1b[31m"
+	p := b.get(e.Server.URL + planhttp.CallbackPath + "?" + url.Values{"error": {"access_denied"},
+		"error_description": {"The user said no. " + long}, "state": {state}}.Encode())
+	quote := regexp.MustCompile(`(?s)<figcaption>The identity provider said:</figcaption>\s*<blockquote id="provider-said">(.*?)</blockquote>`).
+		FindStringSubmatch(p.body)
+	if p.status != http.StatusUnauthorized || !strings.Contains(p.body, "<h1>The identity provider did not sign you in</h1>") ||
+		!strings.Contains(p.body, "cancelled, or the identity provider refused it") || quote == nil ||
+		!strings.HasPrefix(quote[1], "access_denied: The user said no. xxx") || len(quote[1]) > 320 || strings.Contains(quote[1], "\x1b") {
+		t.Fatalf("the provider's error for this browser's login: %d %s", p.status, p.body)
+	}
+	if strings.Count(p.body, "The user said no") != 1 {
+		t.Errorf("the provider's text appears outside its quotation: %s", p.body)
+	}
+	// The login is over: its state works no more, even with its cookie
+	// put back (the answer cleared it).
+	if b.cookie(e, "planserver_login") != nil {
+		t.Error("the login cookie outlived the provider's error")
+	}
+	p = b.do(http.MethodGet, e.Server.URL+planhttp.CallbackPath+"?"+url.Values{"code": {"x"}, "state": {state}}.Encode(),
+		"Cookie", "planserver_login="+state)
+	if p.status != http.StatusBadRequest || !strings.Contains(p.body, "already used or has expired") {
+		t.Errorf("the state after the provider's error: %d %s", p.status, p.body)
+	}
+}
+
+// TestUnverifiedEmailIsNobodysName: under
+// admin=email:lead@example.com,reviewer=group:platform, a person whose ID
+// token says email lead@example.com with email_verified false (and, to
+// be thorough, the name lead@example.com too) signs in as a reviewer by
+// their group. Their approval (decided_by, the history's ended_by), its
+// event's actor and GET /v1/me name them by their subject, and no email
+// field holds the unverified email, so the audit trail never says the
+// admin approved. (The name stays what the person calls themselves; it
+// is never an actor.)
+func TestUnverifiedEmailIsNobodysName(t *testing.T) {
+	e := newSignInEnv(t, dbtest.Fresh(t), newIDP(t), func(s *planhttp.OIDCSettings) {
+		s.Roles, _ = auth.ParseRoleRules("admin=email:lead@example.com,reviewer=group:platform")
+	})
+	admin := e.As(e.Token(auth.Admin, "ops", ""))
+	reviewPending(t, admin, "work", "")
+	mallory := person{sub: "u-mallory", email: "lead@example.com", name: "lead@example.com", unverified: true,
+		groups: []string{"platform"}}
+	as := e.signedIn(t, mallory)
+	var me api.Me
+	as.Call(http.MethodGet, "/v1/me", nil).JSON(t, &me)
+	if me.Role != "reviewer" || me.Subject != "u-mallory" || me.Email != "" {
+		t.Errorf("GET /v1/me of an unverified email: %+v", me)
+	}
+	act(t, as, "work", "approve", nil, http.StatusOK, "If-Match", `"1"`)
+	resp := admin.Call(http.MethodGet, "/v1/sessions/work", nil)
+	var sess api.Session
+	resp.JSON(t, &sess)
+	if r := sess.Review; r.DecidedBy == nil || *r.DecidedBy != "u-mallory" || r.DecidedByPerson == nil ||
+		r.DecidedByPerson.Email != "" || r.DecidedByPerson.Subject != "u-mallory" {
+		t.Errorf("the approval of an unverified email: decided_by %v, person %+v", r.DecidedBy, r.DecidedByPerson)
+	}
+	events := admin.Call(http.MethodGet, "/v1/events?session_id=work", nil)
+	var page api.EventPage
+	events.JSON(t, &page)
+	for _, ev := range page.Events {
+		if ev.Type == api.EventSessionReviewApproved && (ev.Actor != "u-mallory" || ev.Person == nil || ev.Person.Email != "") {
+			t.Errorf("the approval event: actor %q person %+v", ev.Actor, ev.Person)
+		}
+	}
+	for what, body := range map[string][]byte{"the session": resp.Body, "the events": events.Body,
+		"the history": admin.Call(http.MethodGet, "/v1/sessions/work/reviews", nil).Body} {
+		// Only the name the person chose for themselves may say it.
+		if m := regexp.MustCompile(`"(\w+)":"lead@example.com"`).FindAllStringSubmatch(string(body), -1); len(m) > 0 {
+			for _, member := range m {
+				if member[1] != "name" {
+					t.Errorf("%s record the unverified email as %s: %s", what, member[1], body)
+				}
+			}
 		}
 	}
 }

@@ -3,6 +3,7 @@ package http_test
 import (
 	"fmt"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -13,13 +14,24 @@ import (
 	"github.com/planserver/planserver/internal/webhooks/deliver"
 )
 
-// dials records every address a deliverer connected to (deliver.Options.OnDial).
+// dials records every address a deliverer was about to connect to
+// (deliver.Options.OnDial), and stops every connection that would leave
+// the machine: a test sends traffic to loopback only, even when the guard
+// under test fails to refuse an address.
 type dials struct {
 	mu    sync.Mutex
 	addrs []string
 }
 
-func (d *dials) add(a string) { d.mu.Lock(); d.addrs = append(d.addrs, a); d.mu.Unlock() }
+func (d *dials) add(a string) error {
+	d.mu.Lock()
+	d.addrs = append(d.addrs, a)
+	d.mu.Unlock()
+	if ap, err := netip.ParseAddrPort(a); err != nil || !ap.Addr().Unmap().IsLoopback() {
+		return fmt.Errorf("the test stopped a dial of %s: it never leaves loopback", a)
+	}
+	return nil
+}
 func (d *dials) all() []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -70,6 +82,43 @@ func TestWebhookTargetsRefused(t *testing.T) {
 	}
 	if got := rcv.Received(); len(got) != 0 {
 		t.Fatalf("the receiver got refused deliveries: %+v", got)
+	}
+}
+
+// TestWebhookSpecialPurposeTargetsRefused: an address in a range of
+// IANA's special-purpose registries is refused through the real router and
+// deliverer, the ones that stand for another address included: NAT64's
+// local-use prefix (64:ff9b:1::/48, RFC 8215) and its well-known one
+// carrying the metadata address, an IPv4-compatible address, a site-local
+// one, 6to4 and Teredo addresses embedding a private IPv4 address. The
+// attempt's error names the range; no connection is attempted (and the
+// dial hook would stop one before it left the machine).
+func TestWebhookSpecialPurposeTargetsRefused(t *testing.T) {
+	var seen dials
+	env, _ := webhookEnv(t, dbtest.Fresh(t), deliver.Options{OnDial: seen.add})
+	targets := map[string]string{
+		"http://[64:ff9b:1::a9fe:a9fe]/latest/meta-data/": "64:ff9b:1::/48",
+		"http://[64:ff9b::a9fe:a9fe]/latest/meta-data/":   "64:ff9b::/96",
+		"http://[::a9fe:a9fe]/hook":                       "::/96",
+		"http://[fec0::1]/hook":                           "fec0::/10",
+		"http://[2002:a00:1::1]/hook":                     "2002::/16",
+		// Teredo: server 10.0.0.1, client 10.0.0.1 (obfuscated).
+		"http://[2001:0:a00:1::f5ff:fffe]/hook": "2001::/32",
+		"http://192.0.0.170/hook":               "192.0.0.170/32",
+		"http://198.18.0.1/hook":                "198.18.0.0/15",
+	}
+	ids := map[string]string{}
+	for u := range targets {
+		ids[u] = createWebhook(t, env, map[string]any{"url": u, "events": []string{"plan.changed"}}).ID
+	}
+	putPlan(t, env, "p", map[string]any{"content": "x"}, http.StatusCreated)
+	for u, prefix := range targets {
+		if e := refusedAttempt(t, env, ids[u]); !strings.Contains(e, "target refused") || !strings.Contains(e, prefix) {
+			t.Errorf("%s: attempt error %q, want a refusal naming %s", u, e, prefix)
+		}
+	}
+	if got := seen.all(); len(got) != 0 {
+		t.Fatalf("refused targets were about to be dialled: %v", got)
 	}
 }
 

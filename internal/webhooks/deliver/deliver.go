@@ -64,8 +64,9 @@ type Options struct {
 	ConnectTimeout, Timeout time.Duration
 	// MaxResponseBytes bounds the answer bytes read.
 	MaxResponseBytes int64
-	// OnDial, when set, sees every address a delivery connects to.
-	OnDial func(address string)
+	// OnDial, when set, sees every address a delivery connects to, just
+	// before the connection is made; an error stops it (Guard.OnDial).
+	OnDial func(address string) error
 	// Owner names this deliverer in leases; a random one when empty.
 	Owner string
 	// LogRetention bounds the delivery log (age and rows per subscription);

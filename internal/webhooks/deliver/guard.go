@@ -26,9 +26,11 @@ type Guard struct {
 	hosts    []string
 	prefixes []netip.Prefix
 	// OnDial, when set, is called with each address just before a
-	// connection to it is attempted (tests prove with it that refused
-	// addresses are never dialled).
-	OnDial func(address string)
+	// connection to it is attempted; an error stops that connection before
+	// it is made. Tests prove with it that refused addresses are never
+	// dialled, and stop any dial off the machine, so that a guard that
+	// failed to refuse still sends nothing.
+	OnDial func(address string) error
 }
 
 // ErrRefused is the error of a delivery to an address the guard refuses.
@@ -59,34 +61,16 @@ func NewGuard(allow []string) (*Guard, error) {
 	return g, nil
 }
 
-// metadata are cloud metadata endpoints, refused like private addresses
-// (AWS's IPv6 one is in no special range).
-var metadata = []netip.Addr{netip.MustParseAddr("169.254.169.254"), netip.MustParseAddr("fd00:ec2::254")}
-
-// special is every range that is not the public internet.
-var special = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"), netip.MustParsePrefix("100.64.0.0/10"), netip.MustParsePrefix("192.0.0.0/24"),
-	netip.MustParsePrefix("198.18.0.0/15"), netip.MustParsePrefix("240.0.0.0/4"), netip.MustParsePrefix("64:ff9b::/96"),
-}
-
-// public reports whether ip is an ordinary public address.
+// public reports whether ip is an ordinary public address: in no range of
+// specialRanges (special.go), which holds the cloud metadata endpoints
+// too (169.254.169.254 is link-local, AWS's fd00:ec2::254 unique-local).
 func public(ip netip.Addr) bool {
 	ip = ip.Unmap()
-	if !ip.IsValid() || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsMulticast() || ip.IsUnspecified() || ip.IsInterfaceLocalMulticast() {
-		return false
+	if !ip.IsValid() || ip.Zone() != "" {
+		return false // a zone only ever names a link-local scope
 	}
-	for _, m := range metadata {
-		if ip == m {
-			return false
-		}
-	}
-	for _, p := range special {
-		if p.Contains(ip) {
-			return false
-		}
-	}
-	return true
+	_, isSpecial := special(ip)
+	return !isSpecial
 }
 
 // allowedAddr reports whether ip may be dialled for a URL whose host is
@@ -111,10 +95,18 @@ func (g *Guard) allowedHost(host string) bool {
 	return false
 }
 
-// refusal is the error of a refused address, saying what to do.
-func refusal(host, addr string) error {
-	return fmt.Errorf("%w: %s resolves to %s, a private, loopback, link-local or metadata address; "+
-		"list it in --webhook-allow-hosts to deliver there: %w", ErrRefused, host, addr, errRefusedTarget)
+// refusal is the error of a refused address: which special range it is in,
+// and what to do.
+func refusal(host string, ip netip.Addr) error {
+	what := "a private, loopback, link-local or metadata address"
+	if r, ok := special(ip.Unmap()); ok {
+		what = r.name
+		if r.prefix.IsValid() {
+			what = r.prefix.String() + ", " + r.name
+		}
+	}
+	return fmt.Errorf("%w: %s resolves to %s, which is not the public internet (%s); "+
+		"list it in --webhook-allow-hosts to deliver there: %w", ErrRefused, host, ip, what, errRefusedTarget)
 }
 
 var errRefusedTarget = errors.New("target not allowed")
@@ -130,7 +122,7 @@ func (g *Guard) DialContext(timeout time.Duration) func(ctx context.Context, net
 		byName := g.allowedHost(host)
 		// An address literal is judged before any socket exists.
 		if ip, err := netip.ParseAddr(host); err == nil && !byName && !g.allowedAddr(ip) {
-			return nil, refusal(host, ip.String())
+			return nil, refusal(host, ip)
 		}
 		d := net.Dialer{Timeout: timeout, Control: func(network, addr string, _ syscall.RawConn) error {
 			ap, err := netip.ParseAddrPort(addr)
@@ -138,10 +130,10 @@ func (g *Guard) DialContext(timeout time.Duration) func(ctx context.Context, net
 				return fmt.Errorf("%w: unparseable address %q", ErrRefused, addr)
 			}
 			if !byName && !g.allowedAddr(ap.Addr()) {
-				return refusal(host, ap.Addr().String())
+				return refusal(host, ap.Addr())
 			}
 			if g.OnDial != nil {
-				g.OnDial(addr)
+				return g.OnDial(addr)
 			}
 			return nil
 		}}

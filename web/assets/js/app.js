@@ -11,6 +11,7 @@ import { sessionsView, sessionView } from './views/session.js';
 import { reviewView } from './views/review.js';
 import { plansView, planView } from './views/plans.js';
 import { webhooksView, webhookView } from './views/webhooks.js';
+import { signinsView } from './views/signins.js';
 
 const main = document.getElementById('main');
 const who = document.getElementById('who');
@@ -25,6 +26,7 @@ const routes = [
   [/^\/ui\/plans\/([^/]+)\/?$/, planView, 'plans'],
   [/^\/ui\/webhooks\/?$/, webhooksView, 'webhooks'],
   [/^\/ui\/webhooks\/([^/]+)\/?$/, webhookView, 'webhooks'],
+  [/^\/ui\/signins\/?$/, signinsView, 'signins'],
 ];
 
 // app is what views get: who is signed in and helpers.
@@ -157,12 +159,18 @@ window.addEventListener('popstate', render);
 
 function expiredMessage() {
   return app.person
-    ? 'Your sign-in has ended (signed out, idle too long, or expired). Sign in again.'
+    ? 'Your sign-in has ended (signed out, ended by an admin, no longer allowed by the rules, idle too long, or expired). Sign in again.'
     : 'Your token is no longer valid (expired or revoked). Sign in again.';
+}
+
+// adminNav offers the admin's pages (sign-ins) to admins only.
+function adminNav() {
+  for (const a of document.querySelectorAll('[data-admin-only]')) a.closest('li').hidden = app.role !== 'admin';
 }
 
 function showWho() {
   clear(who);
+  adminNav();
   if (app.authNone) {
     who.appendChild(h('span', { class: 'badge' }, 'no authentication (loopback)'));
     return;
@@ -247,6 +255,7 @@ function signedOut(message) {
 
 function showSignIn(message) {
   clear(who);
+  adminNav();
   clear(main);
   document.title = 'Sign in · planserver';
   const input = h('input', {
@@ -304,7 +313,11 @@ function showSignIn(message) {
 }
 
 async function start() {
-  onUnauthenticated(() => signedOut(expiredMessage()));
+  onUnauthenticated((err) => {
+    const hint = err && err.problem && err.problem.sign_in;
+    if (typeof hint === 'string' && hint.startsWith('/')) app.signIn = hint;
+    signedOut(expiredMessage());
+  });
   // Without a token in this tab: a server without tokens answers who the
   // anonymous admin is, and one with sign-in answers who signed in (the
   // browser sends the cookie) or where to sign in.
@@ -315,6 +328,10 @@ async function start() {
         app.person = me;
         app.role = me.role;
         setCSRF(me.csrf_token);
+        // A person signed in here, so when their sign-in ends (signed
+        // out elsewhere, ended by an admin, timed out) the sign-in screen
+        // offers the organisation's sign-in again.
+        app.signIn = '/auth/login';
       } else {
         app.authNone = true;
         app.role = 'admin';
