@@ -51,6 +51,7 @@ type config struct {
 	ShellReadOnly        string
 	// Host hooks.
 	HookSandboxAllowConnect string
+	HookSandbox             string
 	HookMCPServers          string
 	PublicURL               string
 	WebhookAllowHosts       string
@@ -132,6 +133,9 @@ func flagSet(name string, cfg *config) *flag.FlagSet {
 		"event `streams` open at once; above it GET /v1/events as SSE is 503 (0: 3/4 of --max-connections)")
 	addShellReadOnlyFlag(fs, cfg)
 	// Host hooks (POST /v1/hooks/{host}; docs/hosts.md).
+	fs.StringVar(&cfg.HookSandbox, "hook-sandbox", "on",
+		"`on` runs plan-mode shell commands in the read-only sandbox where the host can rewrite them; off never does, "+
+			"and the classifier's allowlist alone decides (for a host on another machine than planserver)")
 	fs.StringVar(&cfg.HookSandboxAllowConnect, "hook-sandbox-allow-connect", "",
 		"`host:port` list a plan-mode command run in the read-only sandbox may still connect to (empty: none; planserver's own port is refused)")
 	fs.StringVar(&cfg.HookMCPServers, "hook-mcp-servers", "planserver",

@@ -3,9 +3,9 @@ package main
 import (
 	"fmt"
 	"net"
-	"os"
 	"strings"
 
+	"github.com/planserver/planserver/internal/hookcmd"
 	"github.com/planserver/planserver/internal/hooks"
 	planhttp "github.com/planserver/planserver/internal/http"
 	"github.com/planserver/planserver/internal/sandbox"
@@ -22,12 +22,7 @@ func hookConfig(cfg *config) (planhttp.HookConfig, error) {
 	if err != nil {
 		return planhttp.HookConfig{}, err
 	}
-	hc := planhttp.HookConfig{
-		Classify: func(cmd string) (bool, string) {
-			v := shellclass.Strict(cmd, table)
-			return v.Allowed, v.Reason
-		},
-	}
+	hc := planhttp.HookConfig{Shell: hooks.Policy{Writes: shellclass.Writes, Strict: shellclass.StrictJudge(table)}}
 	for _, n := range strings.Split(cfg.HookMCPServers, ",") {
 		if n = strings.TrimSpace(n); n != "" {
 			hc.OwnServers = append(hc.OwnServers, n)
@@ -37,18 +32,14 @@ func hookConfig(cfg *config) (planhttp.HookConfig, error) {
 	if err != nil {
 		return hc, err
 	}
-	if _, err := sandbox.Available(); err != nil {
-		hc.Sandbox = hooks.Sandbox{Why: err.Error()}
-		return hc, nil
+	switch cfg.HookSandbox {
+	case "on":
+		hc.Shell.Sandbox = hookcmd.SandboxHere(allow)
+	case "off":
+		hc.Shell.Sandbox = hooks.Sandbox{Why: "the operator turned it off (--hook-sandbox off)"}
+	default:
+		return hc, fmt.Errorf("--hook-sandbox %q: want on or off", cfg.HookSandbox)
 	}
-	self, err := os.Executable()
-	if err != nil {
-		hc.Sandbox = hooks.Sandbox{Why: fmt.Sprintf("planserver cannot find its own path (%v)", err)}
-		return hc, nil
-	}
-	hc.Sandbox = hooks.Sandbox{Available: true, Wrap: func(cmd string) (string, error) {
-		return sandbox.WrapCommand(self, cmd, allow)
-	}}
 	return hc, nil
 }
 

@@ -90,13 +90,9 @@ func testHookCommandDecides(t *testing.T, f hookForm) {
 	mustCall(t, p, "POST", "/v1/sessions", `{"id":"planning","mode":"plan"}`, 201)
 	mustCall(t, p, "POST", "/v1/sessions", `{"id":"building"}`, 201)
 	plan := []string{"PLANSERVER_SESSION=planning"}
-	// A write through the shell runs in the sandbox where this kernel has
-	// one (TestHookCommandSandboxes runs it), and is denied where not.
-	shellWrite, denials := "allow", 4
-	if _, err := sandbox.Available(); err != nil {
-		t.Logf("no sandbox on this kernel (%v): shell writes are denied", err)
-		shellWrite, denials = "deny", 6
-	}
+	// A redirection to a file certainly writes: denied before the sandbox
+	// (TestHookCommandSandboxes runs what the sandbox gets).
+	const shellWrite, denials = "deny", 6
 	for _, c := range []struct{ host, fixture, want string }{
 		{"claude-code", "read", "allow"},
 		{"claude-code", "bash_ls", "allow"},
@@ -283,9 +279,9 @@ func TestHookCommandTokenFile(t *testing.T) {
 	}
 }
 
-// TestHookCommandSandboxes runs what the hook answers: a command not proven
-// read-only comes back wrapped in planserver sandbox --read-only, and run
-// as Claude Code would run it, it cannot write the working directory nor
+// TestHookCommandSandboxes runs what the hook answers: in plan mode every
+// command comes back wrapped in planserver sandbox --read-only, and run as
+// Claude Code would run it, it cannot write the working directory nor
 // reach planserver, while its output comes back; any text survives the
 // quoting.
 func TestHookCommandSandboxes(t *testing.T) {
@@ -300,11 +296,11 @@ func TestHookCommandSandboxes(t *testing.T) {
 		command, wantOut string
 		wantFail         bool
 	}{
-		{"echo hi > marker.txt", "", true},
-		{"touch marker.txt", "", true},
-		{"exec 3<>/dev/tcp/127.0.0.1/" + port + " && echo reached planserver", "", true},
-		{"cat <<'EOF'\nit's \"quoted\" $HOME `x`\nEOF\ntouch marker.txt 2>/dev/null; exit 0", "it's \"quoted\" $HOME `x`\n", false},
-		{"printf '%s\\n' 'a\nb' | wc -l; rm -f x 2>/dev/null; echo done >&2", "2\n", false},
+		{"python3 -c \"open('marker.txt', 'w')\"", "", true},
+		{"perl -e 'open(F, \">marker.txt\") or die'", "", true},
+		{"python3 -c \"import socket; socket.create_connection(('127.0.0.1', " + port + "))\" && echo reached planserver", "", true},
+		{"cat <<'EOF'\nit's \"quoted\" $HOME `x`\nEOF\npython3 -c \"open('marker.txt', 'w')\" 2>/dev/null; exit 0", "it's \"quoted\" $HOME `x`\n", false},
+		{"printf '%s\\n' 'a\nb' | wc -l; ls; echo done >&2", "2\n", false},
 	} {
 		in, _ := json.Marshal(map[string]any{"session_id": "c", "hook_event_name": "PreToolUse", "tool_name": "Bash",
 			"tool_input": map[string]any{"command": c.command, "description": "d", "timeout": 1000, "run_in_background": false}})

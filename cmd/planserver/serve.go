@@ -103,9 +103,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	if hookCfg.Sandbox.Why != "" {
-		log.Warn("host hooks: the read-only sandbox is not available; in plan mode, shell commands not proven read-only are denied",
-			slog.String("why", hookCfg.Sandbox.Why))
+	if hookCfg.Shell.Sandbox.Why != "" {
+		log.Warn("host hooks: the read-only sandbox is not available; in plan mode, only plain reads on the allowlist run",
+			slog.String("why", hookCfg.Shell.Sandbox.Why))
 	}
 	publicURL := strings.TrimRight(cfg.PublicURL, "/")
 	if publicURL == "" {

@@ -16,9 +16,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 
 	"github.com/planserver/planserver/internal/hooks"
 	"github.com/planserver/planserver/internal/hookwire"
+	"github.com/planserver/planserver/internal/sandbox"
 	"github.com/planserver/planserver/internal/shellclass"
 )
 
@@ -130,16 +132,31 @@ func Run(ctx context.Context, hostName string, args []string, getenv func(string
 	write(answer)
 }
 
-// hookLocalPolicy is what the hook judges by itself when planserver cannot
-// be asked: which commands are read-only.
+// hookLocalPolicy is how the hook judges a shell command by itself when
+// planserver cannot be asked: as plan mode would (hooks.Fallback), with the
+// sandbox of this machine, which never connects anywhere.
 func hookLocalPolicy(shellReadOnly string) hooks.Policy {
 	table, err := shellclass.LoadFile(shellReadOnly)
 	if err != nil {
 		table = shellclass.DefaultTable()
 	}
-	return hooks.Policy{Classify: func(cmd string) (bool, string) {
-		v := shellclass.Strict(cmd, table)
-		return v.Allowed, v.Reason
+	return hooks.Policy{Writes: shellclass.Writes, Strict: shellclass.StrictJudge(table), Sandbox: SandboxHere(nil)}
+}
+
+// SandboxHere is the read-only sandbox of this machine for the hooks'
+// decision: planserver sandbox, run by the planserver binary that runs
+// this code, with allowConnect as its network rule; unavailable, saying
+// why, where the kernel cannot run it.
+func SandboxHere(allowConnect []string) hooks.Sandbox {
+	if _, err := sandbox.Available(); err != nil {
+		return hooks.Sandbox{Why: err.Error()}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return hooks.Sandbox{Why: fmt.Sprintf("planserver cannot find its own path (%v)", err)}
+	}
+	return hooks.Sandbox{Available: true, Wrap: func(command, explain string) (string, error) {
+		return sandbox.WrapCommand(self, command, allowConnect)
 	}}
 }
 

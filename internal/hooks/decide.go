@@ -29,8 +29,8 @@ const (
 	Read
 	// Write edits, writes or deletes files: denied in plan mode.
 	Write
-	// Shell runs a command: allowed when proven read-only, else sandboxed
-	// where the host can rewrite its input, else denied.
+	// Shell runs a command: in the read-only sandbox where the host can
+	// rewrite its input; else only a plain read on the allowlist.
 	Shell
 	// MCP calls a tool of an MCP server (mcp__server__tool).
 	MCP
@@ -124,8 +124,10 @@ type Decision struct {
 	Command string
 }
 
-// Classifier proves a shell command read-only, or says why it cannot.
-type Classifier func(command string) (readOnly bool, reason string)
+// Judge answers one question about a shell command line, with a reason
+// written for the model: shellclass.Writes ("does it certainly write?") and
+// shellclass.Strict ("is it a plain read on the allowlist?").
+type Judge func(command string) (yes bool, reason string)
 
 // Sandbox is what the decision needs of the read-only sandbox.
 type Sandbox struct {
@@ -133,17 +135,22 @@ type Sandbox struct {
 	// machine's kernel; Why says why not when it does not.
 	Available bool
 	Why       string
-	// Wrap returns command run inside planserver sandbox --read-only, with
-	// the network rule on, or an error when it cannot be wrapped (a NUL
-	// byte).
-	Wrap func(command string) (string, error)
+	// Wrap returns command run inside planserver's read-only sandbox, with
+	// explain as the line the sandbox prints when the command fails, or an
+	// error when it cannot be wrapped (a NUL byte).
+	Wrap func(command, explain string) (string, error)
 }
 
-// Policy is how plan mode judges a host's tool calls.
+// Policy is how plan mode judges a host's shell commands. Every command
+// that the host lets the hook rewrite runs in the sandbox; Writes denies a
+// certain writer early, with its reason; Strict alone decides where no
+// sandbox can run.
 type Policy struct {
-	// Classify proves shell commands read-only; nil proves none.
-	Classify Classifier
-	Sandbox  Sandbox
+	// Writes names commands that certainly write; nil names none.
+	Writes Judge
+	// Strict allows plain reads where no sandbox runs; nil allows none.
+	Strict  Judge
+	Sandbox Sandbox
 }
 
 // Mode is what the decision needs of the session a call acts for.
@@ -179,10 +186,6 @@ type Facts struct {
 	Gated bool
 }
 
-// MaxCommand bounds the shell command the classifier is asked about: a
-// longer one is not proven read-only (it may still run sandboxed).
-const MaxCommand = 64 << 10
-
 // Decide is the rule, the one place it is decided: what a host's tool
 // call c of a session in mode s (its effective mode resolved) gets.
 func Decide(c Call, s Mode, p Policy, f Facts) Decision {
@@ -214,50 +217,72 @@ func Decide(c Call, s Mode, p Policy, f Facts) Decision {
 }
 
 func decideShell(c Call, s Mode, p Policy) Decision {
-	why := "no classifier is configured"
-	switch {
-	case strings.TrimSpace(c.Command) == "":
+	if strings.TrimSpace(c.Command) == "" {
 		return Decision{Outcome: Deny, Reason: fmt.Sprintf("[planserver: plan mode] %s carried no command.", c.Tool)}
-	case len(c.Command) > MaxCommand:
-		why = fmt.Sprintf("the command is longer than %d bytes", MaxCommand)
-	case p.Classify != nil:
-		ro, reason := p.Classify(c.Command)
-		if ro {
-			return Decision{Outcome: Allow, Reason: "read-only command: " + reason}
+	}
+	if p.Writes != nil {
+		if writes, why := p.Writes(c.Command); writes {
+			return Decision{Outcome: Deny, Reason: fmt.Sprintf("[planserver: plan mode] This command changes things: %s. "+
+				"%s You may read, search and run commands that only read while you plan. %s", why, modeSentence(s), nextStep(c.Host))}
+		}
+	}
+	if rewrite, ok := sandboxed(c, s, p); ok {
+		return rewrite
+	}
+	// No sandbox here: the strict allowlist alone decides, and what it
+	// allows runs as it is.
+	noSandbox := "this host's hook cannot change the command to run it in the read-only sandbox"
+	if c.CanRewrite {
+		noSandbox = "the read-only sandbox is not available here"
+		if p.Sandbox.Why != "" {
+			noSandbox += " (" + p.Sandbox.Why + ")"
+		}
+	}
+	why := "no allowlist is configured"
+	if p.Strict != nil {
+		ok, reason := p.Strict(c.Command)
+		if ok {
+			return Decision{Outcome: Allow, Reason: "plan mode: " + noSandbox + ", and the command is a plain read on the allowlist (" + reason + ")"}
 		}
 		why = reason
 	}
-	if c.CanRewrite && p.Sandbox.Available && p.Sandbox.Wrap != nil && c.CommandField != "" {
-		wrapped, err := p.Sandbox.Wrap(c.Command)
-		var raw []byte
-		if err == nil {
-			raw, err = json.Marshal(wrapped)
-		}
-		if err != nil {
-			return Decision{Outcome: Deny, Reason: fmt.Sprintf("[planserver: plan mode] This command is not proven read-only (%s), "+
-				"and it cannot run in the read-only sandbox (%v), so it is refused. %s %s", why, err, modeSentence(s), nextStep(c.Host))}
-		}
-		{
-			in := make(map[string]json.RawMessage, len(c.Input))
-			for k, v := range c.Input {
-				in[k] = v
-			}
-			in[c.CommandField] = raw
-			return Decision{Outcome: Rewrite, Input: in, Command: wrapped,
-				Reason: fmt.Sprintf("plan mode: the command is not proven read-only (%s), so it runs inside planserver's "+
-					"read-only sandbox: it can read everything, and any write fails with a permission error", why)}
-		}
+	return Decision{Outcome: Deny, Reason: fmt.Sprintf("[planserver: plan mode] %s, so only plain reads on the allowlist run "+
+		"(ls, cat, grep, find without -exec, ...: words only, no redirection but to /dev/null), and this one is not: %s. %s %s",
+		capitalize(noSandbox), why, modeSentence(s), nextStep(c.Host))}
+}
+
+// sandboxed is the command rewritten to run in the read-only sandbox,
+// when the host takes a rewritten input and the sandbox runs here.
+func sandboxed(c Call, s Mode, p Policy) (Decision, bool) {
+	if !c.CanRewrite || !p.Sandbox.Available || p.Sandbox.Wrap == nil || c.CommandField == "" {
+		return Decision{}, false
 	}
-	sandboxWhy := "this host's hook cannot change the command to run it in the read-only sandbox"
-	if c.CanRewrite {
-		sandboxWhy = "the read-only sandbox is not available here"
-		if p.Sandbox.Why != "" {
-			sandboxWhy += " (" + p.Sandbox.Why + ")"
-		}
+	explain := fmt.Sprintf("[planserver] %s This command ran in planserver's read-only sandbox, where every write and "+
+		"every network connection is refused. %s", modeSentence(s), nextStep(c.Host))
+	wrapped, err := p.Sandbox.Wrap(c.Command, explain)
+	var raw []byte
+	if err == nil {
+		raw, err = json.Marshal(wrapped)
 	}
-	return Decision{Outcome: Deny, Reason: fmt.Sprintf("[planserver: plan mode] This command is not proven read-only: %s; "+
-		"and %s, so it is refused. %s Run only commands that read (ls, cat, grep, git log, git diff, find without -exec, ...), "+
-		"without redirections to files. %s", why, sandboxWhy, modeSentence(s), nextStep(c.Host))}
+	if err != nil {
+		return Decision{Outcome: Deny, Reason: fmt.Sprintf("[planserver: plan mode] This command cannot run in the read-only "+
+			"sandbox (%v), so it is refused. %s %s", err, modeSentence(s), nextStep(c.Host))}, true
+	}
+	in := make(map[string]json.RawMessage, len(c.Input))
+	for k, v := range c.Input {
+		in[k] = v
+	}
+	in[c.CommandField] = raw
+	return Decision{Outcome: Rewrite, Input: in, Command: wrapped,
+		Reason: "plan mode: the command runs inside planserver's read-only sandbox: it can read everything, " +
+			"and every write and network connection fails with a permission error"}, true
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 func decideMCP(c Call, s Mode, f Facts) Decision {
@@ -311,17 +336,31 @@ func Refusal(why string) Decision {
 }
 
 // Fallback is the answer when planserver cannot be asked (err says why):
-// the session's mode is unknown, so reads (and read-only commands,
-// sub-agent launches and note-taking) are allowed and everything else is
-// refused.
+// the session's mode is unknown, so reads (sub-agent launches and
+// note-taking too) are allowed, a shell command runs as plan mode would
+// run it (in the sandbox where the host rewrites, else only a plain read on
+// the allowlist), and everything else is refused.
 func Fallback(c Call, p Policy, err error) Decision {
 	switch c.Kind {
 	case Read, Agent, Planning:
 		return Decision{Outcome: Allow, Reason: "planserver unreachable; reads are allowed"}
 	case Shell:
-		if p.Classify != nil && len(c.Command) <= MaxCommand && strings.TrimSpace(c.Command) != "" {
-			if ro, _ := p.Classify(c.Command); ro {
-				return Decision{Outcome: Allow, Reason: "planserver unreachable; read-only command allowed"}
+		if strings.TrimSpace(c.Command) == "" {
+			break
+		}
+		if p.Writes != nil {
+			if writes, _ := p.Writes(c.Command); writes {
+				break
+			}
+		}
+		s := Mode{Session: "(unknown: planserver could not be asked)", Plan: true}
+		if d, ok := sandboxed(c, s, p); ok && d.Outcome == Rewrite {
+			d.Reason = "planserver unreachable; the command runs in the read-only sandbox"
+			return d
+		}
+		if p.Strict != nil {
+			if ok, _ := p.Strict(c.Command); ok {
+				return Decision{Outcome: Allow, Reason: "planserver unreachable; a plain read on the allowlist is allowed"}
 			}
 		}
 	}

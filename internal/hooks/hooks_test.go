@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,11 +12,75 @@ import (
 )
 
 func policy() Policy {
-	return Policy{
-		Classify: func(cmd string) (bool, string) {
-			v := shellclass.Strict(cmd, nil)
-			return v.Allowed, v.Reason
-		},
+	return Policy{Writes: shellclass.Writes, Strict: shellclass.StrictJudge(nil)}
+}
+
+// sandboxPolicy is policy with a sandbox that wraps a command visibly.
+func sandboxPolicy() Policy {
+	p := policy()
+	p.Sandbox = Sandbox{Available: true, Wrap: func(command, explain string) (string, error) {
+		if strings.ContainsRune(command, 0) {
+			return "", errors.New("a NUL byte")
+		}
+		return "SANDBOX[" + explain + "] " + command, nil
+	}}
+	return p
+}
+
+// TestDecideShell: in plan mode every command the host lets the hook
+// rewrite runs in the sandbox, reads included; a certain writer is denied
+// first, saying what it writes; where nothing can be rewritten or no
+// sandbox runs, only a plain read on the allowlist runs, as it is.
+func TestDecideShell(t *testing.T) {
+	rewritable := func(cmd string) Call {
+		return Call{Host: ClaudeCode, Tool: "Bash", Kind: Shell, Command: cmd, CanRewrite: true, CommandField: "command",
+			Input: map[string]json.RawMessage{"command": json.RawMessage(`"x"`), "description": json.RawMessage(`"d"`)}}
+	}
+	fixed := func(cmd string) Call { return Call{Host: Cursor, Tool: "Shell", Kind: Shell, Command: cmd} }
+	noSandbox := policy()
+	noSandbox.Sandbox = Sandbox{Why: "no Landlock"}
+	for _, tc := range []struct {
+		name   string
+		call   Call
+		p      Policy
+		want   Outcome
+		reason string
+	}{
+		{"a read runs sandboxed", rewritable("ls -la"), sandboxPolicy(), Rewrite, "read-only sandbox"},
+		{"git log runs sandboxed", rewritable("git log | head"), sandboxPolicy(), Rewrite, "read-only sandbox"},
+		{"an unknown command runs sandboxed", rewritable("python3 tools/read.py"), sandboxPolicy(), Rewrite, "read-only sandbox"},
+		{"a redirection is denied early", rewritable("echo x > notes.txt"), sandboxPolicy(), Deny, "notes.txt"},
+		{"rm is denied early", rewritable("rm -rf build"), sandboxPolicy(), Deny, "`rm`"},
+		{"git commit is denied early", rewritable("git commit -am x"), sandboxPolicy(), Deny, "git commit"},
+		{"a wrap that fails is denied", rewritable("ls\x00"), sandboxPolicy(), Deny, "cannot run in the read-only sandbox"},
+		{"no rewrite: a plain read runs", fixed("grep -rn TODO ."), sandboxPolicy(), Allow, "allowlist"},
+		{"no rewrite: git is refused", fixed("git log"), sandboxPolicy(), Deny, "cannot change the command"},
+		{"no rewrite: a function is refused", fixed("ls; ls() { :; }"), sandboxPolicy(), Deny, "allowlist"},
+		{"no sandbox: a plain read runs", rewritable("cat notes.md | wc -l"), noSandbox, Allow, "no Landlock"},
+		{"no sandbox: an expansion is refused", rewritable("cat $f"), noSandbox, Deny, "no Landlock"},
+		{"no command", rewritable("  "), sandboxPolicy(), Deny, "carried no command"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Decide(tc.call, planSession(), tc.p, Facts{})
+			if d.Outcome != tc.want || !strings.Contains(d.Reason, tc.reason) {
+				t.Fatalf("%v %q, want %v with %q", d.Outcome, d.Reason, tc.want, tc.reason)
+			}
+			switch d.Outcome {
+			case Rewrite:
+				var got string
+				if err := json.Unmarshal(d.Input["command"], &got); err != nil || !strings.HasPrefix(got, "SANDBOX[") ||
+					!strings.HasSuffix(got, tc.call.Command) || string(d.Input["description"]) != `"d"` {
+					t.Fatalf("rewritten input %s", d.Input)
+				}
+				if !strings.Contains(got, `"root"`) || !strings.Contains(got, "ExitPlanMode") {
+					t.Fatalf("the sandbox's explanation does not say which session holds plan mode or what to do: %s", got)
+				}
+			case Deny:
+				if !strings.Contains(d.Reason, `"root"`) && tc.reason != "carried no command" {
+					t.Fatalf("the denial does not say which session holds plan mode: %s", d.Reason)
+				}
+			}
+		})
 	}
 }
 
@@ -58,8 +123,9 @@ func TestDecideNeverAsks(t *testing.T) {
 	}
 }
 
-// TestFallbackReadsOnly: when planserver cannot be asked, reads and
-// read-only commands pass and nothing else does.
+// TestFallbackReadsOnly: when planserver cannot be asked, reads and plain
+// reads on the allowlist pass, a command the host can rewrite runs in the
+// sandbox, and nothing else passes.
 func TestFallbackReadsOnly(t *testing.T) {
 	for _, c := range []struct {
 		call Call
@@ -71,7 +137,7 @@ func TestFallbackReadsOnly(t *testing.T) {
 		// git is never on the strict table: a repository's configuration can make it run programs.
 		{Call{Tool: "Bash", Kind: Shell, Command: "git log --oneline | head"}, Deny},
 		{Call{Tool: "Bash", Kind: Shell, Command: "ls > out"}, Deny},
-		{Call{Tool: "Bash", Kind: Shell, Command: strings.Repeat("ls ", MaxCommand)}, Deny},
+		{Call{Tool: "Bash", Kind: Shell, Command: strings.Repeat("ls ", shellclass.MaxCommandBytes)}, Deny},
 		{Call{Tool: "Write", Kind: Write}, Deny},
 		{Call{Tool: "mcp__x__y", Kind: MCP}, Deny},
 		{Call{Tool: "ExitPlanMode", Kind: ExitPlan}, Deny},
@@ -80,6 +146,15 @@ func TestFallbackReadsOnly(t *testing.T) {
 		if d := Fallback(c.call, policy(), os.ErrDeadlineExceeded); d.Outcome != c.want {
 			t.Errorf("%s %q: %v, want %v", c.call.Tool, c.call.Command, d.Outcome, c.want)
 		}
+	}
+	sandboxed := Call{Tool: "Bash", Kind: Shell, Command: "git log", CanRewrite: true, CommandField: "command",
+		Input: map[string]json.RawMessage{"command": json.RawMessage(`"git log"`)}}
+	if d := Fallback(sandboxed, sandboxPolicy(), os.ErrDeadlineExceeded); d.Outcome != Rewrite {
+		t.Errorf("a rewritable command while planserver is down: %v, want it sandboxed", d.Outcome)
+	}
+	sandboxed.Command = "rm -rf build"
+	if d := Fallback(sandboxed, sandboxPolicy(), os.ErrDeadlineExceeded); d.Outcome != Deny {
+		t.Errorf("a certain writer while planserver is down: %v, want deny", d.Outcome)
 	}
 }
 

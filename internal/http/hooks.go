@@ -22,12 +22,11 @@ import (
 
 // HookConfig is how POST /v1/hooks/{host} judges shell commands.
 type HookConfig struct {
-	// Classify judges shell commands where nothing else does; nil is
-	// shellclass.Strict with its default table.
-	Classify hooks.Classifier
-	// Sandbox is the read-only sandbox a command that is not proven
-	// read-only runs in, where the host can rewrite its input.
-	Sandbox hooks.Sandbox
+	// Shell judges shell commands in plan mode: the sandbox every
+	// rewritable command runs in, the early denial of certain writers, the
+	// allowlist where no sandbox runs. A nil Writes is shellclass.Writes;
+	// a nil Strict is shellclass.Strict with its default table.
+	Shell hooks.Policy
 	// OwnServers are the names hosts give planserver's own MCP server
 	// (mcp__<name>__tool); "planserver" when empty.
 	OwnServers []string
@@ -55,15 +54,13 @@ func newHookRules(cfg HookConfig) hookRules {
 	for _, op := range mcp.Operations {
 		r.ownTools[op.Name] = op.ReadOnly
 	}
-	classify := cfg.Classify
-	if classify == nil {
-		table := shellclass.DefaultTable()
-		classify = func(cmd string) (bool, string) {
-			v := shellclass.Strict(cmd, table)
-			return v.Allowed, v.Reason
-		}
+	r.policy = cfg.Shell
+	if r.policy.Writes == nil {
+		r.policy.Writes = shellclass.Writes
 	}
-	r.policy = hooks.Policy{Classify: classify, Sandbox: cfg.Sandbox}
+	if r.policy.Strict == nil {
+		r.policy.Strict = shellclass.StrictJudge(nil)
+	}
 	return r
 }
 

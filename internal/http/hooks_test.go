@@ -95,7 +95,7 @@ func TestHookFixtures(t *testing.T) {
 		{"claude-code", "bash_redirect", "deny", "marker.txt"},
 		{"claude-code", "agent", "allow", ""},
 		{"claude-code", "subagent_read", "allow", ""},
-		{"claude-code", "subagent_bash_redirect", "deny", "not proven read-only"},
+		{"claude-code", "subagent_bash_redirect", "deny", "`>` writes sub-marker.txt"},
 		{"claude-code", "todowrite", "allow", ""},
 		{"claude-code", "webfetch", "allow", ""},
 		{"claude-code", "mcp_memory", "deny", `MCP tool "create_entities" of server "memory"`},
@@ -106,16 +106,16 @@ func TestHookFixtures(t *testing.T) {
 		{"gemini-cli", "write_file", "deny", "write_file changes files"},
 		{"gemini-cli", "replace", "deny", "write_session_plan"},
 		{"gemini-cli", "shell_ls", "allow", ""},
-		{"gemini-cli", "shell_rm", "deny", "not proven read-only"},
+		{"gemini-cli", "shell_rm", "deny", "`rm` removes files"},
 		{"gemini-cli", "mcp_tool", "deny", `server "github"`},
 		{"cursor", "before_shell_ls", "allow", ""},
-		{"cursor", "before_shell_npm_install", "deny", "cannot change the command"},
+		{"cursor", "before_shell_npm_install", "deny", "`npm install` changes installed packages"},
 		{"cursor", "before_mcp", "deny", "database_query"},
 		{"cursor", "before_mcp_object_input", "deny", "database_query"},
 		{"cursor", "before_read_file", "allow", ""},
 		{"cursor", "pre_tool_write", "deny", "Write changes files"},
 		{"opencode", "bash_ls", "allow", ""},
-		{"opencode", "bash_write", "deny", "not proven read-only"},
+		{"opencode", "bash_write", "deny", "`>` writes marker.txt"},
 		{"opencode", "write", "deny", "write changes files"},
 		{"opencode", "read", "allow", ""},
 		{"opencode", "task", "allow", ""},
@@ -372,69 +372,109 @@ func TestHookAccess(t *testing.T) {
 	}
 }
 
-// TestHookSandboxRewrite: where the sandbox is available and the host can
-// rewrite the input, a command not proven read-only runs inside planserver
-// sandbox --read-only: the whole input comes back with only the command
-// changed. Where the host cannot rewrite it (Cursor's
-// beforeShellExecution), or the sandbox is missing, it is denied.
+// withCommand is a fixture with its shell command replaced.
+func withCommand(t *testing.T, host, name, inputField, cmd string) []byte {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(fixture(t, host, name), &m); err != nil {
+		t.Fatal(err)
+	}
+	in := m
+	if inputField != "" {
+		in = m[inputField].(map[string]any)
+	}
+	in["command"] = cmd
+	raw, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// TestHookSandboxRewrite: in plan mode, where the sandbox is available and
+// the host can rewrite the input, every shell command runs inside planserver
+// sandbox --read-only, reads included: the whole input comes back with only
+// the command changed. A command that certainly writes is denied first,
+// saying what it writes. Where the host cannot rewrite the input (Cursor's
+// beforeShellExecution), or the sandbox is missing, only a plain read on
+// the allowlist runs.
 func TestHookSandboxRewrite(t *testing.T) {
-	wrap := func(cmd string) (string, error) { return sandbox.WrapCommand("/opt/planserver", cmd, nil) }
+	wrap := func(cmd, explain string) (string, error) {
+		return sandbox.WrapCommand("/opt/planserver", cmd, nil)
+	}
 	env := apitest.New(t, func(c *planhttp.Config) {
-		c.Hooks.Sandbox = hooks.Sandbox{Available: true, Wrap: wrap}
+		c.Hooks.Shell.Sandbox = hooks.Sandbox{Available: true, Wrap: wrap}
 	})
 	createSession(t, env, map[string]any{"id": "p", "mode": "plan"})
-	want, _ := wrap("echo hi > marker.txt")
+	const probe = "python3 tools/probe.py --dry"
+	want, _ := wrap(probe, "")
 
-	dec, out := hookCall(t, env, "claude-code", "session=p", fixture(t, "claude-code", "bash_redirect"))
+	dec, out := hookCall(t, env, "claude-code", "session=p", withCommand(t, "claude-code", "bash_redirect", "tool_input", probe))
 	h, _ := out["hookSpecificOutput"].(map[string]any)
 	in, _ := h["updatedInput"].(map[string]any)
 	if dec != "rewrite" || h["permissionDecision"] != "allow" || in["command"] != want ||
 		in["description"] != "Write a marker" || in["timeout"] != float64(120000) || in["run_in_background"] != false || len(in) != 4 {
 		t.Errorf("claude-code rewrite: %s %v", dec, out)
 	}
-	if !strings.Contains(h["permissionDecisionReason"].(string), "marker.txt") {
+	if !strings.Contains(h["permissionDecisionReason"].(string), "read-only sandbox") {
 		t.Errorf("the reason does not say why: %v", h["permissionDecisionReason"])
 	}
-	dec, out = hookCall(t, env, "gemini-cli", "session=p", fixture(t, "gemini-cli", "shell_rm"))
+	// ls is no exception: every command runs in the sandbox.
+	lsWant, _ := wrap("ls -la", "")
+	dec, out = hookCall(t, env, "claude-code", "session=p", fixture(t, "claude-code", "bash_ls"))
+	if in, _ := out["hookSpecificOutput"].(map[string]any)["updatedInput"].(map[string]any); dec != "rewrite" || in["command"] != lsWant {
+		t.Errorf("ls: %s %v", dec, out)
+	}
+	dec, out = hookCall(t, env, "gemini-cli", "session=p", withCommand(t, "gemini-cli", "shell_rm", "tool_input", probe))
 	gin, _ := out["hookSpecificOutput"].(map[string]any)["tool_input"].(map[string]any)
-	if w, _ := wrap("rm -rf build"); dec != "rewrite" || out["decision"] != "allow" || gin["command"] != w || gin["description"] != "Clean" {
+	if dec != "rewrite" || out["decision"] != "allow" || gin["command"] != want || gin["description"] != "Clean" {
 		t.Errorf("gemini-cli rewrite: %s %v", dec, out)
 	}
 	dec, out = hookCall(t, env, "cursor", "session=p", fixture(t, "cursor", "pre_tool_shell"))
 	cin, _ := out["updated_input"].(map[string]any)
-	if w, _ := wrap("go generate ./..."); dec != "rewrite" || out["permission"] != "allow" || cin["command"] != w || cin["cwd"] != "/path/to/project" {
+	if w, _ := wrap("go generate ./...", ""); dec != "rewrite" || out["permission"] != "allow" || cin["command"] != w || cin["cwd"] != "/path/to/project" {
 		t.Errorf("cursor preToolUse rewrite: %s %v", dec, out)
 	}
-	if dec, out := hookCall(t, env, "cursor", "session=p", fixture(t, "cursor", "before_shell_npm_install")); dec != "deny" ||
-		!strings.Contains(out["agent_message"].(string), "cannot change the command") {
-		t.Errorf("cursor beforeShellExecution cannot be rewritten: %s %v", dec, out)
-	}
-	dec, out = hookCall(t, env, "opencode", "session=p", fixture(t, "opencode", "bash_write"))
+	dec, out = hookCall(t, env, "opencode", "session=p", withCommand(t, "opencode", "bash_write", "args", probe))
 	oargs, _ := out["args"].(map[string]any)
 	if dec != "rewrite" || out["decision"] != "allow" || oargs["command"] != want || oargs["description"] != "Write a marker" {
 		t.Errorf("opencode rewrite: %s %v", dec, out)
 	}
-	// A read-only command runs unchanged.
-	if dec, _ := hookCall(t, env, "claude-code", "session=p", fixture(t, "claude-code", "bash_ls")); dec != "allow" {
-		t.Errorf("ls: %s", dec)
+	// A certain writer is denied before the sandbox, saying what it writes.
+	for _, host := range []struct{ host, fixture string }{{"claude-code", "bash_redirect"}, {"opencode", "bash_write"}} {
+		dec, out := hookCall(t, env, host.host, "session=p", fixture(t, host.host, host.fixture))
+		if d, r := verdict(t, host.host, out); dec != "deny" || d != "deny" || !strings.Contains(r, "marker.txt") {
+			t.Errorf("%s, a redirection to a file: %s %q", host.host, dec, r)
+		}
+	}
+	// Cursor's beforeShellExecution cannot rewrite: the allowlist alone.
+	if dec, out := hookCall(t, env, "cursor", "session=p", withCommand(t, "cursor", "before_shell_npm_install", "", "git log")); dec != "deny" ||
+		!strings.Contains(out["agent_message"].(string), "cannot change the command") {
+		t.Errorf("cursor beforeShellExecution cannot be rewritten: %s %v", dec, out)
+	}
+	if dec, out := hookCall(t, env, "cursor", "session=p", withCommand(t, "cursor", "before_shell_npm_install", "", "grep -rn TODO .")); dec != "allow" {
+		t.Errorf("cursor beforeShellExecution, a plain read: %s %v", dec, out)
 	}
 	// A NUL byte cannot be passed to a shell: denied, not run unsandboxed.
-	nul := `{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"printf 'a\u0000b' > f"}}`
+	nul := `{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"printf 'a\u0000b'"}}`
 	if dec, out := hookCall(t, env, "claude-code", "session=p", []byte(nul)); dec != "deny" {
 		t.Errorf("NUL command: %s %v", dec, out)
 	}
 	// Rewrites are not denials: no event for them.
-	if n := len(eventData(t, env, "tool_call.denied", "p")); n != 2 {
-		t.Errorf("denials = %d, want 2 (cursor's shell, the NUL command)", n)
+	if n := len(eventData(t, env, "tool_call.denied", "p")); n != 4 {
+		t.Errorf("denials = %d, want 4 (two redirections, cursor's git log, the NUL command)", n)
 	}
 
-	// Without the sandbox the same command is denied, saying why.
+	// Without the sandbox only a plain read on the allowlist runs.
 	off := apitest.New(t, func(c *planhttp.Config) {
-		c.Hooks.Sandbox = hooks.Sandbox{Why: "Landlock ABI 2 is below 4"}
+		c.Hooks.Shell.Sandbox = hooks.Sandbox{Why: "Landlock ABI 2 is below 6"}
 	})
 	createSession(t, off, map[string]any{"id": "p", "mode": "plan"})
-	_, out = hookCall(t, off, "claude-code", "session=p", fixture(t, "claude-code", "bash_redirect"))
-	if d, r := verdict(t, "claude-code", out); d != "deny" || !strings.Contains(r, "Landlock ABI 2 is below 4") {
+	_, out = hookCall(t, off, "claude-code", "session=p", withCommand(t, "claude-code", "bash_redirect", "tool_input", probe))
+	if d, r := verdict(t, "claude-code", out); d != "deny" || !strings.Contains(r, "Landlock ABI 2 is below 6") {
 		t.Errorf("no sandbox: %q %q", d, r)
+	}
+	if dec, _ := hookCall(t, off, "claude-code", "session=p", fixture(t, "claude-code", "bash_ls")); dec != "allow" {
+		t.Errorf("no sandbox, ls: %s", dec)
 	}
 }

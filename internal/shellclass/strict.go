@@ -593,3 +593,12 @@ func newerArity(v string) (int, bool) {
 	}
 	return 0, false
 }
+
+// StrictJudge is Strict over table t (nil: the default table) as a
+// question of the command alone, the shape the hooks' decision takes.
+func StrictJudge(t *Table) func(command string) (bool, string) {
+	return func(command string) (bool, string) {
+		v := Strict(command, t)
+		return v.Allowed, v.Reason
+	}
+}
