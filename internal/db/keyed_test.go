@@ -42,8 +42,9 @@ func waitLockWaiters(t *testing.T, d *DB, n int) {
 func TestPostgresKeyedWritesOfOtherKeysOverlap(t *testing.T) {
 	dbtest.RequirePostgres(t)
 	dsn := dbtest.Fresh(t)
-	// Two replicas: each has one keyed writer (DefaultKeyedWriters).
-	d, other := migrated(t, dsn), migrated(t, dsn)
+	// Two replicas, each with one keyed writer: the overlap comes from
+	// the replicas, not from one replica's writers.
+	d, other := migratedWith(t, dsn, Options{KeyedWriters: 1}), migratedWith(t, dsn, Options{KeyedWriters: 1})
 	ctx := context.Background()
 	keyA, keyB := Key{Kind: "plan", Name: "a"}, Key{Kind: "plan", Name: "b"}
 
