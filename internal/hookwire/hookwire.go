@@ -4,7 +4,7 @@
 // A host starts the hook before every tool call, so the hook's start-up is
 // added to every call, and in Go that start-up grows with what the binary
 // links: every package initialiser runs before main, and every page of it
-// touched is a fault. On the 2-core VM of docs/benchmarks.md ("Round six")
+// touched is a fault. On the 2-core VM (measured in docs/benchmarks.md's round six, in git history)
 // an empty Go program starts and exits in 6.9 ms (p50; 10.8 ms p99), and
 // planserver-hook, when it linked the adapters, the shell parser, the YAML
 // table and net/http, took 18.4 ms (25.1 ms p99), against a target of 15

@@ -19,7 +19,7 @@ import (
 // it last wrote, the same content every time. On SQLite the writer's
 // serial time per write is what bounds PUT /v1/plans/{name} on a machine
 // with cores to spare (make bench -only writes measures the whole
-// request; docs/benchmarks.md, round thirteen).
+// request; docs/benchmarks.md).
 func BenchmarkPut(b *testing.B) {
 	st := NewStore(migrated.Fresh(b), Config{})
 	ctx := context.Background()

@@ -14,8 +14,7 @@ import (
 // BenchmarkCreate measures session creates from 64 goroutines through the
 // one writer, without HTTP: on SQLite the writer's serial time per create
 // is what bounds POST /v1/sessions on a machine with cores to spare
-// (make bench -only writes measures the whole request; docs/benchmarks.md,
-// round twelve).
+// (make bench -only writes measures the whole request; docs/benchmarks.md).
 func BenchmarkCreate(b *testing.B) {
 	st := NewStore(migrated.Fresh(b), Config{})
 	var n atomic.Int64
