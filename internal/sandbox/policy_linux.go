@@ -22,10 +22,10 @@ import (
 // the lists free of typos.
 //
 // Where a call is allowed only with some arguments, the main filter
-// allows it and a second filter judges its arguments (argFilter); the
+// allows it and a second filter judges its arguments (argFilters); the
 // kernel runs both and the stricter answer wins, so the second can only
 // refuse. go-seccomp-bpf assembles each call's argument rule as a program
-// of its own (one call, default allow), which argFilter puts behind a
+// of its own (one call, default allow), and jumpTable puts them behind a
 // dispatch on the call's number. One program for several such calls would
 // be wrong: when the library's conditions fail they leave an argument,
 // not the call's number, in the accumulator, and the checks after them
@@ -298,69 +298,79 @@ const defaultSentinel = seccomp.ActionTrace
 // filters returns the seccomp programs for the command, the main one
 // first: connect tells whether --allow-connect is in force (connect()
 // then goes to the supervisor, and socket() may make TCP sockets).
+//
+// The main program is go-seccomp-bpf's too, assembled in slices of 64
+// call numbers behind a jump table (jumpTable), not as one list: the
+// library checks a program's calls one after another, and the kernel
+// runs the whole program once for each call number when it loads it (to
+// cache the calls it always allows), so a list of 400 checks made
+// loading cost a third of a millisecond, on every sandboxed command.
 func filters(connect bool) ([][]unix.SockFilter, error) {
 	info, err := arch.GetInfo("")
 	if err != nil {
 		return nil, err
-	}
-	names := func(list ...[]string) []string {
-		var out []string
-		for _, l := range list {
-			for _, n := range l {
-				if _, ok := info.SyscallNames[n]; ok {
-					out = append(out, n)
-				}
-			}
-		}
-		return out
 	}
 	conditional := argFilters(connect)
 	var judged []string
 	for _, r := range conditional {
 		judged = append(judged, r.call)
 	}
-	deny := names(refused)
+	deny := slices.Clone(refused)
 	if !connect {
 		deny = append(deny, "socket", "connect")
 	}
-	// Groups of at most 64 calls: every jump to a group's answer then
-	// fits in a BPF instruction, and the library inserts no long jumps
-	// (which it does in quadratic time).
-	var groups []seccomp.SyscallGroup
-	add := func(action seccomp.Action, list []string) {
-		for len(list) > 0 {
-			n := min(len(list), 64)
-			groups = append(groups, seccomp.SyscallGroup{Names: list[:n], Action: action})
-			list = list[n:]
-		}
+	answers := []struct {
+		action seccomp.Action
+		names  []string
+	}{
+		{seccomp.ActionAllow, append(slices.Clone(allowed), judged...)},
+		{errnoAction(unix.EPERM), append(slices.Clone(metadata), deny...)},
 	}
-	add(seccomp.ActionAllow, names(allowed, judged))
-	add(errnoAction(unix.EPERM), names(metadata))
-	add(errnoAction(unix.EPERM), deny)
 	if connect {
-		groups = append(groups, seccomp.SyscallGroup{Names: []string{"connect"}, Action: seccomp.ActionUserNotify})
+		answers = append(answers, struct {
+			action seccomp.Action
+			names  []string
+		}{seccomp.ActionUserNotify, []string{"connect"}})
 	}
-	main, err := assemble(seccomp.Policy{DefaultAction: defaultSentinel, Syscalls: groups})
+	const slice = 64
+	var entries []jump
+	for lo := 0; lo <= maxNumber(info); lo += slice {
+		var groups []seccomp.SyscallGroup
+		for _, a := range answers {
+			var in []string
+			for _, n := range a.names {
+				if nr, ok := info.SyscallNames[n]; ok && nr >= lo && nr < lo+slice {
+					in = append(in, n)
+				}
+			}
+			if len(in) > 0 {
+				groups = append(groups, seccomp.SyscallGroup{Names: in, Action: a.action})
+			}
+		}
+		if len(groups) == 0 {
+			continue
+		}
+		body, err := assemble(seccomp.Policy{DefaultAction: defaultSentinel, Syscalls: groups})
+		if err != nil {
+			return nil, fmt.Errorf("assembling the seccomp allowlist: %w", err)
+		}
+		entries = append(entries, jump{below: uint32(lo + slice), body: body})
+	}
+	main, err := jumpTable(info, entries, uint32(errnoAction(unix.ENOSYS)))
 	if err != nil {
-		return nil, fmt.Errorf("assembling the seccomp allowlist: %w", err)
+		return nil, err
 	}
-	args, err := argFilter(info, conditional)
+	args, err := argProgram(info, conditional)
 	if err != nil {
 		return nil, err
 	}
 	return [][]unix.SockFilter{main, args}, nil
 }
 
-// argFilter is one program for the argument rules: the architecture
-// checked, then a dispatch on the call's number to each call's own
-// program, as go-seccomp-bpf assembled it (each begins by loading the
-// architecture and number itself and ends in returns, and its jumps are
-// relative, so it runs unchanged wherever it is placed). A call with no
-// rule, and a foreign architecture or x32 call (which the main filter
-// refuses), are allowed here.
-func argFilter(info *arch.Info, rules []refusal) ([]unix.SockFilter, error) {
-	const allow = unix.SECCOMP_RET_ALLOW
-	var bodies [][]unix.SockFilter
+// argProgram is the argument rules' program: each call's rule assembled
+// alone (one call, default allow), behind a jump table on the numbers.
+func argProgram(info *arch.Info, rules []refusal) ([]unix.SockFilter, error) {
+	var entries []jump
 	for _, r := range rules {
 		g := seccomp.SyscallGroup{Action: errnoAction(r.errno)}
 		for _, c := range r.when {
@@ -370,39 +380,75 @@ func argFilter(info *arch.Info, rules []refusal) ([]unix.SockFilter, error) {
 		if err != nil {
 			return nil, fmt.Errorf("assembling the seccomp rule for %s: %w", r.call, err)
 		}
-		bodies = append(bodies, body)
+		nr, ok := info.SyscallNames[r.call]
+		if !ok {
+			return nil, fmt.Errorf("no call %s on %s", r.call, info.Name)
+		}
+		entries = append(entries, jump{equal: true, below: uint32(nr), body: body})
 	}
+	return jumpTable(info, entries, unix.SECCOMP_RET_ALLOW)
+}
+
+func maxNumber(info *arch.Info) int {
+	m := 0
+	for nr := range info.SyscallNumbers {
+		m = max(m, nr)
+	}
+	return m
+}
+
+// jump is one entry of a jump table: body runs for the call numbers
+// below below (the entries in ascending order), or with equal for that
+// number only.
+type jump struct {
+	equal bool
+	below uint32
+	body  []unix.SockFilter
+}
+
+// jumpTable is a program that checks the architecture, then jumps on the
+// call's number to the first entry that takes it, and returns otherwise
+// for anything else (a foreign architecture, an x32 call, a number no
+// entry takes). Each body is a program as go-seccomp-bpf assembles it: it
+// loads what it needs itself, its jumps are relative and stay inside it,
+// and it ends in returns, so it runs unchanged wherever it is placed.
+// go-seccomp-bpf has no such dispatch, hence this: a few instructions of
+// our own before the library's.
+func jumpTable(info *arch.Info, entries []jump, otherwise uint32) ([]unix.SockFilter, error) {
 	ld := func(off uint32) unix.SockFilter {
 		return unix.SockFilter{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: off}
 	}
-	ret := unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: allow}
-	// ld arch; jeq arch: 1 : 0; ret allow; ld nr; [jge x32: 0 : 1; ret allow]
+	ret := unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: otherwise}
+	// ld arch; jeq native: +1 : +0; ret; ld nr; [jge x32: +0 : +1; ret]
 	prog := []unix.SockFilter{
-		ld(4),
+		ld(4), // seccomp_data.arch
 		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: uint32(info.ID), Jt: 1},
 		ret,
-		ld(0),
+		ld(0), // seccomp_data.nr
 	}
 	if info.ID == arch.X86_64.ID {
 		prog = append(prog, unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K, K: uint32(arch.X32.SeccompMask), Jf: 1}, ret)
 	}
-	// For each rule: jeq nr: 0 : 1; ja body. Then: ret allow; bodies.
-	dispatch := len(prog)
-	start := dispatch + 2*len(rules) + 1
-	for i, r := range rules {
-		nr := uint32(info.SyscallNames[r.call])
-		at := dispatch + 2*i + 1 // the ja; it jumps relative to the next instruction
-		prog = append(prog,
-			unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: nr, Jf: 1},
-			unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JA, K: uint32(start - at - 1)})
-		start += len(bodies[i])
+	// Each entry: a test that skips the next instruction unless the entry
+	// takes the number (jeq nr: +0 : +1, or jge below: +1 : +0), then
+	// ja to its body. After them: ret; then the bodies.
+	table := len(prog)
+	start := table + 2*len(entries) + 1
+	for i, e := range entries {
+		test := unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K, K: e.below, Jt: 1}
+		if e.equal {
+			test = unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: e.below, Jf: 1}
+		}
+		ja := table + 2*i + 1 // a jump counts from the instruction after it
+		prog = append(prog, test, unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JA, K: uint32(start - ja - 1)})
+		start += len(e.body)
 	}
 	prog = append(prog, ret)
-	for _, b := range bodies {
-		prog = append(prog, b...)
+	for _, e := range entries {
+		prog = append(prog, e.body...)
 	}
 	if len(prog) > unix.BPF_MAXINSNS {
-		return nil, fmt.Errorf("the seccomp argument rules take %d instructions, more than %d", len(prog), unix.BPF_MAXINSNS)
+		return nil, fmt.Errorf("a seccomp program of %d instructions, more than %d", len(prog), unix.BPF_MAXINSNS)
 	}
 	return prog, nil
 }

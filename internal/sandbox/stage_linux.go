@@ -18,15 +18,24 @@ import (
 )
 
 func available() (int, error) {
+	abi, err := landlockABI()
+	if err != nil {
+		return abi, err
+	}
+	if err := seccompActions("errno", "allow"); err != nil {
+		return abi, err
+	}
+	return abi, nil
+}
+
+// landlockABI is the kernel's Landlock ABI, or why it is not enough.
+func landlockABI() (int, error) {
 	abi, err := ll.LandlockGetABIVersion()
 	if err != nil {
 		return 0, fmt.Errorf("%w: Landlock is not enabled in this kernel (%v); it needs Linux 6.12 or later with lsm=landlock", ErrUnavailable, err)
 	}
 	if abi < MinABI {
 		return abi, fmt.Errorf("%w: the kernel's Landlock ABI is %d, and scoping signals and abstract Unix sockets to the sandbox needs ABI %d (Linux 6.12)", ErrUnavailable, abi, MinABI)
-	}
-	if err := seccompActions("errno", "allow"); err != nil {
-		return abi, err
 	}
 	return abi, nil
 }
@@ -61,8 +70,8 @@ var config = landlock.V11.BestEffort()
 // The stage's descriptors from the supervisor, after stdin, stdout and
 // stderr.
 const (
-	statusFD = 3 // the stage's report; execve closes it, which says the command started
-	goFD     = 4 // the supervisor's go-ahead once it holds the listener (--listener only)
+	statusFD  = 3 // the stage's reports; execve closes it, which says the command started
+	controlFD = 4 // the supervisor's: the seccomp programs, then the go-ahead (--listener only)
 )
 
 // Status messages on statusFD: msgFailed and the exit status (the reason
@@ -86,7 +95,8 @@ func stage(s stageArgs, stderr io.Writer) int {
 		_, _ = unix.Write(statusFD, []byte{msgFailed, byte(code)})
 		return code
 	}
-	if _, err := available(); err != nil {
+	// The supervisor checked seccomp; a kernel without it fails below.
+	if _, err := landlockABI(); err != nil {
 		return fail(ExitUnavailable, err)
 	}
 	if s.hosts != "" {
@@ -124,9 +134,11 @@ func stage(s stageArgs, stderr io.Writer) int {
 	if fd < 0 {
 		return fail(ExitUnavailable, fmt.Errorf("%w: Landlock enforces nothing on this kernel", ErrUnavailable))
 	}
-	progs, err := filters(s.listener)
+	// The supervisor assembles the seccomp programs while this process
+	// starts, and sends them.
+	progs, err := readFilters(controlFD)
 	if err != nil {
-		return fail(ExitUnavailable, err)
+		return fail(ExitUnavailable, fmt.Errorf("reading the seccomp programs: %w", err))
 	}
 	if err := dropCapabilities(); err != nil {
 		return fail(ExitUnavailable, fmt.Errorf("dropping capabilities: %w", err))
@@ -152,18 +164,18 @@ func stage(s stageArgs, stderr io.Writer) int {
 			return fail(ExitUnavailable, fmt.Errorf("reporting the seccomp listener: %w", err))
 		}
 		var b [1]byte
-		n, err := unix.Read(goFD, b[:])
-		for err == unix.EINTR {
-			n, err = unix.Read(goFD, b[:])
-		}
-		if n != 1 || b[0] != msgGo {
+		if err := readFull(controlFD, b[:]); err != nil || b[0] != msgGo {
 			return ExitUnavailable // the supervisor says why
 		}
 		_ = unix.Close(listener)
-		_ = unix.Close(goFD)
 	}
-	if _, err := unix.FcntlInt(statusFD, unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
-		return fail(ExitUnavailable, fmt.Errorf("the status descriptor: %w", err))
+	// No descriptor but stdin, stdout and stderr reaches the command:
+	// whatever the supervisor's own caller left open without
+	// close-on-exec is closed by execve (and so is the status pipe,
+	// which tells the supervisor that the command runs). Marked, not
+	// closed, under the Go runtime's feet.
+	if err := unix.CloseRange(statusFD, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fail(ExitUnavailable, fmt.Errorf("closing inherited descriptors: %w", err))
 	}
 	err = unix.Exec(path, s.argv, os.Environ())
 	code = ExitCannotRun
@@ -197,6 +209,70 @@ func loadFilters(progs [][]unix.SockFilter, listener bool) (int, error) {
 		}
 	}
 	return fd, nil
+}
+
+// readFilters reads the seccomp programs: a count, then each program's
+// length and its instructions (struct sock_filter), in native byte order.
+func readFilters(fd int) ([][]unix.SockFilter, error) {
+	var n [4]byte
+	if err := readFull(fd, n[:]); err != nil {
+		return nil, err
+	}
+	count := binary.NativeEndian.Uint32(n[:])
+	if count == 0 || count > 4 {
+		return nil, fmt.Errorf("%d programs", count)
+	}
+	progs := make([][]unix.SockFilter, count)
+	for i := range progs {
+		if err := readFull(fd, n[:]); err != nil {
+			return nil, err
+		}
+		size := binary.NativeEndian.Uint32(n[:])
+		if size == 0 || size > unix.BPF_MAXINSNS {
+			return nil, fmt.Errorf("a program of %d instructions", size)
+		}
+		raw := make([]byte, 8*size)
+		if err := readFull(fd, raw); err != nil {
+			return nil, err
+		}
+		progs[i] = make([]unix.SockFilter, size)
+		for j := range progs[i] {
+			b := raw[8*j:]
+			progs[i][j] = unix.SockFilter{Code: binary.NativeEndian.Uint16(b), Jt: b[2], Jf: b[3], K: binary.NativeEndian.Uint32(b[4:])}
+		}
+	}
+	return progs, nil
+}
+
+// encodeFilters is what readFilters reads.
+func encodeFilters(progs [][]unix.SockFilter) []byte {
+	out := binary.NativeEndian.AppendUint32(nil, uint32(len(progs)))
+	for _, p := range progs {
+		out = binary.NativeEndian.AppendUint32(out, uint32(len(p)))
+		for _, in := range p {
+			out = binary.NativeEndian.AppendUint16(out, in.Code)
+			out = append(out, in.Jt, in.Jf)
+			out = binary.NativeEndian.AppendUint32(out, in.K)
+		}
+	}
+	return out
+}
+
+// readFull reads len(b) bytes from fd, which blocks.
+func readFull(fd int, b []byte) error {
+	for len(b) > 0 {
+		n, err := unix.Read(fd, b)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return err
+		case n == 0:
+			return io.ErrUnexpectedEOF
+		}
+		b = b[n:]
+	}
+	return nil
 }
 
 // hostsView mounts the supervisor's hosts file (the allowed names and

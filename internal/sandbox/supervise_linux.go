@@ -30,6 +30,15 @@ const grace = time.Second
 // and the command's exit status. ran tells whether the command was
 // executed (false when the stage refused, with its reason on stderr).
 func supervise(argv []string, eps []Endpoint, o Options) (code int, ran bool, err error) {
+	// The seccomp programs are assembled here, while the stage starts,
+	// rather than on the stage's own path to the command.
+	assembled := make(chan []byte, 1)
+	var assembleErr error
+	go func() {
+		progs, err := filters(len(eps) > 0)
+		assembleErr = err
+		assembled <- encodeFilters(progs)
+	}()
 	var allowed map[netip.AddrPort]bool
 	var hosts []byte
 	if len(eps) > 0 {
@@ -97,6 +106,18 @@ func supervise(argv []string, eps []Endpoint, o Options) (code int, ran bool, er
 	}
 	stdio.started()
 	pid := st.pid
+	blob := <-assembled
+	if assembleErr != nil {
+		_ = unix.Kill(pid, unix.SIGKILL)
+		_, _ = reap(pid)
+		return 0, false, assembleErr
+	}
+	if _, err := st.controlW.Write(blob); err != nil {
+		_ = unix.Kill(pid, unix.SIGKILL)
+		_, _ = reap(pid)
+		return 0, false, fmt.Errorf("sandbox: sending the seccomp programs: %w", err)
+	}
+	defer st.controlW.Close()
 
 	var guard *connectGuard
 	for {
@@ -119,12 +140,11 @@ func supervise(argv []string, eps []Endpoint, o Options) (code int, ran bool, er
 		}
 		defer guard.stop()
 		go guard.serve()
-		if _, err := st.goW.Write([]byte{msgGo}); err != nil {
+		if _, err := st.controlW.Write([]byte{msgGo}); err != nil {
 			_ = unix.Kill(pid, unix.SIGKILL)
 			_, _ = reap(pid)
 			return 0, false, fmt.Errorf("sandbox: starting the command: %w", err)
 		}
-		_ = st.goW.Close()
 	}
 
 	// The command runs. Wait for its end without reaping it, so that its
@@ -188,9 +208,9 @@ func supervise(argv []string, eps []Endpoint, o Options) (code int, ran bool, er
 
 // started is a stage that runs, and the pipes to talk with it.
 type started struct {
-	pid     int
-	statusR *os.File // the stage's messages; EOF once the command runs
-	goW     *os.File // the go-ahead (--allow-connect)
+	pid      int
+	statusR  *os.File // the stage's messages; EOF once the command runs
+	controlW *os.File // the seccomp programs, then the go-ahead (--allow-connect)
 }
 
 type message struct {
@@ -233,18 +253,18 @@ func start(s stageArgs, o Options, stdio *stdio, namespaces bool) (*started, err
 		return nil, err
 	}
 	defer statusW.Close()
-	files := append(stdio.files[:3:3], statusW)
-	st := &started{statusR: statusR}
-	if s.listener {
-		goR, goW, err := os.Pipe()
-		if err != nil {
-			statusR.Close()
-			return nil, err
-		}
-		defer goR.Close()
-		files = append(files, goR)
-		st.goW = goW
+	controlR, controlW, err := os.Pipe()
+	if err != nil {
+		statusR.Close()
+		return nil, err
 	}
+	defer controlR.Close()
+	files := append(stdio.files[:3:3], statusW, controlR)
+	st := &started{statusR: statusR, controlW: controlW}
+	// Pdeathsig fires when the thread that forked the stage ends; Go ends
+	// a thread only when a goroutine locked to it returns, and none is
+	// locked to the supervisor's threads (locking this one made every
+	// wake-up slower).
 	sys := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	if namespaces {
 		sys.Cloneflags = unix.CLONE_NEWPID | unix.CLONE_NEWIPC
@@ -278,9 +298,7 @@ func start(s stageArgs, o Options, stdio *stdio, namespaces bool) (*started, err
 	})
 	if err != nil {
 		statusR.Close()
-		if st.goW != nil {
-			st.goW.Close()
-		}
+		controlW.Close()
 		return nil, err
 	}
 	return st, nil
