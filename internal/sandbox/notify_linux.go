@@ -59,6 +59,7 @@ type connectGuard struct {
 	cancelR  int // readable once stop is called
 	cancelW  int
 	served   chan struct{}
+	answers  sync.WaitGroup // answers in flight use the listener
 	once     sync.Once
 }
 
@@ -108,19 +109,24 @@ func (g *connectGuard) serve() {
 		if err := g.ioctl(unix.SECCOMP_IOCTL_NOTIF_RECV, unsafe.Pointer(&req)); err != nil {
 			continue // ENOENT: the caller went away; EINTR
 		}
+		g.answers.Add(1)
 		go g.answer(req)
 	}
 }
 
-// stop ends serve and closes the listener: a connect() still waiting
-// then fails (ENOSYS).
+// stop ends serve. The listener is closed once the answers in flight are
+// sent (a connection the supervisor makes may take a while): closed
+// earlier, its number could name another file by then.
 func (g *connectGuard) stop() {
 	g.once.Do(func() {
 		_, _ = unix.Write(g.cancelW, []byte{1})
 		<-g.served
-		unix.Close(g.listener)
 		unix.Close(g.cancelR)
 		unix.Close(g.cancelW)
+		go func() {
+			g.answers.Wait()
+			unix.Close(g.listener)
+		}()
 	})
 }
 
@@ -134,6 +140,7 @@ func (g *connectGuard) ioctl(req uint, arg unsafe.Pointer) error {
 
 // answer makes or refuses one connect() and tells the kernel the result.
 func (g *connectGuard) answer(req seccompNotif) {
+	defer g.answers.Done()
 	resp := seccompNotifResp{ID: req.ID}
 	if errno := g.connect(req); errno != 0 {
 		resp.Error = -int32(errno)
