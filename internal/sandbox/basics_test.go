@@ -115,6 +115,42 @@ func TestTmpdir(t *testing.T) {
 	}
 }
 
+// TestWritePaths: Options.WritePaths opens exactly those paths for
+// writing (metadata stays refused there too), and nothing beside them.
+func TestWritePaths(t *testing.T) {
+	needSandbox(t)
+	dir := t.TempDir()
+	open, file := filepath.Join(dir, "open"), filepath.Join(dir, "file")
+	if err := os.Mkdir(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exe, _ := os.Executable()
+	var stderr strings.Builder
+	code, err := Run([]string{"sh", "-c", "echo new > open/made && echo more >> file && chmod 777 open/made; echo $? > open/chmod; echo x > other"},
+		Options{Exe: exe, Dir: dir, WritePaths: []string{open, file}, Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &stderr})
+	if err != nil || code == 0 {
+		t.Fatalf("exit %d, %v: %s", code, err, stderr.String())
+	}
+	if data, _ := os.ReadFile(filepath.Join(open, "made")); string(data) != "new\n" {
+		t.Errorf("open/made: %q", data)
+	}
+	if data, _ := os.ReadFile(file); string(data) != "old\nmore\n" {
+		t.Errorf("file: %q", data)
+	}
+	if data, _ := os.ReadFile(filepath.Join(open, "chmod")); strings.TrimSpace(string(data)) == "0" {
+		t.Errorf("chmod succeeded in a write path")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "other")); !os.IsNotExist(err) {
+		t.Errorf("a file beside the write paths was written")
+	}
+	if _, err := Run([]string{"true"}, Options{Exe: exe, WritePaths: []string{"relative"}}); err == nil {
+		t.Errorf("a relative write path was accepted")
+	}
+}
+
 // TestQuietSwitches: the environment every sandboxed command gets, with
 // the caller's git configuration entries kept before the sandbox's.
 func TestQuietSwitches(t *testing.T) {
