@@ -136,13 +136,6 @@ func runners(t *testing.T) []runner {
 	return rs
 }
 
-func (r runner) uid() int {
-	if r.cred != nil {
-		return int(r.cred.Uid)
-	}
-	return os.Geteuid()
-}
-
 type result struct {
 	code           int
 	stdout, stderr string
