@@ -110,11 +110,13 @@ func supervise(argv []string, eps []Endpoint, o Options) (code int, ran bool, er
 	if assembleErr != nil {
 		_ = unix.Kill(pid, unix.SIGKILL)
 		_, _ = reap(pid)
+		stdio.wait() // the stage is gone: its output ends
 		return 0, false, assembleErr
 	}
 	if _, err := st.controlW.Write(blob); err != nil {
 		_ = unix.Kill(pid, unix.SIGKILL)
 		_, _ = reap(pid)
+		stdio.wait() // the stage is gone: its output ends
 		return 0, false, fmt.Errorf("sandbox: sending the seccomp programs: %w", err)
 	}
 	defer st.controlW.Close()
@@ -126,7 +128,9 @@ func supervise(argv []string, eps []Endpoint, o Options) (code int, ran bool, er
 			break // execve closed the status pipe: the command runs
 		}
 		if err != nil || msg.kind == msgFailed {
+			_ = unix.Kill(pid, unix.SIGKILL) // it ends anyway; a broken one too
 			_, _ = reap(pid)
+			stdio.wait() // the stage is gone: its output ends
 			if err != nil {
 				return 0, false, fmt.Errorf("sandbox: the stage: %w", err)
 			}
@@ -136,6 +140,7 @@ func supervise(argv []string, eps []Endpoint, o Options) (code int, ran bool, er
 		if guard, err = takeListener(pid, msg.value, allowed); err != nil {
 			_ = unix.Kill(pid, unix.SIGKILL)
 			_, _ = reap(pid)
+			stdio.wait() // the stage is gone: its output ends
 			return 0, false, err
 		}
 		defer guard.stop()
@@ -143,6 +148,7 @@ func supervise(argv []string, eps []Endpoint, o Options) (code int, ran bool, er
 		if _, err := st.controlW.Write([]byte{msgGo}); err != nil {
 			_ = unix.Kill(pid, unix.SIGKILL)
 			_, _ = reap(pid)
+			stdio.wait() // the stage is gone: its output ends
 			return 0, false, fmt.Errorf("sandbox: starting the command: %w", err)
 		}
 	}
