@@ -79,6 +79,10 @@ func TestAttacksOnFiles(t *testing.T) {
 				`python3 -c "import subprocess; subprocess.run(['sh','-c','echo x > grandchild'], check=True)"`,
 				`(echo x > subshell) && true`, `sed -i s/hello/bye/ f`, `find . -name old -delete`,
 				`sort -o old f`, `exec 3<>old; echo x >&3`,
+				// Through TMPDIR, the one writable place: a hard link or a
+				// symbolic link to a project file, or a move into it.
+				`ln old "$TMPDIR/h" && echo x >> "$TMPDIR/h"`, `ln -s "$PWD/old" "$TMPDIR/s" && echo x >> "$TMPDIR/s"`,
+				`mv old "$TMPDIR/"`,
 			}
 			for _, w := range writes {
 				res := r.sandbox(t, run{dir: dir}, "bash", "-c", w)
