@@ -39,6 +39,13 @@ func supervise(argv []string, eps []Endpoint, o Options) (code int, ran bool, er
 		assembleErr = err
 		assembled <- encodeFilters(progs)
 	}()
+	// Signals meant for the command (a host's timeout, Ctrl-C) are passed
+	// on, not obeyed: the supervisor stays to clean up. Caught before
+	// anything is made, so that none ends the supervisor meanwhile.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	defer signal.Stop(sigs)
+
 	var allowed map[netip.AddrPort]bool
 	var hosts []byte
 	if len(eps) > 0 {
@@ -76,13 +83,6 @@ func supervise(argv []string, eps []Endpoint, o Options) (code int, ran bool, er
 	}
 	defer stdio.close()
 
-	// Signals meant for the command (a host's timeout, Ctrl-C) are passed
-	// on, not obeyed: the supervisor stays to clean up. Caught before the
-	// start, so that none ends the supervisor meanwhile.
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-	defer signal.Stop(sigs)
-
 	var st *started
 	namespaces := !o.NoNamespaces
 	if namespaces {
@@ -105,6 +105,7 @@ func supervise(argv []string, eps []Endpoint, o Options) (code int, ran bool, er
 		}
 	}
 	stdio.started()
+	defer st.statusR.Close()
 	pid := st.pid
 	blob := <-assembled
 	if assembleErr != nil {
