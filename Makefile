@@ -19,10 +19,13 @@ run: build
 	exec $(BIN) serve $(if $(ADDR),--addr $(ADDR))
 
 ## build: static binaries in bin/: planserver, and beside it planserver-hook,
-## the lean command form of host hooks (planserver hook install writes it)
+## the lean command form of host hooks (planserver hook install writes it),
+## and planserver-sandbox, the lean planserver sandbox (the hook's rewritten
+## commands name it)
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/planserver
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(dir $(BIN))planserver-hook ./cmd/planserver-hook
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(dir $(BIN))planserver-sandbox ./cmd/planserver-sandbox
 
 ## docs: regenerate docs/cli.md, the CLI reference, from the commands' --help
 ## (TestCLIReferenceIsCurrent fails while it is stale)

@@ -40,7 +40,7 @@ func main() {
 }
 
 // sections are the parts of a run, in the order they run (-only picks some).
-var sections = []string{"writes", "reads", "pages", "wal", "subscribers", "hooks", "webhooks", "signin", "raw", "postgres", "isolation", "team"}
+var sections = []string{"writes", "reads", "pages", "wal", "subscribers", "hooks", "sandbox", "webhooks", "signin", "raw", "postgres", "isolation", "team"}
 
 // pgSections run only on a PostgreSQL server (-postgres).
 var pgSections = []string{"raw", "postgres", "isolation"}
@@ -256,6 +256,11 @@ func (b *bench) all(ctx context.Context) error {
 	if b.o.runs("hooks") {
 		if err := b.hookLatency(ctx); err != nil {
 			return fmt.Errorf("hook latency: %w", err)
+		}
+	}
+	if b.o.runs("sandbox") {
+		if err := b.sandboxLatency(ctx); err != nil {
+			return fmt.Errorf("sandbox latency: %w", err)
 		}
 	}
 	if b.o.runs("webhooks") {

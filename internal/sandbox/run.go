@@ -7,18 +7,28 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
+	"unicode"
 )
 
 // Options configures Run.
 type Options struct {
-	// AllowConnect lists host:port entries the command may connect to
-	// over TCP (see ParseAllowConnect); empty refuses every connection.
+	// AllowConnect lists host:port entries (see ParseEndpoints) the
+	// command may open TCP connections to, exactly those address and port
+	// pairs (names are resolved once, before the command starts); empty
+	// refuses every socket but an anonymous socketpair.
 	AllowConnect []string
+	// WritePaths are files or directories, besides TMPDIR, the command may
+	// write (create, remove, rename in) through Landlock; each must exist.
+	// Metadata (modes, owners, times, extended attributes) stays refused
+	// everywhere. The CLI sets none: it is for paths a person approved.
+	WritePaths []string
+	// Explain is the next step the one line on stderr tells the model
+	// when the command fails (see explainLine); empty is a default that
+	// names no tool.
+	Explain string
 	// Exe is the program re-executed as the stage with StageCommand as
 	// its first argument; empty means the running executable.
 	Exe string
@@ -27,132 +37,92 @@ type Options struct {
 	Env []string
 	// Dir is the working directory; empty means the current one.
 	Dir string
-	// Stdin, Stdout and Stderr default to the process's own.
+	// Stdin, Stdout and Stderr default to the process's own. An *os.File
+	// is handed to the command as it is; anything else is copied through
+	// a pipe.
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
-}
-
-// quietEnv are the switches that keep reading tools from writing caches
-// (which would fail in the sandbox anyway): set, never a write path opened.
-var quietEnv = []string{
-	"GOTELEMETRY=off",           // go: no telemetry counters under $HOME
-	"GIT_OPTIONAL_LOCKS=0",      // git status: no index refresh
-	"PYTHONDONTWRITEBYTECODE=1", // python: no __pycache__
-}
-
-// Env returns base with TMPDIR set to tmp and the quiet-cache switches
-// set; everything else (HOME included) is kept.
-func Env(base []string, tmp string) []string {
-	set := map[string]string{"TMPDIR": tmp}
-	order := []string{"TMPDIR"}
-	for _, kv := range quietEnv {
-		k, v, _ := strings.Cut(kv, "=")
-		set[k] = v
-		order = append(order, k)
-	}
-	out := make([]string, 0, len(base)+len(order))
-	for _, kv := range base {
-		k, _, _ := strings.Cut(kv, "=")
-		if _, ok := set[k]; ok {
-			continue
-		}
-		out = append(out, kv)
-	}
-	for _, k := range order {
-		out = append(out, k+"="+set[k])
-	}
-	return out
+	// NoNamespaces makes Run use the fallback it takes where the kernel
+	// refuses new namespaces (unprivileged user namespaces turned off):
+	// the supervisor as a child subreaper that kills every process left
+	// when the command ends. The other rules stay as they are. For tests;
+	// no flag or environment variable sets it. In that mode Run reaps
+	// every child of the calling process, so nothing else in it may start
+	// child processes meanwhile (the CLI starts none).
+	NoNamespaces bool
 }
 
 // Run runs argv in the sandbox and returns its exit status: the command's
-// own, 128+N when a signal N ended it, or one of ExitUnavailable,
-// ExitCannotRun and ExitNotFound (with a line on Stderr). The error is
-// set only when the sandbox itself failed; nothing ran then.
+// own, 128+N when a signal N ended it (or ended the supervisor, which
+// then ended the command), or one of ExitUnavailable, ExitCannotRun and
+// ExitNotFound (with a line on Stderr). When the command ran and failed,
+// one line on Stderr says it ran in the read-only sandbox (explainLine).
+// The error is set only when the sandbox itself could not be set up;
+// nothing ran then.
 func Run(argv []string, o Options) (int, error) {
 	if len(argv) == 0 {
 		return ExitUnavailable, errors.New("sandbox: no command to run")
 	}
-	ports, err := ParseAllowConnect(o.AllowConnect)
+	eps, err := ParseEndpoints(o.AllowConnect)
 	if err != nil {
 		return ExitUnavailable, err
+	}
+	for _, p := range o.WritePaths {
+		if !filepath.IsAbs(p) {
+			return ExitUnavailable, fmt.Errorf("sandbox: write path %q is not absolute", p)
+		}
+		if _, err := os.Stat(p); err != nil {
+			return ExitUnavailable, fmt.Errorf("sandbox: write path: %w", err)
+		}
+	}
+	if strings.ContainsFunc(o.Explain, func(r rune) bool { return r == 0 }) {
+		return ExitUnavailable, errors.New("sandbox: --explain has a NUL byte")
 	}
 	if _, err := Available(); err != nil {
 		return ExitUnavailable, err
 	}
-	exe := o.Exe
-	if exe == "" {
-		if exe, err = os.Executable(); err != nil {
-			return ExitUnavailable, fmt.Errorf("sandbox: finding planserver's own executable: %w", err)
+	if o.Exe == "" {
+		if o.Exe, err = os.Executable(); err != nil {
+			return ExitUnavailable, fmt.Errorf("sandbox: finding the program's own executable: %w", err)
 		}
 	}
-	tmp, err := os.MkdirTemp("", "planserver-sandbox-")
+	if o.Env == nil {
+		o.Env = os.Environ()
+	}
+	if o.Stderr == nil {
+		o.Stderr = os.Stderr
+	}
+	code, ran, err := supervise(argv, eps, o)
 	if err != nil {
-		return ExitUnavailable, fmt.Errorf("sandbox: making the private TMPDIR: %w", err)
+		return ExitUnavailable, err
 	}
-	defer removeAll(tmp)
-	portList := make([]string, len(ports))
-	for i, p := range ports {
-		portList[i] = strconv.Itoa(int(p))
+	if ran && code != 0 {
+		fmt.Fprintln(o.Stderr, explainLine(code, o.Explain))
 	}
-	stageArgs := append([]string{StageCommand, "--tmpdir", tmp, "--ports", strings.Join(portList, ","), "--"}, argv...)
-	cmd := exec.Command(exe, stageArgs...)
-	env := o.Env
-	if env == nil {
-		env = os.Environ()
-	}
-	cmd.Env = Env(env, tmp)
-	cmd.Dir = o.Dir
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = or(o.Stdin, io.Reader(os.Stdin)), orW(o.Stdout, os.Stdout), orW(o.Stderr, os.Stderr)
-
-	// The parent stays alive to remove TMPDIR: signals meant for the
-	// command (a hook's timeout, Ctrl-C) are passed on, not obeyed.
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-	defer signal.Stop(sigs)
-	if err := cmd.Start(); err != nil {
-		return ExitUnavailable, fmt.Errorf("sandbox: starting the stage: %w", err)
-	}
-	done := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case s := <-sigs:
-				_ = cmd.Process.Signal(s)
-			case <-done:
-				return
-			}
-		}
-	}()
-	err = cmd.Wait()
-	close(done)
-	if err == nil {
-		return 0, nil
-	}
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) {
-		return ExitUnavailable, fmt.Errorf("sandbox: waiting for the command: %w", err)
-	}
-	if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal()), nil
-	}
-	return exit.ExitCode(), nil
+	return code, nil
 }
 
-func or(r, def io.Reader) io.Reader {
-	if r == nil {
-		return def
+// DefaultExplain is the next step explainLine gives when Options.Explain
+// is empty: it names no host's tool.
+const DefaultExplain = "Do not look for a way around it: put what you would change in the plan, and ask the user to review the plan."
+
+// explainLine is the one line that tells the model why its command may
+// have failed: the run was read-only because the session is in plan mode,
+// and what to do instead. next (the host's own next step, --explain) is
+// folded onto one line and cut at 500 bytes.
+func explainLine(code int, next string) string {
+	next = strings.Join(strings.FieldsFunc(next, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }), " ")
+	if next == "" {
+		next = DefaultExplain
 	}
-	return r
+	if len(next) > 500 {
+		next = strings.ToValidUTF8(next[:500], "") + "…"
+	}
+	return fmt.Sprintf("[planserver sandbox] exit status %d: this command ran in planserver's read-only sandbox because the session is in plan mode; "+
+		"writing files and connecting to the network are refused. %s", code, next)
 }
 
-func orW(w io.Writer, def *os.File) io.Writer {
-	if w == nil {
-		return def
-	}
-	return w
-}
-
-// removeAll removes the private TMPDIR, also where the command left a
+// removeAll removes the private directory, also where the command left a
 // directory without permissions (mkdir -m 0 needs no chmod).
 func removeAll(dir string) {
 	if os.RemoveAll(dir) == nil {
@@ -168,60 +138,91 @@ func removeAll(dir string) {
 }
 
 // Stage is the child half of Run: args are what follows StageCommand.
-// It applies the Landlock rules and the seccomp filter to its own thread
-// and executes the command in place, so it returns only on failure, with
-// the exit status to use; the reason is written to stderr.
+// It applies the rules to its own thread and executes the command in
+// place, so it returns only on failure, with the exit status to use; the
+// reason is written to stderr.
 func Stage(args []string, stderr io.Writer) int {
-	tmp, ports, argv, err := parseStage(args)
+	s, err := parseStage(args)
 	if err != nil {
 		fmt.Fprintln(stderr, "planserver sandbox:", err)
 		return ExitUnavailable
 	}
-	code, err := stage(tmp, ports, argv)
-	if err != nil {
-		fmt.Fprintln(stderr, "planserver sandbox:", err)
-	}
-	return code
+	return stage(s, stderr)
 }
 
-func parseStage(args []string) (tmp string, ports []uint16, argv []string, err error) {
+// stageArgs is what the supervisor tells the stage.
+type stageArgs struct {
+	tmp      string   // TMPDIR, writable
+	ports    []uint16 // TCP ports Landlock lets connect() reach
+	writes   []string // more writable paths (Options.WritePaths)
+	hosts    string   // a file to mount on /etc/hosts; "" for none
+	listener bool     // connect() goes to the supervisor (--allow-connect)
+	argv     []string
+}
+
+func (s stageArgs) encode() []string {
+	out := []string{StageCommand, "--tmpdir", s.tmp}
+	for _, p := range s.ports {
+		out = append(out, "--port", strconv.Itoa(int(p)))
+	}
+	for _, w := range s.writes {
+		out = append(out, "--write", w)
+	}
+	if s.hosts != "" {
+		out = append(out, "--hosts", s.hosts)
+	}
+	if s.listener {
+		out = append(out, "--listener")
+	}
+	return append(append(out, "--"), s.argv...)
+}
+
+func parseStage(args []string) (stageArgs, error) {
+	var s stageArgs
+	value := func(i int) (string, error) {
+		if i+1 >= len(args) {
+			return "", fmt.Errorf("stage: %s needs a value", args[i])
+		}
+		return args[i+1], nil
+	}
 	for i := 0; i < len(args); i++ {
-		switch args[i] {
-		case "--tmpdir":
-			if i+1 >= len(args) {
-				return "", nil, nil, errors.New("stage: --tmpdir needs a value")
+		switch a := args[i]; a {
+		case "--tmpdir", "--port", "--write", "--hosts":
+			v, err := value(i)
+			if err != nil {
+				return s, err
 			}
 			i++
-			tmp = args[i]
-		case "--ports":
-			if i+1 >= len(args) {
-				return "", nil, nil, errors.New("stage: --ports needs a value")
-			}
-			i++
-			for _, p := range strings.Split(args[i], ",") {
-				if p == "" {
-					continue
-				}
-				n, err := strconv.ParseUint(p, 10, 16)
+			switch a {
+			case "--tmpdir":
+				s.tmp = v
+			case "--write":
+				s.writes = append(s.writes, v)
+			case "--hosts":
+				s.hosts = v
+			case "--port":
+				n, err := strconv.ParseUint(v, 10, 16)
 				if err != nil || n == 0 {
-					return "", nil, nil, fmt.Errorf("stage: bad port %q", p)
+					return s, fmt.Errorf("stage: bad port %q", v)
 				}
-				ports = append(ports, uint16(n))
+				s.ports = append(s.ports, uint16(n))
 			}
+		case "--listener":
+			s.listener = true
 		case "--":
-			argv = args[i+1:]
-			if tmp == "" || !filepath.IsAbs(tmp) {
-				return "", nil, nil, errors.New("stage: --tmpdir must be an absolute path")
+			s.argv = args[i+1:]
+			if s.tmp == "" || !filepath.IsAbs(s.tmp) {
+				return s, errors.New("stage: --tmpdir must be an absolute path")
 			}
-			if len(argv) == 0 {
-				return "", nil, nil, errors.New("stage: no command to run")
+			if len(s.argv) == 0 {
+				return s, errors.New("stage: no command to run")
 			}
-			return tmp, ports, argv, nil
+			return s, nil
 		default:
-			return "", nil, nil, fmt.Errorf("stage: unexpected argument %q", args[i])
+			return s, fmt.Errorf("stage: unexpected argument %q", a)
 		}
 	}
-	return "", nil, nil, errors.New("stage: no command to run (missing --)")
+	return s, errors.New("stage: no command to run (missing --)")
 }
 
 // lookPath finds argv0 like a shell: 127 when missing, 126 when found but

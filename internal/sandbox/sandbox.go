@@ -1,23 +1,30 @@
 // Package sandbox runs a command so that it can read the whole filesystem
-// and write nothing: plan mode's kernel-enforced "writes fail". On Linux it
-// combines Landlock (no file may be created, written, removed or renamed,
-// except /dev/null, the terminal and a private TMPDIR; no TCP connection
-// except to allowed ports) with a seccomp filter for what Landlock does not
-// cover (chmod, chown, utimes, extended attributes, inode flags, io_uring,
-// Unix-domain and MPTCP sockets). The command and all its children inherit
-// both; neither can be lifted from inside.
+// and change nothing outside itself: plan mode's kernel-enforced "writes
+// fail". It owns the sandbox's rules (docs/sandbox.md): what the command
+// may write, which connections it may open, what it may do to other
+// processes, how long anything it starts may live, and the environment
+// it gets.
 //
-// Run is the parent: it makes the private TMPDIR, re-executes the running
-// program (Options.Exe) as the stage (StageCommand), forwards signals,
-// waits, removes TMPDIR and returns the command's exit status. Stage is the
-// child: it applies the rules to itself and executes the command. Where
-// the kernel cannot enforce the rules, nothing runs (ExitUnavailable).
+// Two processes do the work. Run is the supervisor: it is not sandboxed;
+// it makes the private TMPDIR, starts the stage, forwards signals, answers
+// the connect() calls that --allow-connect lets through (by making them
+// itself), and when the command has ended makes sure nothing it started
+// lives on, then removes TMPDIR. The stage is the running program
+// re-executed with StageCommand, in new PID, IPC and (in plan mode)
+// network namespaces where the kernel allows them: it applies Landlock
+// and the seccomp filters to itself and executes the command in its
+// place, so the command is PID 1 of its namespace and no unrestricted Go
+// code ever runs beside it. Where the kernel cannot enforce a rule,
+// nothing runs (ExitUnavailable).
 package sandbox
 
 import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -26,8 +33,8 @@ import (
 // so that they rarely collide with the command's own: every other status
 // is the command's.
 const (
-	// ExitUnavailable: the sandbox could not be set up (Landlock missing
-	// or too old, rules refused, bad usage from the hook); nothing ran.
+	// ExitUnavailable: the sandbox could not be set up (a kernel feature
+	// missing, rules refused, bad usage); the command did not run.
 	ExitUnavailable = 125
 	// ExitCannotRun: the command was found but could not be executed.
 	ExitCannotRun = 126
@@ -35,32 +42,45 @@ const (
 	ExitNotFound = 127
 )
 
-// MinABI is the Landlock ABI the sandbox needs: 4 (Linux 6.7), the first
-// that restricts TCP connect and bind; it also covers truncate (ABI 3)
-// and renames across directories (ABI 2).
-const MinABI = 4
+// MinABI is the Landlock ABI the sandbox needs: 6 (Linux 6.12), the first
+// that scopes signals and abstract Unix sockets to the sandbox. It has
+// everything older ABIs added that the rules use: TCP connect and bind
+// (4), ioctl on devices (5), truncate (3), renames across directories (2).
+const MinABI = 6
 
 // StageCommand is the hidden first argument with which Run re-executes
 // the program: main must hand such a call to Stage.
 const StageCommand = "__sandbox-stage"
 
+// LeanName is the name of the lean sandbox binary (cmd/planserver-sandbox)
+// that make build puts beside planserver.
+const LeanName = "planserver-sandbox"
+
 // ErrUnavailable wraps every reason the kernel cannot run the sandbox.
 var ErrUnavailable = errors.New("the kernel sandbox is not available")
 
 // Available reports the kernel's Landlock ABI version and, when the
-// sandbox cannot run here (no Landlock, an ABI below MinABI, an
-// architecture the seccomp filter does not know), an error wrapping
+// sandbox cannot run here (no Landlock, an ABI below MinABI, no seccomp
+// filters, an architecture the filter does not know), an error wrapping
 // ErrUnavailable that says why. A hook uses it to deny, rather than
 // sandbox, a command it cannot prove read-only.
 func Available() (abi int, err error) { return available() }
 
-// ParseAllowConnect turns --allow-connect's host:port entries (comma
-// separated, blanks ignored) into the TCP ports to allow. Landlock
-// matches ports, not addresses: an entry allows its port on every host,
-// which the documentation says.
-func ParseAllowConnect(entries []string) ([]uint16, error) {
-	var ports []uint16
-	seen := map[uint16]bool{}
+// Endpoint is one --allow-connect entry: a host (an IP address or a name)
+// and a TCP port.
+type Endpoint struct {
+	Host string
+	Port uint16
+}
+
+func (e Endpoint) String() string { return net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port))) }
+
+// ParseEndpoints turns --allow-connect's host:port entries (comma
+// separated, blanks ignored) into endpoints, each once. A host is an IP
+// address (IPv6 in brackets) or a DNS name; a port is 1 to 65535.
+func ParseEndpoints(entries []string) ([]Endpoint, error) {
+	var out []Endpoint
+	seen := map[Endpoint]bool{}
 	for _, list := range entries {
 		for _, e := range strings.Split(list, ",") {
 			if e = strings.TrimSpace(e); e == "" {
@@ -74,25 +94,89 @@ func ParseAllowConnect(entries []string) ([]uint16, error) {
 			if err != nil || n == 0 {
 				return nil, fmt.Errorf("--allow-connect %q: port %q is not a number from 1 to 65535", e, p)
 			}
-			if !seen[uint16(n)] {
-				seen[uint16(n)] = true
-				ports = append(ports, uint16(n))
+			if addr, err := netip.ParseAddr(host); err == nil {
+				if addr.Zone() != "" {
+					return nil, fmt.Errorf("--allow-connect %q: an address with a zone is not supported", e)
+				}
+				host = addr.Unmap().String()
+			} else if !hostName(host) {
+				return nil, fmt.Errorf("--allow-connect %q: %q is neither an IP address nor a host name", e, host)
 			}
+			ep := Endpoint{Host: strings.ToLower(host), Port: uint16(n)}
+			if !seen[ep] {
+				seen[ep] = true
+				out = append(out, ep)
+			}
+		}
+	}
+	return out, nil
+}
+
+// hostName reports whether s is a DNS name: dot-separated labels of
+// letters, digits and hyphens.
+func hostName(s string) bool {
+	if len(s) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(strings.TrimSuffix(s, "."), ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, r := range label {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// ParseAllowConnect is ParseEndpoints reduced to the TCP ports the entries
+// name, each once: what a caller needs to keep a port (planserver's own)
+// off the list.
+func ParseAllowConnect(entries []string) ([]uint16, error) {
+	eps, err := ParseEndpoints(entries)
+	if err != nil {
+		return nil, err
+	}
+	var ports []uint16
+	seen := map[uint16]bool{}
+	for _, e := range eps {
+		if !seen[e.Port] {
+			seen[e.Port] = true
+			ports = append(ports, e.Port)
 		}
 	}
 	return ports, nil
 }
 
-// WrapCommand returns a bash command line that runs command (a bash
-// command string, as a host's shell tool receives it) inside the sandbox:
-//
-//	'/path/planserver' sandbox --read-only [--allow-connect 'h:p,…'] -- bash -c '<command>'
-//
-// Every part is single-quoted, so any text survives unchanged — quotes,
-// here-documents, newlines, bytes that are not UTF-8 — except NUL, which
-// no shell argument can carry: that is an error.
+// WrapOptions are what Wrap passes to the sandbox besides the command.
+type WrapOptions struct {
+	// AllowConnect lists the host:port entries for --allow-connect.
+	AllowConnect []string
+	// Explain is --explain: the next step the one line on a failure tells
+	// the model (see Options.Explain); empty leaves the default.
+	Explain string
+}
+
+// WrapCommand is Wrap with only --allow-connect.
 func WrapCommand(planserverPath, command string, allowConnect []string) (string, error) {
-	for _, s := range append([]string{planserverPath, command}, allowConnect...) {
+	return Wrap(planserverPath, command, WrapOptions{AllowConnect: allowConnect})
+}
+
+// Wrap returns a bash command line that runs command (a bash command
+// string, as a host's shell tool receives it) inside the sandbox:
+//
+//	'/path/planserver-sandbox' --read-only [--allow-connect 'h:p,…'] [--explain '…'] -- bash -c '<command>'
+//
+// naming the lean planserver-sandbox where it sits beside planserver
+// (make build puts it there; it starts in a fraction of planserver's
+// time), else '/path/planserver' sandbox. Every part is single-quoted, so
+// any text survives unchanged — quotes, here-documents, newlines, bytes
+// that are not UTF-8 — except NUL, which no shell argument can carry:
+// that is an error.
+func Wrap(planserverPath, command string, o WrapOptions) (string, error) {
+	for _, s := range append([]string{planserverPath, command, o.Explain}, o.AllowConnect...) {
 		if strings.IndexByte(s, 0) >= 0 {
 			return "", errors.New("sandbox: a command with a NUL byte cannot be passed to a shell")
 		}
@@ -101,20 +185,37 @@ func WrapCommand(planserverPath, command string, allowConnect []string) (string,
 		return "", errors.New("sandbox: the path of planserver is empty")
 	}
 	parts := []string{Quote(planserverPath), "sandbox", "--read-only"}
+	if lean := LeanBeside(planserverPath); lean != "" {
+		parts = []string{Quote(lean), "--read-only"}
+	}
 	var allow []string
-	for _, a := range allowConnect {
+	for _, a := range o.AllowConnect {
 		if a = strings.TrimSpace(a); a != "" {
 			allow = append(allow, a)
 		}
 	}
 	if len(allow) > 0 {
-		if _, err := ParseAllowConnect(allow); err != nil {
+		if _, err := ParseEndpoints(allow); err != nil {
 			return "", err
 		}
 		parts = append(parts, "--allow-connect", Quote(strings.Join(allow, ",")))
 	}
+	if o.Explain != "" {
+		parts = append(parts, "--explain", Quote(o.Explain))
+	}
 	parts = append(parts, "--", "bash", "-c", Quote(command))
 	return strings.Join(parts, " "), nil
+}
+
+// LeanBeside returns the lean planserver-sandbox in planserver's own
+// directory, as make build and the release put it, or "" when there is no
+// executable file there.
+func LeanBeside(planserverPath string) string {
+	path := filepath.Join(filepath.Dir(planserverPath), LeanName)
+	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		return ""
+	}
+	return path
 }
 
 // Quote single-quotes s for bash and sh: inside single quotes nothing is

@@ -3,11 +3,13 @@
 package sandbox
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strings"
-	"syscall"
 	"unsafe"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -16,196 +18,341 @@ import (
 )
 
 func available() (int, error) {
-	abi, err := ll.LandlockGetABIVersion()
+	abi, err := landlockABI()
 	if err != nil {
-		return 0, fmt.Errorf("%w: Landlock is not enabled in this kernel (%v); it needs Linux 6.7 or later with lsm=landlock", ErrUnavailable, err)
+		return abi, err
 	}
-	if abi < MinABI {
-		return abi, fmt.Errorf("%w: the kernel's Landlock ABI is %d, and restricting TCP connections needs ABI %d (Linux 6.7)", ErrUnavailable, abi, MinABI)
+	if err := seccompActions("errno", "allow"); err != nil {
+		return abi, err
 	}
 	return abi, nil
 }
 
+// landlockABI is the kernel's Landlock ABI, or why it is not enough.
+func landlockABI() (int, error) {
+	abi, err := ll.LandlockGetABIVersion()
+	if err != nil {
+		return 0, fmt.Errorf("%w: Landlock is not enabled in this kernel (%v); it needs Linux 6.12 or later with lsm=landlock", ErrUnavailable, err)
+	}
+	if abi < MinABI {
+		return abi, fmt.Errorf("%w: the kernel's Landlock ABI is %d, and scoping signals and abstract Unix sockets to the sandbox needs ABI %d (Linux 6.12)", ErrUnavailable, abi, MinABI)
+	}
+	return abi, nil
+}
+
+// seccompActions checks that the kernel's seccomp filters can return each
+// of the actions.
+func seccompActions(actions ...string) error {
+	avail, err := os.ReadFile("/proc/sys/kernel/seccomp/actions_avail")
+	if err != nil {
+		return fmt.Errorf("%w: the kernel has no seccomp filters (%v)", ErrUnavailable, err)
+	}
+	have := strings.Fields(string(avail))
+	for _, a := range actions {
+		found := false
+		for _, h := range have {
+			found = found || h == a
+		}
+		if !found {
+			return fmt.Errorf("%w: the kernel's seccomp filters cannot return %s", ErrUnavailable, a)
+		}
+	}
+	return nil
+}
+
 // config is the widest set of rights go-landlock knows, downgraded to what
 // the kernel has: available() already refused kernels below MinABI, so
-// writes, truncation and TCP are always covered.
+// writes, truncation, device ioctls, TCP and the scopes are always
+// covered (and UDP and pathname Unix sockets on kernels that restrict
+// them, with no rule allowing either).
 var config = landlock.V11.BestEffort()
 
-// stage applies the rules to the calling thread and executes argv there.
-// It returns only when something failed, with the status to exit with.
-func stage(tmp string, ports []uint16, argv []string) (int, error) {
-	if _, err := available(); err != nil {
-		return ExitUnavailable, err
+// The stage's descriptors from the supervisor, after stdin, stdout and
+// stderr.
+const (
+	statusFD  = 3 // the stage's reports; execve closes it, which says the command started
+	controlFD = 4 // the supervisor's: the seccomp programs, then the go-ahead (--listener only)
+)
+
+// Status messages on statusFD: msgFailed and the exit status (the reason
+// is on stderr); msgListener and the listener's descriptor number.
+const (
+	msgFailed   = 'E'
+	msgListener = 'L'
+	msgGo       = 'G'
+)
+
+// stage applies the rules to the calling thread and executes the command
+// there. It returns only when something failed, with the status to exit
+// with.
+func stage(s stageArgs, stderr io.Writer) int {
+	// Landlock, seccomp and capabilities bind the calling thread (and what
+	// it executes), so the goroutine stays on it until execve; it is
+	// never unlocked.
+	runtime.LockOSThread()
+	fail := func(code int, err error) int {
+		fmt.Fprintln(stderr, "planserver sandbox:", err)
+		_, _ = unix.Write(statusFD, []byte{msgFailed, byte(code)})
+		return code
 	}
-	path, code, err := lookPath(argv[0])
+	// The supervisor checked seccomp; a kernel without it fails below.
+	if _, err := landlockABI(); err != nil {
+		return fail(ExitUnavailable, err)
+	}
+	if s.hosts != "" {
+		if err := hostsView(s.hosts); err != nil {
+			return fail(ExitUnavailable, err)
+		}
+	}
+	path, code, err := lookPath(s.argv[0])
 	if err != nil {
-		return code, err
+		return fail(code, err)
 	}
 	rules := []landlock.Rule{
 		landlock.RODirs("/"),
-		landlock.RWDirs(tmp).WithRefer(),
+		landlock.RWDirs(s.tmp).WithRefer(),
 		landlock.RWFiles("/dev/null"),
-		landlock.RWFiles(terminals()...).IgnoreIfMissing(),
+		landlock.RWFiles(terminals()...).WithIoctlDev().IgnoreIfMissing(),
 	}
-	for _, p := range ports {
+	for _, w := range s.writes {
+		if fi, err := os.Stat(w); err == nil && fi.IsDir() {
+			rules = append(rules, landlock.RWDirs(w).WithRefer())
+		} else {
+			rules = append(rules, landlock.RWFiles(w))
+		}
+	}
+	// Defence in depth: connect() never runs in the command's process with
+	// --allow-connect (the supervisor makes it), and never at all without.
+	// No rule ever allows a TCP bind.
+	for _, p := range s.ports {
 		rules = append(rules, landlock.ConnectTCP(p))
-	}
-	if len(ports) > 0 {
-		// Kernels with Landlock ABI 10 restrict UDP as well: an allowed
-		// host must still be found by name.
-		rules = append(rules, landlock.ConnectSendUDP(53))
 	}
 	fd, flags, err := config.NewRulesetFD(rules...)
 	if err != nil {
-		return ExitUnavailable, fmt.Errorf("building the Landlock rules: %w", err)
+		return fail(ExitUnavailable, fmt.Errorf("building the Landlock rules: %w", err))
 	}
 	if fd < 0 {
-		return ExitUnavailable, fmt.Errorf("%w: Landlock enforces nothing on this kernel", ErrUnavailable)
+		return fail(ExitUnavailable, fmt.Errorf("%w: Landlock enforces nothing on this kernel", ErrUnavailable))
 	}
-	// Landlock and seccomp bind the calling thread (and what it executes),
-	// so the goroutine stays on it until execve; it is never unlocked.
-	runtime.LockOSThread()
+	// The supervisor assembles the seccomp programs while this process
+	// starts, and sends them.
+	progs, err := readFilters(controlFD)
+	if err != nil {
+		return fail(ExitUnavailable, fmt.Errorf("reading the seccomp programs: %w", err))
+	}
+	if err := dropCapabilities(); err != nil {
+		return fail(ExitUnavailable, fmt.Errorf("dropping capabilities: %w", err))
+	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return ExitUnavailable, fmt.Errorf("setting no_new_privs: %w", err)
+		return fail(ExitUnavailable, fmt.Errorf("setting no_new_privs: %w", err))
 	}
 	if err := ll.LandlockRestrictSelf(fd, flags); err != nil {
-		return ExitUnavailable, fmt.Errorf("enforcing the Landlock rules: %w", err)
+		return fail(ExitUnavailable, fmt.Errorf("enforcing the Landlock rules: %w", err))
 	}
 	_ = unix.Close(fd)
-	if err := installSeccomp(); err != nil {
-		return ExitUnavailable, fmt.Errorf("installing the seccomp filter: %w", err)
+	listener, err := loadFilters(progs, s.listener)
+	if err != nil {
+		return fail(ExitUnavailable, fmt.Errorf("installing the seccomp filters: %w", err))
 	}
-	err = syscall.Exec(path, argv, os.Environ())
-	return ExitCannotRun, fmt.Errorf("%s: %w", argv[0], err)
+	if s.listener {
+		// The supervisor copies the listener out of this process with
+		// pidfd_getfd, which proves it may do the same with the
+		// command's sockets, then says go.
+		msg := []byte{msgListener, 0, 0, 0, 0}
+		binary.LittleEndian.PutUint32(msg[1:], uint32(listener))
+		if _, err := unix.Write(statusFD, msg); err != nil {
+			return fail(ExitUnavailable, fmt.Errorf("reporting the seccomp listener: %w", err))
+		}
+		var b [1]byte
+		if err := readFull(controlFD, b[:]); err != nil || b[0] != msgGo {
+			return ExitUnavailable // the supervisor says why
+		}
+		_ = unix.Close(listener)
+	}
+	// No descriptor but stdin, stdout and stderr reaches the command:
+	// whatever the supervisor's own caller left open without
+	// close-on-exec is closed by execve (and so is the status pipe,
+	// which tells the supervisor that the command runs). Marked, not
+	// closed, under the Go runtime's feet.
+	if err := unix.CloseRange(statusFD, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fail(ExitUnavailable, fmt.Errorf("closing inherited descriptors: %w", err))
+	}
+	err = unix.Exec(path, s.argv, os.Environ())
+	code = ExitCannotRun
+	if errors.Is(err, unix.ENOENT) {
+		code = ExitNotFound
+	}
+	return fail(code, fmt.Errorf("%s: %w", s.argv[0], err))
+}
+
+// loadFilters installs the seccomp programs, the argument filters first
+// and the main one last: the main one refuses seccomp() itself. With
+// listener, the main filter sends connect() to a listener whose
+// descriptor is returned. The library's own loader passes no
+// SECCOMP_FILTER_FLAG_NEW_LISTENER and returns no descriptor, hence this.
+func loadFilters(progs [][]unix.SockFilter, listener bool) (int, error) {
+	fd := -1
+	for i := len(progs) - 1; i >= 0; i-- {
+		p := progs[i]
+		flags := uintptr(0)
+		if i == 0 && listener {
+			flags = unix.SECCOMP_FILTER_FLAG_NEW_LISTENER
+		}
+		fprog := unix.SockFprog{Len: uint16(len(p)), Filter: &p[0]}
+		r, _, errno := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog)))
+		runtime.KeepAlive(p)
+		if errno != 0 {
+			return -1, errno
+		}
+		if flags != 0 {
+			fd = int(r)
+		}
+	}
+	return fd, nil
+}
+
+// readFilters reads the seccomp programs: a count, then each program's
+// length and its instructions (struct sock_filter), in native byte order.
+func readFilters(fd int) ([][]unix.SockFilter, error) {
+	var n [4]byte
+	if err := readFull(fd, n[:]); err != nil {
+		return nil, err
+	}
+	count := binary.NativeEndian.Uint32(n[:])
+	if count == 0 || count > 4 {
+		return nil, fmt.Errorf("%d programs", count)
+	}
+	progs := make([][]unix.SockFilter, count)
+	for i := range progs {
+		if err := readFull(fd, n[:]); err != nil {
+			return nil, err
+		}
+		size := binary.NativeEndian.Uint32(n[:])
+		if size == 0 || size > unix.BPF_MAXINSNS {
+			return nil, fmt.Errorf("a program of %d instructions", size)
+		}
+		raw := make([]byte, 8*size)
+		if err := readFull(fd, raw); err != nil {
+			return nil, err
+		}
+		progs[i] = make([]unix.SockFilter, size)
+		for j := range progs[i] {
+			b := raw[8*j:]
+			progs[i][j] = unix.SockFilter{Code: binary.NativeEndian.Uint16(b), Jt: b[2], Jf: b[3], K: binary.NativeEndian.Uint32(b[4:])}
+		}
+	}
+	return progs, nil
+}
+
+// encodeFilters is what readFilters reads.
+func encodeFilters(progs [][]unix.SockFilter) []byte {
+	out := binary.NativeEndian.AppendUint32(nil, uint32(len(progs)))
+	for _, p := range progs {
+		out = binary.NativeEndian.AppendUint32(out, uint32(len(p)))
+		for _, in := range p {
+			out = binary.NativeEndian.AppendUint16(out, in.Code)
+			out = append(out, in.Jt, in.Jf)
+			out = binary.NativeEndian.AppendUint32(out, in.K)
+		}
+	}
+	return out
+}
+
+// readFull reads len(b) bytes from fd, which blocks.
+func readFull(fd int, b []byte) error {
+	for len(b) > 0 {
+		n, err := unix.Read(fd, b)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return err
+		case n == 0:
+			return io.ErrUnexpectedEOF
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// hostsView mounts the supervisor's hosts file (the allowed names and
+// their addresses) on /etc/hosts in the stage's own mount namespace, so
+// that the command finds the names without DNS, which stays refused.
+// Mounts first become slaves, so nothing propagates out.
+func hostsView(hosts string) error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
+		return fmt.Errorf("making the mount namespace private: %w", err)
+	}
+	if err := unix.Mount(hosts, "/etc/hosts", "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("mounting the allowed names on /etc/hosts: %w", err)
+	}
+	return nil
+}
+
+// keptCaps are the capabilities a root command keeps: reading any file
+// and directory still works, and Landlock still refuses every write.
+const keptCaps = 1<<unix.CAP_DAC_OVERRIDE | 1<<unix.CAP_DAC_READ_SEARCH
+
+// dropCapabilities leaves the thread keptCaps (of those it has) in its
+// permitted and effective sets and clears the inheritable and ambient
+// ones; with CAP_SETPCAP it also empties the bounding set but for
+// keptCaps, so that root gets nothing more back at execve. A process
+// that is not root in its user namespace loses every capability at
+// execve anyway, and no_new_privs keeps file capabilities from adding
+// any.
+func dropCapabilities() error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return err
+	}
+	effective := uint64(data[0].Effective) | uint64(data[1].Effective)<<32
+	if effective&(1<<unix.CAP_SETPCAP) != 0 {
+		for c := 0; c < 64; c++ {
+			if keptCaps&(1<<c) != 0 {
+				continue
+			}
+			err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0)
+			if err == unix.EINVAL {
+				break // past the kernel's last capability
+			}
+			if err != nil {
+				return fmt.Errorf("bounding set: %w", err)
+			}
+		}
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return fmt.Errorf("ambient set: %w", err)
+	}
+	keep := (uint64(data[0].Permitted) | uint64(data[1].Permitted)<<32) & keptCaps
+	data[0] = unix.CapUserData{Effective: uint32(keep), Permitted: uint32(keep)}
+	data[1] = unix.CapUserData{Effective: uint32(keep >> 32), Permitted: uint32(keep >> 32)}
+	return unix.Capset(&hdr, &data[0])
 }
 
 // terminals are the terminal devices the command may open for writing
 // (/dev/tty and the terminal its standard streams are on, if any), and the
 // regular files its stdout and stderr already write to, so that
 // /dev/stdout and /dev/stderr can be reopened: the command can write
-// there through its descriptors anyway.
+// there through its descriptors anyway. A path is named only while it
+// still is the descriptor's file and the stage can reach it.
 func terminals() []string {
 	paths := []string{"/dev/tty"}
 	for fd := 0; fd <= 2; fd++ {
 		p, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd))
-		if err != nil {
+		if err != nil || !strings.HasPrefix(p, "/") {
+			continue
+		}
+		var st, byPath unix.Stat_t
+		if unix.Fstat(fd, &st) != nil || unix.Stat(p, &byPath) != nil || st.Dev != byPath.Dev || st.Ino != byPath.Ino {
 			continue
 		}
 		switch {
 		case strings.HasPrefix(p, "/dev/pts/") || strings.HasPrefix(p, "/dev/tty"):
 			paths = append(paths, p)
-		case fd > 0 && strings.HasPrefix(p, "/"):
-			var st unix.Stat_t
-			if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
-				paths = append(paths, p)
-			}
+		case fd > 0 && st.Mode&unix.S_IFMT == unix.S_IFREG:
+			paths = append(paths, p)
 		}
 	}
 	return paths
-}
-
-// privileged are the calls a process with capabilities (root) could use
-// to change the disk or the system around Landlock: modules, kexec, BPF,
-// swap, process accounting, mounts, the clock and the host name.
-var privileged = []uint32{
-	unix.SYS_INIT_MODULE, unix.SYS_FINIT_MODULE, unix.SYS_DELETE_MODULE, unix.SYS_KEXEC_LOAD, unix.SYS_KEXEC_FILE_LOAD,
-	unix.SYS_BPF, unix.SYS_SWAPON, unix.SYS_SWAPOFF, unix.SYS_ACCT, unix.SYS_REBOOT,
-	unix.SYS_MOUNT, unix.SYS_UMOUNT2, unix.SYS_PIVOT_ROOT, unix.SYS_FSOPEN, unix.SYS_FSMOUNT, unix.SYS_MOVE_MOUNT,
-	unix.SYS_OPEN_TREE, unix.SYS_MOUNT_SETATTR, unix.SYS_FSCONFIG, unix.SYS_FSPICK,
-	unix.SYS_SETTIMEOFDAY, unix.SYS_CLOCK_SETTIME, unix.SYS_CLOCK_ADJTIME, unix.SYS_ADJTIMEX,
-	unix.SYS_SETHOSTNAME, unix.SYS_SETDOMAINNAME, unix.SYS_QUOTACTL, unix.SYS_NAME_TO_HANDLE_AT, unix.SYS_OPEN_BY_HANDLE_AT,
-}
-
-// Offsets in struct seccomp_data.
-const (
-	offNr   = 0
-	offArch = 4
-	offArgs = 16 // args[i] at offArgs+8*i; the low 32 bits come first (little-endian)
-)
-
-// Ioctl requests that change inode flags or attributes (chattr).
-const (
-	fsIocSetflags   = 0x40086602
-	fsIoc32Setflags = 0x40046602
-	fsIocFssetxattr = 0x401c5820
-	fsIocSetversion = 0x40087602
-)
-
-// filter builds the seccomp program: a foreign architecture (or x32 on
-// amd64) kills the process, since its system call numbers differ; the
-// metadata calls fail with EPERM, and so do the calls only a privileged
-// process could use to write around Landlock (for a sandbox run as root);
-// socket() fails for AF_UNIX (a daemon's socket, such as Docker's, would
-// be a way out), for MPTCP (which Landlock's TCP rules do not cover) and
-// for raw and packet sockets (hand-made TCP); ioctl fails for chattr's
-// requests.
-func filter() []unix.SockFilter {
-	const (
-		retAllow = unix.SECCOMP_RET_ALLOW
-		retEPERM = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
-		retKill  = unix.SECCOMP_RET_KILL_PROCESS
-	)
-	ld := func(off uint32) unix.SockFilter {
-		return unix.SockFilter{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: off}
-	}
-	ret := func(k uint32) unix.SockFilter { return unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: k} }
-	// jeq jumps over skip instructions when A == k.
-	jeq := func(k uint32, jt, jf uint8) unix.SockFilter {
-		return unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: k, Jt: jt, Jf: jf}
-	}
-	jge := func(k uint32, jt, jf uint8) unix.SockFilter {
-		return unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K, K: k, Jt: jt, Jf: jf}
-	}
-	prog := []unix.SockFilter{
-		ld(offArch),
-		jeq(auditArch, 1, 0),
-		ret(retKill),
-		ld(offNr),
-	}
-	if x32Bit != 0 {
-		prog = append(prog, jge(x32Bit, 0, 1), ret(retKill))
-	}
-	for _, nr := range blocked {
-		prog = append(prog, jeq(nr, 0, 1), ret(retEPERM))
-	}
-	for _, nr := range privileged {
-		prog = append(prog, jeq(nr, 0, 1), ret(retEPERM))
-	}
-	// socket(domain, type, protocol)
-	and := unix.SockFilter{Code: unix.BPF_ALU | unix.BPF_AND | unix.BPF_K, K: 0xf} // the type without its flags
-	prog = append(prog,
-		jeq(sysSocket, 0, 10),
-		ld(offArgs),
-		jeq(unix.AF_UNIX, 7, 0),
-		jeq(unix.AF_PACKET, 6, 0),
-		ld(offArgs+8),
-		and,
-		jeq(unix.SOCK_RAW, 3, 0),
-		ld(offArgs+16),
-		jeq(unix.IPPROTO_MPTCP, 1, 0),
-		ret(retAllow),
-		ret(retEPERM),
-	)
-	// ioctl(fd, request, …)
-	prog = append(prog,
-		jeq(sysIoctl, 0, 6),
-		ld(offArgs+8),
-		jeq(fsIocSetflags, 3, 0),
-		jeq(fsIoc32Setflags, 2, 0),
-		jeq(fsIocFssetxattr, 1, 0),
-		jeq(fsIocSetversion, 0, 1),
-		ret(retEPERM),
-	)
-	return append(prog, ret(retAllow))
-}
-
-func installSeccomp() error {
-	prog := filter()
-	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog)))
-	runtime.KeepAlive(prog)
-	if errno != 0 {
-		return errno
-	}
-	return nil
 }

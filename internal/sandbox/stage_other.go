@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"fmt"
+	"io"
 	"runtime"
 )
 
@@ -12,7 +13,13 @@ func available() (int, error) {
 		ErrUnavailable, runtime.GOOS, runtime.GOARCH)
 }
 
-func stage(string, []uint16, []string) (int, error) {
+func stage(_ stageArgs, stderr io.Writer) int {
 	_, err := available()
-	return ExitUnavailable, err
+	fmt.Fprintln(stderr, "planserver sandbox:", err)
+	return ExitUnavailable
+}
+
+func supervise([]string, []Endpoint, Options) (int, bool, error) {
+	_, err := available()
+	return ExitUnavailable, false, err
 }

@@ -1,3 +1,5 @@
+//go:build linux && (amd64 || arm64)
+
 package sandbox
 
 import (
@@ -82,14 +84,38 @@ func TestWrapCommandRunsTheSame(t *testing.T) {
 	}
 }
 
-func exitCode(err error) int {
-	if exit, ok := err.(*exec.ExitError); ok {
-		return exit.ExitCode()
+// TestWrapNamesTheLeanBinary: with planserver-sandbox beside planserver
+// (as make build puts them), the line names it, not planserver sandbox,
+// and --explain reaches it unchanged.
+func TestWrapNamesTheLeanBinary(t *testing.T) {
+	dir := t.TempDir()
+	dump := "#!/bin/sh\nprintf '%s\\0' \"$0\"; for a; do printf '%s\\0' \"$a\"; done\n"
+	for _, name := range []string{"planserver", LeanName} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(dump), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
+	explain := "Call ExitPlanMode; it's how"
+	line, err := Wrap(filepath.Join(dir, "planserver"), "ls", WrapOptions{AllowConnect: []string{"localhost:80"}, Explain: explain})
 	if err != nil {
-		return -1
+		t.Fatal(err)
 	}
-	return 0
+	out, err := exec.Command("bash", "-c", line).Output()
+	if err != nil {
+		t.Fatalf("bash -c %q: %v", line, err)
+	}
+	got := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+	want := []string{filepath.Join(dir, LeanName), "--read-only", "--allow-connect", "localhost:80", "--explain", explain, "--", "bash", "-c", "ls"}
+	if strings.Join(got, "\x00") != strings.Join(want, "\x00") {
+		t.Errorf("bash passed %q, want %q", got, want)
+	}
+	// Not executable: planserver sandbox again.
+	if err := os.Chmod(filepath.Join(dir, LeanName), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if line, _ := WrapCommand(filepath.Join(dir, "planserver"), "ls", nil); !strings.Contains(line, "planserver' sandbox --read-only") {
+		t.Errorf("without an executable planserver-sandbox: %s", line)
+	}
 }
 
 func TestWrapCommandRefusesNUL(t *testing.T) {
