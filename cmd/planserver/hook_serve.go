@@ -44,8 +44,9 @@ func hookConfig(cfg *config) (planhttp.HookConfig, error) {
 }
 
 // sandboxAllowList checks --hook-sandbox-allow-connect: host:port entries,
-// none on planserver's own port (Landlock matches ports, not addresses, so
-// allowing that port anywhere would allow planserver).
+// none on planserver's own port, whatever the host: the sandbox allows
+// exact pairs, but planserver may listen on every address (0.0.0.0) and a
+// name may resolve to its own, so its port is refused on any host.
 func sandboxAllowList(list, addr string) ([]string, error) {
 	var out []string
 	for _, e := range strings.Split(list, ",") {

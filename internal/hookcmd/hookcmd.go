@@ -144,9 +144,10 @@ func hookLocalPolicy(shellReadOnly string) hooks.Policy {
 }
 
 // SandboxHere is the read-only sandbox of this machine for the hooks'
-// decision: planserver sandbox, run by the planserver binary that runs
-// this code, with allowConnect as its network rule; unavailable, saying
-// why, where the kernel cannot run it.
+// decision: planserver-sandbox beside the planserver binary that runs this
+// code (else planserver sandbox), with allowConnect as its network rule
+// and the decision's explanation as the line it prints when a command
+// fails; unavailable, saying why, where the kernel cannot run it.
 func SandboxHere(allowConnect []string) hooks.Sandbox {
 	if _, err := sandbox.Available(); err != nil {
 		return hooks.Sandbox{Why: err.Error()}
@@ -156,7 +157,7 @@ func SandboxHere(allowConnect []string) hooks.Sandbox {
 		return hooks.Sandbox{Why: fmt.Sprintf("planserver cannot find its own path (%v)", err)}
 	}
 	return hooks.Sandbox{Available: true, Wrap: func(command, explain string) (string, error) {
-		return sandbox.WrapCommand(self, command, allowConnect)
+		return sandbox.Wrap(self, command, sandbox.WrapOptions{AllowConnect: allowConnect, Explain: explain})
 	}}
 }
 
