@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -695,6 +696,76 @@ func signalAfterStart(t *testing.T, cmd *exec.Cmd, marker string, sleeps int) {
 		for _, p := range pids {
 			_ = unix.Kill(p, unix.SIGKILL)
 		}
+	}
+}
+
+// TestKilledSupervisor: where the sandbox has namespaces, a supervisor
+// killed with SIGKILL (nobody is left to clean up) still leaves nothing
+// behind: the command and its children die with it (the stage's parent
+// death signal, then the PID namespace), and what they wrote in TMPDIR was
+// on a tmpfs of their own mount namespace, gone with it. At most the empty
+// directory the tmpfs was mounted on stays.
+func TestKilledSupervisor(t *testing.T) {
+	for _, r := range runners(t) {
+		if r.fallback {
+			continue // no namespaces: the documented exception
+		}
+		t.Run(r.name, func(t *testing.T) {
+			marker := fmt.Sprintf("63.%d", os.Getpid())
+			dir := r.project(t)
+			// TMPDIR beside the project, where the runner's user may
+			// write (the unprivileged one cannot reach t.TempDir()).
+			tmp := filepath.Join(filepath.Dir(dir), "tmp-"+marker)
+			if err := os.Mkdir(tmp, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { removeAll(tmp) })
+			if err := os.Chmod(tmp, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			cmd := r.command(run{dir: dir}, []string{"bash", "-c",
+				`head -c 100000 /dev/zero > "$TMPDIR/big"; echo "$TMPDIR"; sleep ` + marker + ` & sleep ` + marker}, true)
+			cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			line := make([]byte, 4096)
+			n, _ := out.Read(line)
+			inside := strings.TrimSpace(string(line[:n]))
+			deadline := time.Now().Add(5 * time.Second)
+			for len(processesWith("sleep\x00"+marker)) < 2 && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			deadline = time.Now().Add(5 * time.Second)
+			for len(processesWith("sleep\x00"+marker)) > 0 && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if pids := processesWith("sleep\x00" + marker); len(pids) != 0 {
+				t.Errorf("the command's processes outlived a killed supervisor: %v", pids)
+				for _, p := range pids {
+					_ = unix.Kill(p, unix.SIGKILL)
+				}
+			}
+			if !strings.HasPrefix(inside, tmp+"/") {
+				t.Fatalf("TMPDIR inside was %q, want one under %s", inside, tmp)
+			}
+			var files []string
+			_ = filepath.WalkDir(tmp, func(p string, d fs.DirEntry, err error) error {
+				if err == nil && !d.IsDir() {
+					files = append(files, p)
+				}
+				return nil
+			})
+			if len(files) != 0 {
+				t.Errorf("files outlived a killed supervisor: %v", files)
+			}
+		})
 	}
 }
 

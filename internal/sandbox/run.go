@@ -156,6 +156,7 @@ type stageArgs struct {
 	ports    []uint16 // TCP ports Landlock lets connect() reach
 	writes   []string // more writable paths (Options.WritePaths)
 	hosts    string   // a file to mount on /etc/hosts; "" for none
+	tmpfs    bool     // TMPDIR is a private tmpfs in the stage's own mount namespace
 	listener bool     // connect() goes to the supervisor (--allow-connect)
 	argv     []string
 }
@@ -170,6 +171,9 @@ func (s stageArgs) encode() []string {
 	}
 	if s.hosts != "" {
 		out = append(out, "--hosts", s.hosts)
+	}
+	if s.tmpfs {
+		out = append(out, "--tmpfs")
 	}
 	if s.listener {
 		out = append(out, "--listener")
@@ -209,6 +213,8 @@ func parseStage(args []string) (stageArgs, error) {
 			}
 		case "--listener":
 			s.listener = true
+		case "--tmpfs":
+			s.tmpfs = true
 		case "--":
 			s.argv = args[i+1:]
 			if s.tmp == "" || !filepath.IsAbs(s.tmp) {

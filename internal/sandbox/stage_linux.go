@@ -99,8 +99,8 @@ func stage(s stageArgs, stderr io.Writer) int {
 	if _, err := landlockABI(); err != nil {
 		return fail(ExitUnavailable, err)
 	}
-	if s.hosts != "" {
-		if err := hostsView(s.hosts); err != nil {
+	if s.tmpfs || s.hosts != "" {
+		if err := mounts(s); err != nil {
 			return fail(ExitUnavailable, err)
 		}
 	}
@@ -275,19 +275,35 @@ func readFull(fd int, b []byte) error {
 	return nil
 }
 
-// hostsView mounts the supervisor's hosts file (the allowed names and
-// their addresses) on /etc/hosts in the stage's own mount namespace, so
-// that the command finds the names without DNS, which stays refused.
-// Mounts first become slaves, so nothing propagates out.
-func hostsView(hosts string) error {
+// mounts makes the stage's own mount namespace: its mounts become slaves
+// first, so nothing propagates out. TMPDIR becomes a private tmpfs, so
+// that what the command writes there is gone when its namespaces are,
+// even where nobody is left to remove it (the supervisor killed with
+// SIGKILL), and fills memory up to tmpfsSize, never the disk. With
+// --allow-connect, the supervisor's hosts file (the allowed names and
+// their addresses) is mounted on /etc/hosts, so that the command finds
+// the names without DNS, which stays refused.
+func mounts(s stageArgs) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
 		return fmt.Errorf("making the mount namespace private: %w", err)
 	}
-	if err := unix.Mount(hosts, "/etc/hosts", "", unix.MS_BIND, ""); err != nil {
-		return fmt.Errorf("mounting the allowed names on /etc/hosts: %w", err)
+	if s.tmpfs {
+		opts := fmt.Sprintf("mode=0700,size=%d,uid=%d,gid=%d", tmpfsSize, os.Getuid(), os.Getgid())
+		if err := unix.Mount("tmpfs", s.tmp, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+			return fmt.Errorf("mounting a private tmpfs on TMPDIR: %w", err)
+		}
+	}
+	if s.hosts != "" {
+		if err := unix.Mount(s.hosts, "/etc/hosts", "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("mounting the allowed names on /etc/hosts: %w", err)
+		}
 	}
 	return nil
 }
+
+// tmpfsSize bounds TMPDIR's tmpfs: room for a build's temporary files and
+// a Go build cache of a small module, no more.
+const tmpfsSize = 1 << 30
 
 // keptCaps are the capabilities a root command keeps: reading any file
 // and directory still works, and Landlock still refuses every write.

@@ -86,7 +86,7 @@ func supervise(argv []string, eps []Endpoint, o Options) (code int, ran bool, er
 	var st *started
 	namespaces := !o.NoNamespaces
 	if namespaces {
-		s.hosts = hostsFile
+		s.hosts, s.tmpfs = hostsFile, true
 		st, err = start(s, o, stdio, true)
 		if err != nil {
 			// No namespaces here (unprivileged user namespaces are off):
@@ -99,7 +99,7 @@ func supervise(argv []string, eps []Endpoint, o Options) (code int, ran bool, er
 		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 			return 0, false, fmt.Errorf("sandbox: becoming a child subreaper: %w", err)
 		}
-		s.hosts = ""
+		s.hosts, s.tmpfs = "", false
 		if st, err = start(s, o, stdio, false); err != nil {
 			return 0, false, fmt.Errorf("sandbox: starting the stage: %w", err)
 		}
@@ -274,12 +274,12 @@ func start(s stageArgs, o Options, stdio *stdio, namespaces bool) (*started, err
 	// wake-up slower).
 	sys := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	if namespaces {
-		sys.Cloneflags = unix.CLONE_NEWPID | unix.CLONE_NEWIPC
-		if s.listener {
-			// The supervisor connects the command's sockets: they must
-			// live in its network namespace.
-			sys.Cloneflags |= unix.CLONE_NEWNS
-		} else {
+		// A mount namespace of its own, for TMPDIR's tmpfs (and the
+		// hosts view of --allow-connect).
+		sys.Cloneflags = unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWNS
+		if !s.listener {
+			// The supervisor connects the command's sockets with
+			// --allow-connect: they must live in its network namespace.
 			sys.Cloneflags |= unix.CLONE_NEWNET
 		}
 		if uid, gid := os.Geteuid(), os.Getegid(); uid != 0 {
