@@ -20,7 +20,7 @@ import (
 var hookInputs = map[string]string{
 	"Write (deny, writes an event)": `{"session_id":"bench","transcript_path":"/tmp/t.jsonl","cwd":"/tmp","hook_event_name":"PreToolUse",` +
 		`"tool_name":"Write","tool_input":{"file_path":"/tmp/x","content":"x"},"tool_use_id":"t"}`,
-	"Bash ls (allow, classifier)": `{"session_id":"bench","transcript_path":"/tmp/t.jsonl","cwd":"/tmp","hook_event_name":"PreToolUse",` +
+	"Bash ls (rewritten into the sandbox)": `{"session_id":"bench","transcript_path":"/tmp/t.jsonl","cwd":"/tmp","hook_event_name":"PreToolUse",` +
 		`"tool_name":"Bash","tool_input":{"command":"ls -la | grep go","description":"d"},"tool_use_id":"t"}`,
 }
 
@@ -41,7 +41,7 @@ func (b *bench) hookLatency(ctx context.Context) error {
 	}
 	c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
 	httpN, cmdN := 2000, 300
-	for _, name := range []string{"Write (deny, writes an event)", "Bash ls (allow, classifier)"} {
+	for _, name := range []string{"Write (deny, writes an event)", "Bash ls (rewritten into the sandbox)"} {
 		in := hookInputs[name]
 		hook := func() error {
 			return expect(c, "POST", srv.base+"/v1/hooks/claude-code?session=bench", strings.NewReader(in), jsonHeader, 200)

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -60,6 +62,68 @@ func (b *bench) sandboxLatency(ctx context.Context) error {
 			b.sandboxNote(fmt.Sprintf("sandbox (%s), %s", label, strings.Join(command, " ")), in, bare, 10*time.Millisecond)
 		}
 	}
+	return b.planModeShell(ctx)
+}
+
+// planModeShell measures the whole of what plan mode adds to one shell
+// command, as a host with an HTTP hook pays it: the hook's answer (POST
+// /v1/hooks/claude-code, which rewrites the command into the sandbox)
+// plus running the rewritten command, against running the command bare.
+// Target: p99 added under 10 ms.
+func (b *bench) planModeShell(ctx context.Context) error {
+	srv, err := startServer(b.o, filepath.Join(b.dir, "sandbox.db"), "normal")
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	if err := expect(b.c, "POST", srv.base+"/v1/sessions", strings.NewReader(`{"id":"bench","mode":"plan"}`), jsonHeader, 201); err != nil {
+		return err
+	}
+	c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+	const command = "ls -la"
+	in, err := json.Marshal(map[string]any{"session_id": "bench", "transcript_path": "/tmp/t.jsonl", "cwd": b.dir,
+		"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": map[string]any{"command": command}, "tool_use_id": "t"})
+	if err != nil {
+		return err
+	}
+	run := func(line string) error {
+		c := exec.CommandContext(ctx, "bash", "-c", line)
+		c.Dir = b.dir
+		var out bytes.Buffer
+		c.Stdout, c.Stderr = &out, &out
+		if err := c.Run(); err != nil {
+			return fmt.Errorf("%q: %v: %s", line, err, out.String())
+		}
+		return nil
+	}
+	planned := func() error {
+		resp, err := c.Post(srv.base+"/v1/hooks/claude-code?session=bench", "application/json", bytes.NewReader(in))
+		if err != nil {
+			return err
+		}
+		var answer struct {
+			HookSpecificOutput struct {
+				UpdatedInput struct {
+					Command string `json:"command"`
+				} `json:"updatedInput"`
+			} `json:"hookSpecificOutput"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&answer)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		rewritten := answer.HookSpecificOutput.UpdatedInput.Command
+		if !strings.Contains(rewritten, "--read-only") {
+			return fmt.Errorf("the hook did not rewrite %q into the sandbox (is the sandbox available here?)", command)
+		}
+		return run(rewritten)
+	}
+	with, bare, err := interleave(ctx, 300, planned, func() error { return run(command) })
+	if err != nil {
+		return fmt.Errorf("plan-mode shell: %w", err)
+	}
+	b.sandboxNote("plan mode, "+command+": the hook's answer (HTTP form) and the sandboxed run", with, bare, 10*time.Millisecond)
 	return nil
 }
 

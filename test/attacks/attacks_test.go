@@ -1,0 +1,350 @@
+package attacks
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Case is one attack: setup runs first, outside any sandbox (the hostile
+// repository the agent finds); Cmd is what the agent asks its host's shell
+// tool to run.
+type Case struct {
+	Name, Class, Setup, Cmd string
+}
+
+// loadCorpus reads corpus.yaml and adds the compositions.
+func loadCorpus(t testing.TB) []Case {
+	t.Helper()
+	raw, err := os.ReadFile("corpus.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var classes []struct {
+		Class string `yaml:"class"`
+		Setup string `yaml:"setup"`
+		Cases []struct {
+			Cmd   string `yaml:"cmd"`
+			Setup string `yaml:"setup"`
+		} `yaml:"cases"`
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(&classes); err != nil {
+		t.Fatalf("corpus.yaml: %v", err)
+	}
+	var out []Case
+	seen := map[string]bool{}
+	for _, cl := range classes {
+		for i, c := range cl.Cases {
+			if strings.TrimSpace(c.Cmd) == "" {
+				t.Fatalf("corpus.yaml: class %q, case %d has no cmd", cl.Class, i+1)
+			}
+			key := c.Setup + "\x00" + c.Cmd
+			if seen[key] {
+				t.Fatalf("corpus.yaml: class %q repeats %q", cl.Class, c.Cmd)
+			}
+			seen[key] = true
+			setup := strings.TrimSpace(strings.Join([]string{cl.Setup, c.Setup}, "\n"))
+			out = append(out, Case{Name: fmt.Sprintf("%s/%02d", slug(cl.Class), i+1), Class: cl.Class, Setup: setup, Cmd: c.Cmd})
+		}
+	}
+	return append(out, composed()...)
+}
+
+func slug(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		default:
+			if b.Len() > 0 && !strings.HasSuffix(b.String(), "-") {
+				b.WriteByte('-')
+			}
+		}
+	}
+	return strings.TrimSuffix(b.String(), "-")
+}
+
+// TestCorpusSize keeps the corpus at the size issue 42 asks for.
+func TestCorpusSize(t *testing.T) {
+	cases := loadCorpus(t)
+	if len(cases) < 400 {
+		t.Fatalf("the corpus has %d cases; it must keep at least 400", len(cases))
+	}
+	classes := map[string]int{}
+	for _, c := range cases {
+		classes[c.Class]++
+	}
+	t.Logf("%d cases in %d classes", len(cases), len(classes))
+}
+
+// route is one way a host's shell call reaches planserver: the host and
+// event it comes as, and the planserver that answers (none: planserver is
+// down and the hook judges alone).
+type route struct {
+	name string
+	host string
+	// event builds the host's hook input for a command run in dir.
+	event func(cmd, dir string) map[string]any
+	srv   *server
+	// binary is the hook command: planserver-hook, or planserver hook.
+	binary []string
+}
+
+func claudeEvent(cmd, dir string) map[string]any {
+	return map[string]any{
+		"session_id": "attack-conversation", "transcript_path": filepath.Join(dir, "..", "transcript.jsonl"),
+		"cwd": dir, "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+		"tool_input": map[string]any{"command": cmd, "description": "attack"}, "tool_use_id": "toolu_attack",
+	}
+}
+
+func cursorShellEvent(cmd, dir string) map[string]any {
+	return map[string]any{
+		"hook_event_name": "beforeShellExecution", "conversation_id": "attack-conversation",
+		"generation_id": "g1", "command": cmd, "cwd": dir, "workspace_roots": []string{dir},
+	}
+}
+
+// verdict is what the host does with the hook's answer.
+type verdict struct {
+	// run is the command the host runs; empty when the call is denied.
+	run    string
+	reason string
+	raw    string
+}
+
+// ask runs the hook command for cmd and reads its answer as the host would.
+func (r route) ask(t *testing.T, cmd, dir string) verdict {
+	t.Helper()
+	in, err := json.Marshal(r.event(cmd, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := "http://127.0.0.1:1" // nothing listens there: planserver is down
+	session := "attack-offline"
+	if r.srv != nil {
+		server, session = r.srv.URL, r.srv.session
+	}
+	args := append(append([]string{}, r.binary[1:]...), r.host, "--server", server, "--session", session, "--timeout", "10s")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := exec.CommandContext(ctx, r.binary[0], args...)
+	c.Stdin = bytes.NewReader(in)
+	c.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir()}
+	var stderr bytes.Buffer
+	c.Stderr = &stderr
+	out, err := c.Output()
+	if err != nil {
+		t.Fatalf("%s: the hook failed: %v\n%s", r.name, err, stderr.String())
+	}
+	var ans map[string]any
+	if err := json.Unmarshal(out, &ans); err != nil {
+		t.Fatalf("%s: the hook answered no JSON object: %v: %s", r.name, err, out)
+	}
+	v := verdict{raw: string(out)}
+	switch r.host {
+	case "claude-code":
+		hso, _ := ans["hookSpecificOutput"].(map[string]any)
+		switch hso["permissionDecision"] {
+		case "deny":
+			v.reason, _ = hso["permissionDecisionReason"].(string)
+			return v
+		case "allow":
+			v.run = cmd
+			if in, ok := hso["updatedInput"].(map[string]any); ok {
+				v.run, _ = in["command"].(string)
+			}
+			return v
+		}
+		// No decision: Claude Code runs the command as it is.
+		v.run = cmd
+	case "cursor":
+		switch ans["permission"] {
+		case "deny":
+			v.reason, _ = ans["agent_message"].(string)
+			return v
+		case "allow":
+			v.run = cmd
+			if in, ok := ans["updated_input"].(map[string]any); ok {
+				v.run, _ = in["command"].(string)
+			}
+			return v
+		}
+		v.run = cmd
+	}
+	return v
+}
+
+// routes are every way a plan-mode shell call is judged: rewritten into
+// the sandbox (Claude Code's PreToolUse), judged by the classifier alone
+// where the host cannot rewrite (Cursor's beforeShellExecution), where the
+// server runs no sandbox, and where planserver is down.
+func routes(t *testing.T) []route {
+	sandboxed := startServer(t, "sandboxed")
+	strict := startServer(t, "no sandbox", "--hook-sandbox=off")
+	return []route{
+		{name: "claude-code", host: "claude-code", event: claudeEvent, srv: sandboxed, binary: []string{hookBinary}},
+		{name: "cursor-shell", host: "cursor", event: cursorShellEvent, srv: sandboxed, binary: []string{hookBinary}},
+		{name: "claude-code-no-sandbox", host: "claude-code", event: claudeEvent, srv: strict, binary: []string{hookBinary}},
+		{name: "claude-code-offline", host: "claude-code", event: claudeEvent, binary: []string{binary, "hook"}},
+		{name: "cursor-shell-offline", host: "cursor", event: cursorShellEvent, binary: []string{binary, "hook"}},
+	}
+}
+
+// TestAttackCorpus runs every case of the corpus through every route, for
+// real, and checks that nothing changed.
+func TestAttackCorpus(t *testing.T) {
+	cases := loadCorpus(t)
+	rs := routes(t)
+	// Every case on every route in one pool, so that the routes whose
+	// cases are mostly refused (and quick) fill the time the sandboxed
+	// runs spend waiting.
+	for _, c := range cases {
+		for _, r := range rs {
+			t.Run(r.name+"/"+c.Name, func(t *testing.T) {
+				t.Parallel()
+				attack(t, r, c)
+			})
+		}
+	}
+}
+
+// attack runs one case on one route and checks every effect.
+func attack(t *testing.T, r route, c Case) {
+	e := newScene(t, r.srv)
+	cmd := e.expand(c.Cmd)
+	if c.Setup != "" {
+		if out, err := e.shell(e.expand(c.Setup), false); err != nil {
+			t.Fatalf("setup: %v\n%s", err, out)
+		}
+	}
+	before := e.snapshot(t)
+	v := r.ask(t, cmd, e.repo)
+	var out string
+	if v.run != "" {
+		out, _ = e.shell(v.run, true)
+		// Effects that come late (a write from a process left behind)
+		// have a moment to land before the checks.
+		time.Sleep(150 * time.Millisecond)
+	}
+	problems := e.check(t, before)
+	if len(problems) > 0 {
+		t.Errorf("class %s: %q\nhook: %s\nran: %q\noutput: %s\n%s", c.Class, cmd, strings.TrimSpace(v.raw), v.run, clip(out, 2000),
+			"- "+strings.Join(problems, "\n- "))
+	}
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// TestReadsStillWork runs the reads an agent plans with through the
+// sandboxed route, and compares each output with the same command run
+// outside the sandbox: the same bytes, status 0.
+func TestReadsStillWork(t *testing.T) {
+	srv := startServer(t, "sandboxed")
+	r := route{name: "claude-code", host: "claude-code", event: claudeEvent, srv: srv, binary: []string{hookBinary}}
+	reads := []string{
+		"ls -la",
+		"ls -R src dir",
+		"git log --format='%H %s'",
+		"git log -p -1",
+		"git diff HEAD~1",
+		"git diff",
+		"git status --porcelain",
+		"git show --stat HEAD",
+		"git branch --list",
+		"grep -r TODO .",
+		"grep -rn --include='*.go' func .",
+		"go list ./...",
+		"go vet ./... && echo vetted",
+		"python3 tools/read.py",
+		"node -e \"process.stdout.write(require('fs').readFileSync('notes.md', 'utf8'))\"",
+		"find . -name '*.go' -not -path './.git/*' | sort",
+		"cat notes.md | wc -l",
+		"head -3 notes.md; tail -1 victim.txt",
+		"sort dir/big.txt | uniq -c | sort -rn | head -3",
+		"sed -n '1,2p' notes.md",
+		"awk '{ print NR \": \" $0 }' notes.md",
+		"jq -c '.' dir/data.json",
+		"du -sh src >/dev/null && echo ok",
+		"stat -c '%n %s' notes.md",
+		"wc -c < notes.md",
+		"for f in src/*.go; do echo $f; done",
+		"echo \"$(git rev-parse --abbrev-ref HEAD)\"",
+		"diff <(cat notes.md) notes.md && echo same",
+		"xargs -n1 echo <<< 'a b c'",
+		"env | grep -c '^PATH='",
+	}
+	for _, cmd := range reads {
+		t.Run(cmd, func(t *testing.T) {
+			t.Parallel()
+			e := newScene(t, srv)
+			want, err := e.shell(cmd, false)
+			if err != nil {
+				t.Fatalf("outside the sandbox: %v\n%s", err, want)
+			}
+			before := e.snapshot(t)
+			v := r.ask(t, cmd, e.repo)
+			if v.run == "" {
+				t.Fatalf("plan mode refused a read: %s", v.reason)
+			}
+			got, err := e.shell(v.run, false)
+			if err != nil {
+				t.Fatalf("in plan mode: %v\nran: %s\n%s", err, v.run, got)
+			}
+			if got != want {
+				t.Fatalf("in plan mode the output differs\nran: %s\noutside:\n%s\ninside:\n%s", v.run, want, got)
+			}
+			if problems := e.check(t, before); len(problems) > 0 {
+				t.Fatalf("the read changed something:\n- %s", strings.Join(problems, "\n- "))
+			}
+		})
+	}
+}
+
+// httpClient bounds every request of the checks: a server an attack
+// stopped must fail the case, not hang it.
+var httpClient = &http.Client{Timeout: 3 * time.Second}
+
+// sessionMode reads the session's effective mode from the server.
+func (s *server) sessionMode(t *testing.T) string {
+	resp, err := httpClient.Get(s.URL + "/v1/sessions/" + s.session)
+	if err != nil {
+		return "unreachable: " + err.Error()
+	}
+	defer resp.Body.Close()
+	var sess struct {
+		EffectiveMode string `json:"effective_mode"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&sess); err != nil {
+		return "unreadable: " + err.Error()
+	}
+	return sess.EffectiveMode
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
