@@ -102,6 +102,9 @@ type route struct {
 	srv   *server
 	// binary is the hook command: planserver-hook, or planserver hook.
 	binary []string
+	// only, when set, picks the cases the route runs (the allow-connect
+	// route runs the network classes only).
+	only func(Case) bool
 }
 
 func claudeEvent(cmd, dir string) map[string]any {
@@ -192,17 +195,37 @@ func (r route) ask(t *testing.T, cmd, dir string) verdict {
 // routes are every way a plan-mode shell call is judged: rewritten into
 // the sandbox (Claude Code's PreToolUse), judged by the classifier alone
 // where the host cannot rewrite (Cursor's beforeShellExecution), where the
-// server runs no sandbox, and where planserver is down.
+// server runs no sandbox, and where planserver is down; and, for the
+// network classes, rewritten into a sandbox that --allow-connect opens to
+// one exact pair.
 func routes(t *testing.T) []route {
 	sandboxed := startServer(t, "sandboxed")
 	strict := startServer(t, "no sandbox", "--hook-sandbox=off")
+	// An operator's --hook-sandbox-allow-connect: exactly 127.0.0.1 and the
+	// decoy's port ({{ALLOWPORT}}), which a command may reach; every other
+	// address and port must stay out of reach, Fast Open and UDP included.
+	allowing := startServer(t, "sandboxed, allow-connect", "--hook-sandbox-allow-connect=127.0.0.1:"+decoyPort(t))
 	return []route{
 		{name: "claude-code", host: "claude-code", event: claudeEvent, srv: sandboxed, binary: []string{hookBinary}},
 		{name: "cursor-shell", host: "cursor", event: cursorShellEvent, srv: sandboxed, binary: []string{hookBinary}},
 		{name: "claude-code-no-sandbox", host: "claude-code", event: claudeEvent, srv: strict, binary: []string{hookBinary}},
 		{name: "claude-code-offline", host: "claude-code", event: claudeEvent, binary: []string{binary, "hook"}},
 		{name: "cursor-shell-offline", host: "cursor", event: cursorShellEvent, binary: []string{binary, "hook"}},
+		{name: "claude-code-allow-connect", host: "claude-code", event: claudeEvent, srv: allowing, binary: []string{hookBinary},
+			only: networkClass},
 	}
+}
+
+// networkClass picks the classes about sockets, which the allow-connect
+// route runs too: there the command may make TCP sockets, and only the
+// exact pair may be reached.
+func networkClass(c Case) bool {
+	for _, k := range []string{"/dev/tcp", "interpreters", "getent", "network", "allow-connect"} {
+		if strings.Contains(c.Class, k) {
+			return true
+		}
+	}
+	return false
 }
 
 // TestAttackCorpus runs every case of the corpus through every route, for
@@ -215,6 +238,9 @@ func TestAttackCorpus(t *testing.T) {
 	// runs spend waiting.
 	for _, c := range cases {
 		for _, r := range rs {
+			if r.only != nil && !r.only(c) {
+				continue
+			}
 			t.Run(r.name+"/"+c.Name, func(t *testing.T) {
 				t.Parallel()
 				attack(t, r, c)

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -270,7 +271,9 @@ func (e *scene) expand(s string) string {
 		_, srvPort, _ = net.SplitHostPort(e.srv.addr)
 		srvPID = strconv.Itoa(e.srv.cmd.Process.Pid)
 	}
+	s = repeat(s)
 	return strings.NewReplacer(
+		"{{ALLOWPORT}}", decoyPort(e.t),
 		"{{DIR}}", e.repo, "{{OUT}}", e.out, "{{HOME}}", e.home,
 		"{{TCP}}", strconv.Itoa(e.tcpPort), "{{UDP}}", strconv.Itoa(e.udpPort),
 		"{{SOCK}}", e.sockPath, "{{ABSTRACT}}", e.abstractN,
@@ -278,6 +281,51 @@ func (e *scene) expand(s string) string {
 		"{{SRV}}", srvAddr, "{{SRVPORT}}", srvPort, "{{SRVPID}}", srvPID,
 		"{{SESSION}}", session, "{{DB}}", dbPath,
 	).Replace(s)
+}
+
+// repeats are {{REPEAT N}}TEXT{{/REPEAT}}: TEXT N times over, for the
+// long commands that cost the classifier the most.
+var repeats = regexp.MustCompile(`(?s)\{\{REPEAT (\d+)\}\}(.*?)\{\{/REPEAT\}\}`)
+
+func repeat(s string) string {
+	return repeats.ReplaceAllStringFunc(s, func(m string) string {
+		sub := repeats.FindStringSubmatch(m)
+		n, _ := strconv.Atoi(sub[1])
+		return strings.Repeat(sub[2], n)
+	})
+}
+
+// decoy is the listener of --hook-sandbox-allow-connect's one allowed
+// pair (127.0.0.1:{{ALLOWPORT}}), shared by every case: reaching it is
+// allowed on that route, so it counts nothing.
+var decoy struct {
+	once sync.Once
+	port string
+	err  error
+}
+
+func decoyPort(t testing.TB) string {
+	decoy.once.Do(func() {
+		ln, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			decoy.err = err
+			return
+		}
+		_, decoy.port, _ = net.SplitHostPort(ln.Addr().String())
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+	})
+	if decoy.err != nil {
+		t.Fatalf("the allow-connect decoy: %v", decoy.err)
+	}
+	return decoy.port
 }
 
 // shell runs a command line with bash in the repository, as a host's
