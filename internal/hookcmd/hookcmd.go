@@ -17,6 +17,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"time"
 
 	"github.com/planserver/planserver/internal/hooks"
 	"github.com/planserver/planserver/internal/hookwire"
@@ -120,16 +121,40 @@ func Run(ctx context.Context, hostName string, args []string, getenv func(string
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "planserver hook: %v\n", err)
-		write(hooks.Render(host, call, hooks.Fallback(call, policy, err)))
+		write(hooks.Render(host, call, judgeLocally(call, policy, err)))
 		return
 	}
 	answer, err := askPlanserver(ctx, set, token, host, raw)
 	if err != nil {
 		fmt.Fprintf(stderr, "planserver hook: %v\n", err)
-		write(hooks.Render(host, call, hooks.Fallback(call, policy, err)))
+		write(hooks.Render(host, call, judgeLocally(call, policy, err)))
 		return
 	}
 	write(answer)
+}
+
+// localBudget bounds the hook's own judgement of a call when planserver
+// cannot be asked: a host that gets no answer within its hook timeout runs
+// the tool as it is, so a command too costly to judge is refused instead.
+const localBudget = 2 * time.Second
+
+// judgeLocally is hooks.Fallback within localBudget.
+func judgeLocally(call hooks.Call, policy hooks.Policy, err error) hooks.Decision {
+	done := make(chan hooks.Decision, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- hooks.Refusal(fmt.Sprintf("planserver hook failed judging the call (internal error: %v).", r))
+			}
+		}()
+		done <- hooks.Fallback(call, policy, err)
+	}()
+	select {
+	case d := <-done:
+		return d
+	case <-time.After(localBudget):
+		return hooks.Refusal(fmt.Sprintf("planserver could not be asked (%v), and judging this call here took longer than %s.", err, localBudget))
+	}
 }
 
 // hookLocalPolicy is how the hook judges a shell command by itself when

@@ -64,10 +64,20 @@ func evalWord(w *syntax.Word) word {
 	// unquoted , or .., then an unquoted }; the alternatives may be quoted
 	// ({"-delete",-print}). Any such sequence is taken for one.
 	braceOpen, braceSep := false, false
+	// closeAfter[k] says a ] appears in part k or a later one: with the
+	// last ] of the current part, whether a [ is closed later is a
+	// lookup, so a word of many [ costs no more than its length (the red
+	// team's 64 KiB word of unclosed [ took seconds when each [ searched
+	// the rest of the word).
+	closeAfter := make([]bool, len(w.Parts)+1)
+	for k := len(w.Parts) - 1; k >= 0; k-- {
+		closeAfter[k] = closeAfter[k+1] || hasClose(w.Parts[k])
+	}
 	for pi, p := range w.Parts {
 		switch x := p.(type) {
 		case *syntax.Lit:
 			v := x.Value
+			lastClose := strings.LastIndexByte(v, ']')
 			for i := 0; i < len(v); i++ {
 				switch c := v[i]; c {
 				case '\\':
@@ -78,7 +88,7 @@ func evalWord(w *syntax.Word) word {
 						}
 					}
 				case '[':
-					if !closesLater(w.Parts, pi, v[i+1:]) {
+					if lastClose <= i && !closeAfter[pi+1] {
 						fixed("[") // no ] after it: not a pattern
 						continue
 					}
@@ -143,27 +153,17 @@ func evalWord(w *syntax.Word) word {
 	return r
 }
 
-// closesLater reports whether a ] follows in the word: in rest (the rest
-// of part i) or in a later part, quoted or not.
-func closesLater(parts []syntax.WordPart, i int, rest string) bool {
-	if strings.IndexByte(rest, ']') >= 0 {
-		return true
-	}
-	for _, p := range parts[i+1:] {
-		switch x := p.(type) {
-		case *syntax.Lit:
-			if strings.IndexByte(x.Value, ']') >= 0 {
+// hasClose reports whether a word part holds a ], quoted or not.
+func hasClose(p syntax.WordPart) bool {
+	switch x := p.(type) {
+	case *syntax.Lit:
+		return strings.IndexByte(x.Value, ']') >= 0
+	case *syntax.SglQuoted:
+		return strings.IndexByte(x.Value, ']') >= 0
+	case *syntax.DblQuoted:
+		for _, q := range x.Parts {
+			if l, ok := q.(*syntax.Lit); ok && strings.IndexByte(l.Value, ']') >= 0 {
 				return true
-			}
-		case *syntax.SglQuoted:
-			if strings.IndexByte(x.Value, ']') >= 0 {
-				return true
-			}
-		case *syntax.DblQuoted:
-			for _, q := range x.Parts {
-				if l, ok := q.(*syntax.Lit); ok && strings.IndexByte(l.Value, ']') >= 0 {
-					return true
-				}
 			}
 		}
 	}
