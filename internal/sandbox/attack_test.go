@@ -599,6 +599,11 @@ func TestAllowConnect(t *testing.T) {
 				r.helper("connect", allowed),
 				{"bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/" + p + "; echo x >&3"},
 				{"python3", "-c", fmt.Sprintf(python, "127.0.0.1", p)},
+				// From a thread that is not its process's leader: the
+				// notification names the thread (the red team found
+				// these refused).
+				{"python3", "-c", fmt.Sprintf("import sys, threading\nok = []\ndef f():\n    %s\n    ok.append(1)\n"+
+					"t = threading.Thread(target=f); t.start(); t.join()\nsys.exit(0 if ok else 1)", fmt.Sprintf(python, "127.0.0.1", p))},
 			}
 			for _, argv := range works {
 				if res := r.sandbox(t, c, argv...); res.code != 0 || strings.Contains(res.stdout, ": E") {

@@ -6,7 +6,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
+	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -172,7 +175,7 @@ func (g *connectGuard) connect(req seccompNotif) unix.Errno {
 	if !g.valid(req.ID) {
 		return unix.EACCES
 	}
-	pidfd, err := unix.PidfdOpen(int(req.Pid), 0)
+	pidfd, err := threadPidfd(int(req.Pid))
 	if err != nil {
 		return unix.EACCES
 	}
@@ -204,6 +207,34 @@ func (g *connectGuard) connect(req seccompNotif) unix.Errno {
 	_, _, errno := unix.Syscall(unix.SYS_CONNECT, uintptr(sock), uintptr(unsafe.Pointer(&addr[0])), uintptr(size))
 	runtime.KeepAlive(addr)
 	return errno
+}
+
+// threadPidfd opens a pidfd for the thread that called connect(): the
+// notification names the thread, and a thread that is not its process's
+// leader (any Go or Java program's, a threaded client's) has no pidfd of
+// its own before PIDFD_THREAD (Linux 6.9); there, the pidfd of its
+// process (the leader, read from /proc) serves as well, since the threads
+// share their descriptors. The caller checks afterwards that the
+// notification is still valid, so the ID still names that thread.
+func threadPidfd(tid int) (int, error) {
+	fd, err := unix.PidfdOpen(tid, unix.PIDFD_THREAD)
+	if err == nil {
+		return fd, nil
+	}
+	status, rerr := os.ReadFile(fmt.Sprintf("/proc/%d/status", tid))
+	if rerr != nil {
+		return -1, err
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "Tgid:"); ok {
+			tgid, perr := strconv.Atoi(strings.TrimSpace(v))
+			if perr != nil {
+				return -1, err
+			}
+			return unix.PidfdOpen(tgid, 0)
+		}
+	}
+	return -1, err
 }
 
 // sockaddrAddrPort reads an IPv4 or IPv6 socket address (native byte
