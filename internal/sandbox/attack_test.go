@@ -774,6 +774,26 @@ func TestKilledSupervisor(t *testing.T) {
 	}
 }
 
+// TestMinimalDev: with namespaces, the command sees a /dev of its own
+// with the few devices reading tools open; the rest (a watchdog that arms
+// when opened, the disks, the kernel's log) is not there to open. The
+// terminals, /dev/fd, process substitution and /dev/null keep working.
+func TestMinimalDev(t *testing.T) {
+	for _, r := range runners(t) {
+		if r.fallback {
+			continue // no mount namespace: the documented exception
+		}
+		t.Run(r.name, func(t *testing.T) {
+			res := r.sandbox(t, run{dir: r.project(t)}, "bash", "-c",
+				`ls /dev | tr '\n' ' '; echo; cat <(echo substituted); echo x > /dev/null && echo null; head -c 3 /dev/zero | wc -c; test -e /dev/kmsg || echo no-kmsg`)
+			want := "fd full null ptmx pts random shm stderr stdin stdout tty urandom zero \nsubstituted\nnull\n3\nno-kmsg\n"
+			if res.code != 0 || res.stdout != want {
+				t.Errorf("exit %d\n%s\nwant\n%s\nstderr %s", res.code, res.stdout, want, res.stderr)
+			}
+		})
+	}
+}
+
 // TestBadInput: a wrong invocation is 125 with one clear line, and the
 // command never runs.
 func TestBadInput(t *testing.T) {

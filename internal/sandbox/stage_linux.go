@@ -292,11 +292,71 @@ func mounts(s stageArgs) error {
 		if err := unix.Mount("tmpfs", s.tmp, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 			return fmt.Errorf("mounting a private tmpfs on TMPDIR: %w", err)
 		}
+		if err := minimalDev(); err != nil {
+			return err
+		}
 	}
 	if s.hosts != "" {
 		if err := unix.Mount(s.hosts, "/etc/hosts", "", unix.MS_BIND, ""); err != nil {
 			return fmt.Errorf("mounting the allowed names on /etc/hosts: %w", err)
 		}
+	}
+	return nil
+}
+
+// devNodes are the devices a reading tool opens; minimalDev shows the
+// command these and nothing else of /dev. Opening other devices can change
+// the machine even read-only (a watchdog arms when opened, and root, which
+// owns them, needs no capability to open them), and reading a disk or the
+// kernel's log is no part of planning.
+var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
+
+// minimalDev mounts a small tmpfs on /dev in the stage's mount namespace
+// with devNodes bound into it from the real /dev, the terminals
+// (/dev/pts, so that a command's own terminal can be reopened), the
+// /dev/fd and standard-stream links, and an empty /dev/shm: bubblewrap's
+// --dev, in a few calls.
+func minimalDev() error {
+	// Descriptors of what to keep, opened before the tmpfs hides them:
+	// each is bound from its /proc/self/fd link afterwards.
+	keep := map[string]int{}
+	for _, name := range append([]string{"pts"}, devNodes...) {
+		fd, err := unix.Open("/dev/"+name, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue // a machine without /dev/tty, say
+		}
+		defer unix.Close(fd)
+		keep[name] = fd
+	}
+	if err := unix.Mount("tmpfs", "/dev", "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=64k"); err != nil {
+		return fmt.Errorf("mounting a minimal /dev: %w", err)
+	}
+	for name, fd := range keep {
+		target := "/dev/" + name
+		var err error
+		if name == "pts" {
+			err = unix.Mkdir(target, 0o755)
+		} else {
+			var f int
+			if f, err = unix.Open(target, unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o666); err == nil {
+				_ = unix.Close(f)
+			}
+		}
+		if err == nil {
+			err = unix.Mount(fmt.Sprintf("/proc/self/fd/%d", fd), target, "", unix.MS_BIND|unix.MS_REC, "")
+		}
+		if err != nil {
+			return fmt.Errorf("binding /dev/%s into the minimal /dev: %w", name, err)
+		}
+	}
+	for link, to := range map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1",
+		"stderr": "/proc/self/fd/2", "ptmx": "pts/ptmx"} {
+		if err := unix.Symlink(to, "/dev/"+link); err != nil {
+			return fmt.Errorf("linking /dev/%s: %w", link, err)
+		}
+	}
+	if err := unix.Mkdir("/dev/shm", 0o1777); err != nil {
+		return fmt.Errorf("making /dev/shm: %w", err)
 	}
 	return nil
 }

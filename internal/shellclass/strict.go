@@ -2,6 +2,7 @@ package shellclass
 
 import (
 	"fmt"
+	"path"
 	"sort"
 	"strings"
 	"sync"
@@ -225,6 +226,9 @@ func (s strict) call(x *syntax.CallExpr) string {
 			return fmt.Sprintf("`%s` gets the pathname pattern %s, which could expand to an option that writes or runs a program; "+
 				"name the files", name, a.src())
 		}
+		if why := kernelPath(a.val, name == "cd"); why != "" {
+			return fmt.Sprintf("`%s %s`: %s", name, a.val, why)
+		}
 		vals[i] = a.val
 	}
 	if r.check != nil {
@@ -234,6 +238,31 @@ func (s strict) call(x *syntax.CallExpr) string {
 }
 
 func quoteSrc(s string) string { return "`" + s + "`" }
+
+// kernelPath says why an argument may not be named where the allowlist
+// alone decides, or "": a device or kernel file (/dev, /proc, /sys), since
+// opening one can change the machine even to read it (a watchdog arms
+// when opened, /proc/kmsg consumes the kernel's log); and for cd, any
+// absolute path or "..", since a relative path after it could then name
+// those files too. /dev/null, /dev/stdin and the standard streams are
+// fine. A glob argument is judged by its literal text.
+func kernelPath(arg string, cd bool) string {
+	clean := path.Clean(arg)
+	if cd && (strings.HasPrefix(arg, "/") || strings.HasPrefix(arg, "~") || clean == ".." || strings.HasPrefix(clean, "../") ||
+		strings.Contains(clean, "/../")) {
+		return "cd may only go into the project (a relative path without ..) where the allowlist alone decides"
+	}
+	switch clean {
+	case "/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/zero":
+		return ""
+	}
+	for _, root := range []string{"/dev", "/proc", "/sys"} {
+		if clean == root || strings.HasPrefix(clean, root+"/") {
+			return fmt.Sprintf("files under %s are the kernel's and devices: opening one can change the machine", root)
+		}
+	}
+	return ""
+}
 
 func subList(r *rule) string {
 	var subs []string
