@@ -67,6 +67,7 @@ func Parse(h Host, raw []byte) (Call, error) {
 	if dec.More() {
 		return c, inputErr("the hook input holds more than one JSON value.")
 	}
+	c.Phase = phaseOf(h, m)
 	var err error
 	switch h {
 	case ClaudeCode:
@@ -81,6 +82,29 @@ func Parse(h Host, raw []byte) (Call, error) {
 		err = inputErr("unknown host %q.", h)
 	}
 	return c, err
+}
+
+// afterEvents are each host's events that report a run, by the member
+// that names the event.
+var afterEvents = map[Host][]string{
+	ClaudeCode: {"PostToolUse", "PostToolUseFailure"},
+	GeminiCLI:  {"AfterTool"},
+	Cursor:     {cursorAfterShell, cursorAfterMCP, cursorPostTool},
+	OpenCode:   {"tool.execute.after"},
+}
+
+// phaseOf reads whether an input reports a run, first of all: a report
+// the adapter cannot read otherwise must still never be answered with a
+// denial.
+func phaseOf(h Host, m map[string]json.RawMessage) Phase {
+	member := "hook_event_name"
+	if h == OpenCode {
+		member = "event"
+	}
+	if ev, err := str(m, member); err == nil && slices.Contains(afterEvents[h], ev) {
+		return After
+	}
+	return Before
 }
 
 func jsonErr(err error) string {
@@ -317,9 +341,7 @@ func parseGemini(c *Call, m map[string]json.RawMessage) error {
 // tool_name is required, tool_input is an object (which both hosts run as
 // rewritten), and the tool is classified by the host's table.
 func toolCall(c *Call, m map[string]json.RawMessage, host, event string, tools map[string]Kind, after ...string) error {
-	if slices.Contains(after, c.Event) {
-		c.Phase = After
-	} else if c.Event != event {
+	if !slices.Contains(after, c.Event) && c.Event != event {
 		return inputErr("hook_event_name is %q: planserver hook answers %s's %s and reads its %s only.", c.Event, host, event,
 			strings.Join(after, " and "))
 	}
@@ -378,9 +400,6 @@ func parseCursor(c *Call, m map[string]json.RawMessage) error {
 	if err := strs(m, map[string]*string{"hook_event_name": &c.Event, "conversation_id": &c.Conversation,
 		"tool_use_id": &c.RunID}); err != nil {
 		return err
-	}
-	if slices.Contains(CursorAfterEvents, c.Event) {
-		c.Phase = After
 	}
 	switch c.Event {
 	case cursorShell, cursorAfterShell:
@@ -456,7 +475,6 @@ func parseOpenCode(c *Call, m map[string]json.RawMessage) error {
 	case "", "tool.execute.before":
 		c.Event = "tool.execute.before"
 	case "tool.execute.after":
-		c.Phase = After
 	default:
 		return inputErr("event is %q: the opencode plugin sends tool.execute.before or tool.execute.after.", c.Event)
 	}
