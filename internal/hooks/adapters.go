@@ -84,15 +84,6 @@ func Parse(h Host, raw []byte) (Call, error) {
 	return c, err
 }
 
-// afterEvents are each host's events that report a run, by the member
-// that names the event.
-var afterEvents = map[Host][]string{
-	ClaudeCode: {"PostToolUse", "PostToolUseFailure"},
-	GeminiCLI:  {"AfterTool"},
-	Cursor:     {cursorAfterShell, cursorAfterMCP, cursorPostTool},
-	OpenCode:   {"tool.execute.after"},
-}
-
 // phaseOf reads whether an input reports a run, first of all: a report
 // the adapter cannot read otherwise must still never be answered with a
 // denial.
@@ -101,7 +92,7 @@ func phaseOf(h Host, m map[string]json.RawMessage) Phase {
 	if h == OpenCode {
 		member = "event"
 	}
-	if ev, err := str(m, member); err == nil && slices.Contains(afterEvents[h], ev) {
+	if ev, err := str(m, member); err == nil && slices.Contains(hookwire.ReportEvents[string(h)], ev) {
 		return After
 	}
 	return Before

@@ -380,7 +380,7 @@ func ReviewDenial(target string, rev int64, url string) Decision {
 // not a read): a denial that fails closed and says why.
 func Refusal(why string) Decision {
 	return Decision{Outcome: Deny, Reason: "[planserver hook] " + why + " The call is refused so that plan mode cannot be bypassed; " +
-		"reads keep working. Fix the hook's setup (planserver hook --help) or ask the user to."}
+		"reads keep working. Ask the user to check the hook's setup: planserver hook doctor HOST names what is wrong."}
 }
 
 // Fallback is the answer when planserver cannot be asked (err says why):
