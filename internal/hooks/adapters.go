@@ -469,7 +469,16 @@ func parseOpenCode(c *Call, m map[string]json.RawMessage) error {
 	default:
 		return inputErr("event is %q: the opencode plugin sends tool.execute.before or tool.execute.after.", c.Event)
 	}
-	return rewritableCall(c, m, "tool", "args", openCodeTools)
+	if err := rewritableCall(c, m, "tool", "args", openCodeTools); err != nil {
+		return err
+	}
+	// opencode names an MCP server's tool SERVER_TOOL: planserver's own
+	// (planserver_exit_plan_mode, the model's way to ask for review) is
+	// judged as on /mcp, another server's by the gate registry.
+	if server, tool, ok := strings.Cut(c.Tool, "_"); ok && c.Kind == Unknown && server != "" && tool != "" {
+		c.Kind, c.MCPServer, c.MCPTool = MCP, server, tool
+	}
+	return nil
 }
 
 // Render answers decision d in host h's output format for call c (as far

@@ -196,9 +196,6 @@ type Mode struct {
 	// Source is the ancestor the session inherits plan mode from; empty
 	// when the mode is its own.
 	Source string
-	// Approved says the session's review stands approved: a human
-	// approved its plan in planserver.
-	Approved bool
 }
 
 // Verdict is a judgement made elsewhere that the decision adopts.
@@ -232,12 +229,6 @@ func Decide(c Call, s Mode, p Policy, f Facts) Decision {
 		return Decision{Outcome: None}
 	}
 	if !s.Plan {
-		if c.Kind == ExitPlan && s.Approved {
-			// The human approved the plan in planserver: the host's own
-			// plan mode (Claude Code's) must not hold the model back, nor
-			// ask the user a second time.
-			return Decision{Outcome: Allow, Reason: fmt.Sprintf("planserver: a human approved the plan of session %q; leave plan mode and carry it out", s.Session)}
-		}
 		return Decision{Outcome: None}
 	}
 	switch c.Kind {

@@ -80,7 +80,7 @@ func newHookRules(cfg HookConfig, reg prometheus.Registerer) hookRules {
 
 // hookMode is what hooks.Decide needs of a session.
 func hookMode(sess *sessions.Session) hooks.Mode {
-	m := hooks.Mode{Session: sess.ID, Plan: sess.EffectiveMode == sessions.Plan, Approved: sess.Review.State == api.ReviewApproved}
+	m := hooks.Mode{Session: sess.ID, Plan: sess.EffectiveMode == sessions.Plan}
 	if sess.ModeSource != nil {
 		m.Source = *sess.ModeSource
 	}
@@ -115,6 +115,7 @@ func (s *Server) hookDecision(w http.ResponseWriter, r *http.Request, host hooks
 	ctx := r.Context()
 	refuse := func(call hooks.Call, err error) (hooks.Call, hooks.Decision) {
 		if call.Phase == hooks.After {
+			// A report never blocks: the tool ran already.
 			s.log.WarnContext(ctx, "hook: a report of a run could not be matched", "host", host, "err", err)
 			return call, hooks.Decision{Outcome: hooks.None}
 		}
