@@ -44,7 +44,9 @@ func (m *machine) env() []string {
 		"XDG_STATE_HOME=" + filepath.Join(m.home, ".local", "state")}
 }
 
-func (m *machine) binDir() string { return filepath.Join(m.home, ".local", "share", "planserver", "bin") }
+func (m *machine) binDir() string {
+	return filepath.Join(m.home, ".local", "share", "planserver", "bin")
+}
 
 // install runs planserver hook install HOST ARGS in the project, against
 // srv, and returns what it printed; it fails the test unless the install
