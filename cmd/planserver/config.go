@@ -400,9 +400,6 @@ func (c *config) validateServe() error {
 	if err := c.validate(); err != nil {
 		return err
 	}
-	if err := checkListenAddr(c.Addr); err != nil {
-		return err
-	}
 	if c.UpstreamTimeout < 0 {
 		return fmt.Errorf("--upstream-timeout must not be negative")
 	}
@@ -428,6 +425,10 @@ func (c *config) validateServe() error {
 		return fmt.Errorf("--pg-writers %d: at least 1", c.PGWriters)
 	}
 	if _, err := c.shellTable(); err != nil {
+		return err
+	}
+	// Before the access rules, which judge the address's host.
+	if err := checkListenAddr(c.Addr); err != nil {
 		return err
 	}
 	return c.validateAccess()
