@@ -66,11 +66,10 @@ func (m *machine) install(t *testing.T, srv *server, host string, args ...string
 // webhookReceiver is a loopback Standard Webhooks receiver: it records the
 // bodies it is sent.
 type webhookReceiver struct {
-	URL  string
-	mu   sync.Mutex
-	got  []map[string]any
-	srv  *http.Server
-	done chan struct{}
+	URL string
+	mu  sync.Mutex
+	got []map[string]any
+	srv *http.Server
 }
 
 func startReceiver(t *testing.T) *webhookReceiver {
