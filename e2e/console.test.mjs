@@ -780,7 +780,7 @@ test('the session page: tree, where plan mode comes from, mode switch with its w
   // Leaving plan mode directly warns that it cancels the pending review.
   await page.locator('.tree a', { hasText: 'Release 2.0' }).click();
   await page.getByRole('heading', { name: 'Release 2.0' }).waitFor();
-  assert.match(await page.locator('[data-field="enforcement"]').textContent(), /claude-code \(http, last/);
+  assert.match(await page.locator('[data-field="enforcement"]').textContent(), /claude-code \(http: last decision /);
   assert.equal(await page.locator('[data-field="enforcement-warning"]').count(), 0);
   await page.locator('[data-action="toggle-mode"]').click();
   const confirm = page.getByRole('alertdialog');
