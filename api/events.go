@@ -15,13 +15,16 @@ const (
 	EventSessionReviewRejected  = "session.review_rejected"
 	EventTodosUpdated           = "todos.updated"
 	EventToolCallDenied         = "tool_call.denied"
-	EventPlanCreated            = "plan.created"
-	EventPlanUpdated            = "plan.updated"
-	EventPlanStatusChanged      = "plan.status_changed"
-	EventPlanDeleted            = "plan.deleted"
-	EventStepUpdated            = "step.updated"
-	EventStepClaimed            = "step.claimed"
-	EventStepReportAdded        = "step.report_added"
+	// EventToolCallUnjudged records a tool run a host's after-tool hook
+	// reported that planserver never decided, or had denied.
+	EventToolCallUnjudged  = "tool_call.unjudged"
+	EventPlanCreated       = "plan.created"
+	EventPlanUpdated       = "plan.updated"
+	EventPlanStatusChanged = "plan.status_changed"
+	EventPlanDeleted       = "plan.deleted"
+	EventStepUpdated       = "step.updated"
+	EventStepClaimed       = "step.claimed"
+	EventStepReportAdded   = "step.report_added"
 	// EventStepClaimExpired records that a claim's lease ran out: once per
 	// lease, within about a second of its end (plans.SweepInterval), or
 	// by the first write that ends the lease after its end, whichever
@@ -36,7 +39,7 @@ var EventTypes = []string{
 	EventSessionPlanUpdated, EventSessionReviewRequested, EventSessionReviewApproved,
 	EventSessionReviewRejected, EventTodosUpdated, EventToolCallDenied, EventPlanCreated,
 	EventPlanUpdated, EventPlanStatusChanged, EventPlanDeleted, EventStepUpdated,
-	EventStepClaimed, EventStepReportAdded, EventStepClaimExpired,
+	EventStepClaimed, EventStepReportAdded, EventStepClaimExpired, EventToolCallUnjudged,
 }
 
 // Event is one entry of the change log.

@@ -103,16 +103,57 @@ type Session struct {
 	Enforcement []Enforcement `json:"enforcement"`
 }
 
-// Enforcement is one host hook adapter that asked about a session.
+// Enforcement is one host hook adapter that asked about a session, or
+// reported its tool runs.
 type Enforcement struct {
 	// Host is the agent host (claude-code, gemini-cli, cursor, opencode).
 	Host string `json:"host"`
-	// Adapter is how it asked: "command" (planserver hook) or "http"
-	// (POST /v1/hooks/{host}).
+	// Adapter is how it asked: "command" (planserver hook), "plugin" (the
+	// opencode plugin) or "http" (POST /v1/hooks/{host}).
 	Adapter string `json:"adapter"`
-	// LastDecisionAt is when it last asked, to within
-	// EnforcementResolution.
-	LastDecisionAt string `json:"last_decision_at"`
+	// LastDecisionAt is when it last asked before a tool ran, to within
+	// EnforcementResolution; nil when it never did (only its after-tool
+	// hook reported runs).
+	LastDecisionAt *string `json:"last_decision_at"`
+	// LastReportAt is when its after-tool hook last reported a run, to
+	// within EnforcementResolution; nil when none did.
+	LastReportAt *string `json:"last_report_at"`
+	// UnjudgedRuns counts the runs it reported that planserver never
+	// decided, or had denied (each a tool_call.unjudged event).
+	UnjudgedRuns int64 `json:"unjudged_runs"`
+	// LastUnjudged is the latest of them; nil when there is none.
+	LastUnjudged *UnjudgedRun `json:"last_unjudged"`
+}
+
+// Why a tool run is unjudged.
+const (
+	// UnjudgedNoDecision: planserver never decided the call (no before-
+	// tool hook asked, or its decision is older than the record's
+	// lifetime).
+	UnjudgedNoDecision = "no_decision"
+	// UnjudgedDenied: planserver denied the call, and the host ran it.
+	UnjudgedDenied = "denied"
+)
+
+// UnjudgedRun is a tool run a host reported that planserver never judged,
+// or had denied: the data of a tool_call.unjudged event.
+type UnjudgedRun struct {
+	Host    string `json:"host"`
+	Adapter string `json:"adapter"`
+	Tool    string `json:"tool"`
+	// Agent is the host's id of the sub-agent that ran it; "" for the
+	// conversation's own agent. AgentType is the sub-agent's kind.
+	Agent     string `json:"agent"`
+	AgentType string `json:"agent_type,omitempty"`
+	Session   string `json:"session"`
+	// ToolUseID is the host's id of the call; nil where the host sends
+	// none (Gemini CLI).
+	ToolUseID *string `json:"tool_use_id"`
+	// Reason is no_decision or denied.
+	Reason        string `json:"reason"`
+	EffectiveMode Mode   `json:"effective_mode"`
+	// At is when planserver received the report.
+	At string `json:"at"`
 }
 
 // SessionCreate is the body of POST /v1/sessions. ID is optional: left out,

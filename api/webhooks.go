@@ -32,6 +32,7 @@ const (
 	WebhookStepCompleted    = "step.completed"
 	WebhookPlanChanged      = "plan.changed"
 	WebhookToolCallDenied   = "tool_call.denied"
+	WebhookToolCallUnjudged = "tool_call.unjudged"
 )
 
 // Webhook is a subscription as the API shows it: never its secret.

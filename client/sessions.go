@@ -28,6 +28,9 @@ type SessionQuery struct {
 	Mode     api.Mode
 	// ReviewState "pending" is a reviewer's inbox.
 	ReviewState string
+	// ExternalID finds the child that stands for a host's conversation
+	// (with ParentID).
+	ExternalID string
 	// Limit is the page size (the server's default when 0).
 	Limit     int
 	PageToken string
@@ -38,6 +41,7 @@ func (q SessionQuery) values() url.Values {
 	set(v, "parent_id", q.ParentID)
 	set(v, "mode", string(q.Mode))
 	set(v, "review_state", q.ReviewState)
+	set(v, "external_id", q.ExternalID)
 	setInt(v, "limit", int64(q.Limit))
 	set(v, "page_token", q.PageToken)
 	return v

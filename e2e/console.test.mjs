@@ -62,6 +62,40 @@ async function planAndAsk(agent, id, content, rationale) {
   return plan.revision;
 }
 
+// confirmFits checks the approval's confirmation and the setting below it
+// as a reader sees them: every button's label shows whole (nothing is
+// clipped by its box or by the panel), and the checkbox sits on the line
+// of its label, just before it.
+async function confirmFits(page) {
+  const faults = await page.evaluate(() => {
+    const out = [];
+    const panel = document.querySelector('.decision').getBoundingClientRect();
+    const question = document.querySelector('[data-confirm="approve"]').getBoundingClientRect();
+    if (question.top < panel.top - 1 || question.bottom > panel.bottom + 1 || question.bottom > window.innerHeight + 1) {
+      out.push(`the confirmation is cut off by the panel or the window (${question.top}-${question.bottom} in ${panel.top}-${panel.bottom}, window ${window.innerHeight})`);
+    }
+    for (const b of document.querySelectorAll('[data-confirm="approve"] button')) {
+      const r = b.getBoundingClientRect();
+      if (b.scrollWidth > b.clientWidth + 1) out.push(`button "${b.textContent}" clips its label (${b.scrollWidth} > ${b.clientWidth})`);
+      if (r.right > panel.right + 1 || r.left < panel.left - 1) out.push(`button "${b.textContent}" sticks out of the panel`);
+    }
+    const box = document.querySelector('[data-setting="confirm-approve"]');
+    if (box) {
+      const label = box.closest('label');
+      const b = box.getBoundingClientRect();
+      const range = document.createRange();
+      range.selectNodeContents(label);
+      const text = [...range.getClientRects()].filter((r) => r.width > 0 && r.left >= b.right - 1);
+      if (b.width > 40) out.push(`the checkbox is ${b.width}px wide`);
+      if (!text.length || Math.abs(text[0].top + text[0].height / 2 - (b.top + b.height / 2)) > 12 || text[0].left - b.right > 16) {
+        out.push('the checkbox does not sit just before its label, on its line');
+      }
+    }
+    return out;
+  });
+  assert.deepEqual(faults, [], 'the approval confirmation as a reader sees it');
+}
+
 function noProblems(problems, urls) {
   assert.deepEqual(problems, [], 'console errors, CSP violations or foreign requests');
   for (const u of urls) {
@@ -75,9 +109,22 @@ test('sign-in refuses a bad token and keeps a good one out of URLs and localStor
   await page.getByLabel('Token').fill('ps_not-a-real-token');
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByText('That token was refused').waitFor();
+  // Signed out, the console offers no navigation: every page would
+  // answer with this form.
+  const nav = page.getByRole('navigation', { name: 'Main' });
+  assert.equal(await nav.isVisible(), false, 'navigation shown to a signed-out reader');
+  assert.equal(await page.getByRole('link', { name: 'Webhooks' }).count(), 0);
   await page.getByLabel('Token').fill(adminToken);
   await page.getByRole('button', { name: 'Sign in' }).click();
   // Signing in stays on the page that was asked for.
+  await page.getByRole('heading', { name: 'Sessions' }).waitFor();
+  await nav.getByRole('link', { name: 'Shared plans' }).waitFor();
+  // Signing out takes the navigation away again.
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.getByRole('heading', { name: 'Sign in to the review console' }).waitFor();
+  assert.equal(await nav.isVisible(), false, 'navigation left after signing out');
+  await page.getByLabel('Token').fill(adminToken);
+  await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('heading', { name: 'Sessions' }).waitFor();
   assert.equal(await page.evaluate(() => sessionStorage.getItem('planserver.token')), adminToken);
   assert.equal(await page.evaluate(() => localStorage.length), 0);
@@ -152,6 +199,8 @@ test('approve by keyboard: the session goes back to build mode', async () => {
   assert.match(await confirm.textContent(), new RegExp(`Approve revision ${rev}\\?.*The agent leaves plan mode and can change files\\.`, 's'));
   assert.equal(await page.evaluate(() => document.activeElement?.dataset?.action), 'confirm-approve');
   assert.equal((await admin.must(200, 'GET', '/v1/sessions/approve-me')).review.state, 'pending', 'approved before the confirmation');
+  await confirmFits(page);
+  await shoot(page.locator('.decision'), 'review-confirm');
   await page.keyboard.press('Enter');
   await page.locator('[data-outcome="approved"]').waitFor();
 
@@ -587,6 +636,9 @@ test('shared plans: list with progress, and the step graph drawn as a DAG, live'
   assert.match(await node2.textContent(), /api-worker-1, lease 1\d min left/);
   assert.match(await graph.locator('[data-step="3"]').textContent(), /blocked.*1 report · last failure/s);
   assert.match(await graph.locator('[data-step="1"]').textContent(), /complete.*1 report · last success/s);
+  // Each node says what its step is, whole or cut short with an ellipsis.
+  assert.equal(await graph.locator('[data-step="3"] text.description').textContent(), 'Upload form and results table');
+  assert.match(await graph.locator('[data-step="3"]').getAttribute('aria-label'), /Upload form and results table/);
 
   // Keyboard: Tab to a node and press Enter to see its reports.
   await graph.locator('[data-step="1"]').focus();
@@ -645,6 +697,53 @@ test('shared plans: list with progress, and the step graph drawn as a DAG, live'
   await context.close();
 });
 
+test('a tool run nobody judged is a red alarm on the session page, live, and Enforced by says when hooks last decided and reported', async () => {
+  await admin.must(201, 'POST', '/v1/sessions', { id: 'slipped', title: 'Hooks that slipped', mode: 'plan' });
+  const hook = (input) => admin.must(200, 'POST', '/v1/hooks/claude-code?session=slipped',
+    { session_id: 'conv-9', transcript_path: '', cwd: '/work', permission_mode: 'default', ...input });
+  // The before-tool hook decides a Read; the after-tool hook reports its
+  // run, which matches: judged.
+  const read = { tool_name: 'Read', tool_input: { file_path: '/work/README.md' }, tool_use_id: 'toolu_read' };
+  await hook({ hook_event_name: 'PreToolUse', ...read });
+  await hook({ hook_event_name: 'PostToolUse', tool_response: {}, ...read });
+
+  const { page, context, problems, urls } = await newPage();
+  await signIn(page, adminToken);
+  await page.goto(`${srv.url}/ui/sessions/slipped`);
+  await page.getByRole('heading', { name: 'Hooks that slipped' }).waitFor();
+  assert.match(await page.locator('[data-field="enforcement"]').textContent(), /claude-code \(http: last decision .+, last report .+\)/);
+  assert.equal(await page.locator('[data-field="unjudged-alarm"]').count(), 0);
+  assert.equal(await page.locator('[data-field="enforcement-warning"]').count(), 0);
+
+  // The before-tool hook is gone: a Write runs, and its report finds no
+  // decision. The page raises the alarm as the event arrives.
+  await hook({ hook_event_name: 'PostToolUse', tool_name: 'Write', tool_input: { file_path: '/work/out.txt', content: 'x' },
+    tool_response: {}, tool_use_id: 'toolu_write' });
+  const alarm = page.locator('[data-field="unjudged-alarm"]');
+  await alarm.waitFor();
+  const text = await alarm.textContent();
+  assert.match(text, /1 tool run nobody judged/);
+  assert.match(text, /claude-code \(http\): 1; the last, Write/);
+  assert.match(text, /ran with no decision of planserver's in plan mode/);
+  assert.equal(await alarm.getAttribute('role'), 'alert');
+  assert.match(await page.locator('[data-field="enforcement-warning"]').textContent(), /Plan mode did not hold every tool run/);
+  await page.locator('.history li', { hasText: 'tool Write ran with no decision (claude-code)' }).waitFor();
+  const s = await admin.must(200, 'GET', '/v1/sessions/slipped');
+  assert.equal(s.enforcement[0].unjudged_runs, 1);
+  assert.equal(s.enforcement[0].last_unjudged.tool, 'Write');
+
+  // Another host whose after-tool hook reports while no before-tool hook
+  // ever decides: warned by name.
+  await admin.must(200, 'POST', '/v1/hooks/gemini-cli?session=slipped', { session_id: 'g1', hook_event_name: 'AfterTool',
+    tool_name: 'read_file', tool_input: { file_path: '/work/a' }, tool_response: {} });
+  await page.locator('[data-field="enforcement-warning"] [data-host="gemini-cli"]', { hasText: 'sends no decisions' }).waitFor();
+  const modeSection = page.locator('section[aria-labelledby="mode-h"]');
+  await modeSection.scrollIntoViewIfNeeded();
+  await shoot(modeSection, 'unjudged-alarm');
+  noProblems(problems, urls);
+  await context.close();
+});
+
 test('the session page: tree, where plan mode comes from, mode switch with its warning, todos and history, live', async () => {
   await admin.must(201, 'POST', '/v1/sessions', { id: 'tree', title: 'Release 2.0', mode: 'plan' });
   await admin.must(201, 'POST', '/v1/sessions', { id: 'tree.worker', parent_id: 'tree', title: 'Worker' });
@@ -681,7 +780,7 @@ test('the session page: tree, where plan mode comes from, mode switch with its w
   // Leaving plan mode directly warns that it cancels the pending review.
   await page.locator('.tree a', { hasText: 'Release 2.0' }).click();
   await page.getByRole('heading', { name: 'Release 2.0' }).waitFor();
-  assert.match(await page.locator('[data-field="enforcement"]').textContent(), /claude-code \(http, last/);
+  assert.match(await page.locator('[data-field="enforcement"]').textContent(), /claude-code \(http: last decision /);
   assert.equal(await page.locator('[data-field="enforcement-warning"]').count(), 0);
   await page.locator('[data-action="toggle-mode"]').click();
   const confirm = page.getByRole('alertdialog');

@@ -325,6 +325,15 @@ func cliMessage(server string, err error) string {
 	switch {
 	case errors.As(err, &ce):
 		return ce.msg
+	case errors.As(err, &e) && e.Code == api.CodeUnauthenticated:
+		// The server's detail speaks HTTP (the Authorization header); the
+		// command line takes the token as --token or PLANSERVER_TOKEN.
+		why := "it requires a token"
+		if e.Detail != "" && !strings.Contains(e.Detail, "Authorization") {
+			why = e.Detail
+		}
+		return fmt.Sprintf("the planserver at %s refused the request: %s (unauthenticated); pass a valid token with --token TOKEN "+
+			"or set PLANSERVER_TOKEN (planserver token create --role admin|agent|viewer makes one)", server, why)
 	case errors.As(err, &e):
 		msg := e.Detail
 		if msg == "" {

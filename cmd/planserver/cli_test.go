@@ -345,8 +345,14 @@ func TestCLIExitStatuses(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "p.db")
 	p := start(t, db, "--auth", "token")
 	admin := strings.TrimSpace(ok(t, p, "token", "create", "--role", "admin", "--name", "alice", "--db", db))
-	if msg := fails(t, p, cliExitDenied, "session", "list"); !strings.Contains(msg, "unauthenticated") {
+	// The CLI's message names its own ways to give a token, not the
+	// HTTP header.
+	if msg := fails(t, p, cliExitDenied, "session", "list"); !strings.Contains(msg, "unauthenticated") ||
+		!strings.Contains(msg, "--token") || !strings.Contains(msg, "PLANSERVER_TOKEN") || strings.Contains(msg, "Authorization") {
 		t.Errorf("no token: %s", msg)
+	}
+	if msg := fails(t, p, cliExitDenied, "session", "list", "--token", "ps_not-a-token"); !strings.Contains(msg, "--token") {
+		t.Errorf("a bad token: %s", msg)
 	}
 	ok(t, p, "session", "create", "--id", "s", "--mode", "plan", "--token", admin)
 	c := apiClient(t, p, client.WithToken(admin))

@@ -427,7 +427,28 @@ func (c *config) validateServe() error {
 	if _, err := c.shellTable(); err != nil {
 		return err
 	}
+	// Before the access rules, which judge the address's host.
+	if err := checkListenAddr(c.Addr); err != nil {
+		return err
+	}
 	return c.validateAccess()
+}
+
+// checkListenAddr says what is wrong with an --addr that is not host:port
+// before anything else judges it: "8080" alone would otherwise be read as
+// a host name, and refused as a non-loopback address for --auth none.
+func checkListenAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		if _, numErr := strconv.Atoi(addr); numErr == nil {
+			return fmt.Errorf("--addr %q: want host:port, such as 127.0.0.1:%s (a port alone is not an address)", addr, addr)
+		}
+		return fmt.Errorf("--addr %q: want host:port, such as 127.0.0.1:8080", addr)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil && port != "" {
+		return fmt.Errorf("--addr %q: the port %q is not a number from 0 to 65535", addr, port)
+	}
+	return nil
 }
 
 // validateAccess checks access control, rate limit and CORS.

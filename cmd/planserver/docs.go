@@ -149,10 +149,14 @@ func actionsIn(name, help string) []string {
 }
 
 // hasOwnForm reports whether command name also runs without an action
-// (gate --session ID -- CMD): a usage line where a flag follows its name.
+// (gate --session ID -- CMD, hook HOST): a usage line where a flag or an
+// argument (a word in capitals) follows its name.
 func hasOwnForm(name, help string) bool {
 	for _, l := range usageLines(name, help) {
-		if _, rest, _ := strings.Cut(l, "planserver "+name+" "); strings.HasPrefix(strings.TrimSpace(rest), "-") {
+		_, rest, _ := strings.Cut(l, "planserver "+name+" ")
+		rest = strings.TrimSpace(rest)
+		first, _, _ := strings.Cut(rest, " ")
+		if strings.HasPrefix(rest, "-") || first != "" && strings.ToUpper(first) == first && strings.ToLower(first) != first {
 			return true
 		}
 	}

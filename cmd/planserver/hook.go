@@ -8,7 +8,8 @@ import (
 	"github.com/planserver/planserver/internal/hookcmd"
 )
 
-// hookCommand is planserver hook: the hook itself, or install/uninstall.
+// hookCommand is planserver hook: the hook itself, or install, uninstall
+// and doctor.
 func hookCommand(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 || isHelp(args[0]) {
 		fmt.Fprint(stdout, hookcmd.Usage)
@@ -18,8 +19,8 @@ func hookCommand(ctx context.Context, args []string, getenv func(string) string,
 		return errHelp
 	}
 	switch args[0] {
-	case "install", "uninstall":
-		return hookInstall(args[0], args[1:], getenv, stdout, stderr)
+	case "install", "uninstall", "doctor":
+		return hookInstall(ctx, args[0], args[1:], getenv, stdout, stderr)
 	}
 	for _, a := range args[1:] {
 		if isHelp(a) {

@@ -73,7 +73,7 @@ Usage:
   planserver gate --session ID -- CMD   put a stdio MCP server behind the plan-mode gate
   planserver gate add NAME URL | list | remove NAME   the HTTP MCP servers of /mcp/gate/NAME
   planserver hook HOST                  a host's hook before every tool call (claude-code, gemini-cli, cursor, opencode)
-  planserver hook install|uninstall HOST   add the hook to the host's settings, or take it out
+  planserver hook install|doctor|uninstall HOST   put a host under plan mode (hooks, MCP server, self-test), check it, take it out
   planserver sandbox --read-only [--allow-connect H:P,...] -- CMD   run CMD unable to write
   planserver version                    print the version
 
@@ -140,8 +140,52 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 		fmt.Fprint(stdout, usage)
 		return nil
 	}
+	if near := suggest(args[0], commands); near != "" {
+		fmt.Fprintf(stderr, "planserver: unknown command %q: did you mean %s? (see 'planserver --help')\n", args[0], near)
+		return errUsage
+	}
 	fmt.Fprintf(stderr, "planserver: unknown command %q (see 'planserver --help')\n", args[0])
 	return errUsage
+}
+
+// commands are the names dispatch knows, for suggestions.
+var commands = []string{"serve", "migrate", "backup", "copy", "token", "healthcheck", "session", "plan", "review", "steps",
+	"events", "webhook", "signin", "hook", "gate", "sandbox", "version", "help"}
+
+// suggest returns the known name nearest to name when it is a likely typo
+// (at most two edits away, and fewer than half its letters), else "".
+func suggest(name string, known []string) string {
+	best, bestD := "", 3
+	for _, k := range known {
+		if d := editDistance(name, k); d < bestD && d*2 < len(k) {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, with a swap
+// of two neighbours counting once (sesion, sesison).
+func editDistance(a, b string) int {
+	prev2, prev, cur := make([]int, len(b)+1), make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
 }
 
 // isHelp reports whether arg asks for help rather than naming an action.

@@ -362,8 +362,15 @@ func TestMigrateCommands(t *testing.T) {
 	if err := run(context.Background(), []string{"migrate", "sideways", "--db", db}, noEnv, &out, &errOut); err == nil {
 		t.Error("unknown migrate action accepted")
 	}
-	if err := run(context.Background(), []string{"frobnicate"}, noEnv, &out, &errOut); err == nil {
-		t.Error("unknown command accepted")
+	if err := run(context.Background(), []string{"frobnicate"}, noEnv, &out, &errOut); err == nil || strings.Contains(errOut.String(), "did you mean") {
+		t.Errorf("unknown command: %v %s", err, errOut.String())
+	}
+	// A typo is answered with the command meant.
+	for typo, want := range map[string]string{"sesion": "session", "sesison": "session", "plna": "plan", "serv": "serve", "webhooks": "webhook"} {
+		errOut.Reset()
+		if err := run(context.Background(), []string{typo}, noEnv, &out, &errOut); err == nil || !strings.Contains(errOut.String(), "did you mean "+want+"?") {
+			t.Errorf("planserver %s: %v %q, want did you mean %s", typo, err, errOut.String(), want)
+		}
 	}
 }
 

@@ -215,7 +215,7 @@ func TestMigrateDownKeepsRevisionFloors(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The later migrations hold nothing of this and roll back first.
-	for _, later := range []string{"00023", "00022", "00021", "00020", "00019", "00018", "00017", "00016", "00014", "00013", "00012", "00011", "00010", "00009", "00008"} {
+	for _, later := range []string{"00024", "00023", "00022", "00021", "00020", "00019", "00018", "00017", "00016", "00014", "00013", "00012", "00011", "00010", "00009", "00008"} {
 		if err := run(context.Background(), []string{"migrate", "down", "--db", db}, noEnv, io.Discard, io.Discard); err != nil {
 			t.Fatalf("rolling back %s: %v", later, err)
 		}
@@ -247,7 +247,7 @@ func TestMigrateDownRefusesToLoseData(t *testing.T) {
 	if _, err := waitExit(t, p, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"00023", "00022", "00021", "00020", "00019", "00018", "00017", "00016", "00014", "00013", "00012", "00011", "00010", "00009", "00008", "00007", "00006", "00005", "00004", "00003", "00002"} {
+	for _, want := range []string{"00024", "00023", "00022", "00021", "00020", "00019", "00018", "00017", "00016", "00014", "00013", "00012", "00011", "00010", "00009", "00008", "00007", "00006", "00005", "00004", "00003", "00002"} {
 		if err := run(context.Background(), []string{"migrate", "down", "--db", db}, noEnv, io.Discard, io.Discard); err != nil {
 			t.Fatalf("rolling back %s, which holds nothing: %v", want, err)
 		}

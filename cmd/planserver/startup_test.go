@@ -128,3 +128,20 @@ func TestAuthNoneChecksTheBoundAddress(t *testing.T) {
 		t.Errorf("--auth token on every interface: %v", err)
 	}
 }
+
+// TestServeAddrWantsHostPort: --addr 8080 is a port, not an address: serve
+// says it wants host:port, rather than refusing --auth none on what it
+// would take for a host named 8080.
+func TestServeAddrWantsHostPort(t *testing.T) {
+	for addr, want := range map[string]string{
+		"8080":           `--addr "8080": want host:port, such as 127.0.0.1:8080`,
+		"localhost":      `--addr "localhost": want host:port`,
+		"127.0.0.1:http": `the port "http" is not a number`,
+	} {
+		var stderr strings.Builder
+		err := run(context.Background(), []string{"serve", "--addr", addr, "--db", filepath.Join(t.TempDir(), "p.db")}, noEnv, io.Discard, &stderr)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "authentication") {
+			t.Errorf("serve --addr %s: %v, want %q", addr, err, want)
+		}
+	}
+}

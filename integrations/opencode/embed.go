@@ -18,10 +18,20 @@ var Plugin string
 // touch no other file.
 const Marker = "planserver's plan-mode hook for opencode"
 
-// Configured is the plugin with session or parent written in as its
-// default (the environment still wins).
-func Configured(session, parent string) string {
+// Config is what planserver hook install writes into the plugin as its
+// defaults (the environment still wins): the server, the session or
+// parent, the token's file, and the name of planserver's MCP server.
+type Config struct {
+	Server, Session, Parent, TokenFile, MCP string
+}
+
+// Configured is the plugin with cfg written in.
+func Configured(cfg Config) string {
 	q := func(s string) string { raw, _ := json.Marshal(s); return string(raw) }
-	out := strings.Replace(Plugin, `const SESSION = ""`, "const SESSION = "+q(session), 1)
-	return strings.Replace(out, `const PARENT = ""`, "const PARENT = "+q(parent), 1)
+	out := Plugin
+	for name, v := range map[string]string{"SERVER": cfg.Server, "SESSION": cfg.Session, "PARENT": cfg.Parent,
+		"TOKEN_FILE": cfg.TokenFile, "MCP": cfg.MCP} {
+		out = strings.Replace(out, "const "+name+` = ""`, "const "+name+" = "+q(v), 1)
+	}
+	return out
 }

@@ -52,6 +52,7 @@ var copyTables = []copyTable{
 		"response, error, next_retry_at, created_at", "id"},
 	{"signin_attempts", "state_hash, nonce, verifier, return_to, expires_at, client", "state_hash"},
 	{"signins", "hash, subject, email, name, role, session_id, session_pk, id_token, created_at, last_seen_at, expires_at, id, groups", "hash"},
+	{"hook_decisions", "host, run_key, session_pk, tool, outcome, decided_at", "host, run_key"},
 }
 
 // counterKeys are the tables whose keys come from a counter that never

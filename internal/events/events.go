@@ -27,6 +27,7 @@ const (
 	SessionReviewRejected  = api.EventSessionReviewRejected
 	TodosUpdated           = api.EventTodosUpdated
 	ToolCallDenied         = api.EventToolCallDenied
+	ToolCallUnjudged       = api.EventToolCallUnjudged
 	PlanCreated            = api.EventPlanCreated
 	PlanUpdated            = api.EventPlanUpdated
 	PlanStatusChanged      = api.EventPlanStatusChanged

@@ -27,15 +27,19 @@ import (
 
 // Usage is the help of the command form (planserver hook, planserver-hook).
 const Usage = `Usage:
-  planserver hook HOST [--server URL] [--token-file FILE] [--session ID | --parent ID] [--timeout D]
-  planserver hook install|uninstall HOST [--scope user|project] [--session ID | --parent ID] [--dry-run]
+  planserver hook HOST [--server URL] [--token-file FILE] [--session ID | --parent ID] [--mcp NAME] [--timeout D]
+  planserver hook install HOST (--session ID | --parent ID) [--create] [--scope user|project] [--dry-run] ...
+  planserver hook doctor|uninstall HOST [--scope user|project]
 
 HOST is claude-code, gemini-cli, cursor or opencode. The first form is what
 the host runs before every tool call: it reads the host's hook input (JSON)
 on stdin, asks planserver (POST /v1/hooks/HOST) and prints the host's hook
 output. In build mode it gives no decision; in plan mode it allows reads and
 read-only commands, runs other commands in the read-only sandbox where the
-host can rewrite them, and denies writes with a reason for the model.
+host can rewrite them, and denies writes with a reason for the model. After a
+tool ran, the host's after-tool hook runs the same command with its report:
+planserver matches it to its decision (a run it never judged is an event,
+tool_call.unjudged), and the answer never blocks anything.
 
 It always prints valid JSON and exits 0, since a host runs the tool when its
 hook fails: when planserver cannot be reached (or answers in time), reads
@@ -47,6 +51,8 @@ Settings (flags win over the environment):
   --server    PLANSERVER_URL      planserver's URL (default http://127.0.0.1:8080)
   --session   PLANSERVER_SESSION  the session whose mode applies
   --parent    PLANSERVER_PARENT   bind each host conversation to a child of this session
+  --mcp NAME                      planserver's MCP server is set up in the host as NAME ("none": not
+                                  at all), so that denials name the tools the model has
   --shell-read-only FILE          the shell table's extension, as serve's (for reads while planserver is down)
   --offline-reason TEXT           planserver was asked already and could not answer: judge the call
                                   locally, saying TEXT (what planserver-hook passes when it hands over)
@@ -59,9 +65,9 @@ which starts in a fraction of planserver's time (a host starts the hook
 before every tool call); make build puts it beside planserver, and it hands
 over to planserver hook what it does not do itself (docs/hosts.md).
 
-install and uninstall add this hook to the host's settings, or take out only
-what install added: planserver-hook when it is beside planserver, else
-planserver hook (docs/hosts.md).
+install writes all of this into the host's settings, with the MCP server and
+a self-test; doctor checks an installation; uninstall takes out what install
+added. Their own help: planserver hook install --help.
 `
 
 // Run answers one hook call of host hostName on stdout, whatever happens:
@@ -103,7 +109,13 @@ func Run(ctx context.Context, hostName string, args []string, getenv func(string
 	}
 	call, err = hooks.Parse(host, raw)
 	if err != nil {
-		write(hooks.Render(host, call, hooks.Refusal(err.Error())))
+		d := hooks.Refusal(err.Error())
+		if call.Phase == hooks.After {
+			// A report never blocks: the tool ran already.
+			fmt.Fprintf(stderr, "planserver hook: the report of a run could not be read: %v\n", err)
+			d = hooks.Decision{Outcome: hooks.None}
+		}
+		write(hooks.Render(host, call, d))
 		return
 	}
 	set, err := hookwire.ParseFlags(args, getenv)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -66,6 +67,7 @@ func Parse(h Host, raw []byte) (Call, error) {
 	if dec.More() {
 		return c, inputErr("the hook input holds more than one JSON value.")
 	}
+	c.Phase = phaseOf(h, m)
 	var err error
 	switch h {
 	case ClaudeCode:
@@ -80,6 +82,20 @@ func Parse(h Host, raw []byte) (Call, error) {
 		err = inputErr("unknown host %q.", h)
 	}
 	return c, err
+}
+
+// phaseOf reads whether an input reports a run, first of all: a report
+// the adapter cannot read otherwise must still never be answered with a
+// denial.
+func phaseOf(h Host, m map[string]json.RawMessage) Phase {
+	member := "hook_event_name"
+	if h == OpenCode {
+		member = "event"
+	}
+	if ev, err := str(m, member); err == nil && slices.Contains(hookwire.ReportEvents[string(h)], ev) {
+		return After
+	}
+	return Before
 }
 
 func jsonErr(err error) string {
@@ -229,14 +245,17 @@ func classify(c *Call, tools map[string]Kind, commandField string) error {
 
 // parseClaude reads Claude Code's PreToolUse input: {session_id,
 // transcript_path, cwd, permission_mode, hook_event_name, tool_name,
-// tool_input, tool_use_id, agent_id?, agent_type?}.
+// tool_input, tool_use_id, agent_id?, agent_type?}, and the reports of
+// PostToolUse (the same, and tool_response) and PostToolUseFailure (the
+// same, and error).
 func parseClaude(c *Call, m map[string]json.RawMessage) error {
 	var transcript string
 	if err := strs(m, map[string]*string{"hook_event_name": &c.Event, "session_id": &c.Conversation,
-		"tool_name": &c.Tool, "agent_id": &c.AgentID, "agent_type": &c.AgentType, "transcript_path": &transcript}); err != nil {
+		"tool_name": &c.Tool, "agent_id": &c.AgentID, "agent_type": &c.AgentType, "transcript_path": &transcript,
+		"tool_use_id": &c.RunID, "permission_mode": &c.PermissionMode}); err != nil {
 		return err
 	}
-	if err := toolCall(c, m, "Claude Code", "PreToolUse", claudeTools); err != nil {
+	if err := toolCall(c, m, "Claude Code", "PreToolUse", claudeTools, "PostToolUse", "PostToolUseFailure"); err != nil {
 		return err
 	}
 	if c.Kind == Write && (c.Tool == "Write" || c.Tool == "Edit") && claudePlanFile(c.Path, transcript) {
@@ -269,23 +288,53 @@ func claudePlanFile(file, transcript string) bool {
 
 // parseGemini reads Gemini CLI's BeforeTool input: {session_id,
 // transcript_path, cwd, hook_event_name, timestamp, tool_name,
-// tool_input, mcp_context?}.
+// tool_input, mcp_context?}, and AfterTool's report (the same, and
+// tool_response). Gemini CLI sends no id of the call.
+//
+// Gemini CLI names an MCP tool mcp_SERVER_TOOL (0.61: generateValidName,
+// one underscore each side, the server's name without one), and says
+// which server and tool in mcp_context: that is read first.
 func parseGemini(c *Call, m map[string]json.RawMessage) error {
 	if err := strs(m, map[string]*string{"hook_event_name": &c.Event, "session_id": &c.Conversation,
 		"tool_name": &c.Tool}); err != nil {
 		return err
 	}
-	return toolCall(c, m, "Gemini CLI", "BeforeTool", geminiTools)
+	if err := toolCall(c, m, "Gemini CLI", "BeforeTool", geminiTools, "AfterTool"); err != nil {
+		return err
+	}
+	if c.Kind == MCP {
+		return nil
+	}
+	ctx, err := object(m, "mcp_context")
+	if err != nil {
+		return err
+	}
+	var server, tool string
+	if ctx != nil {
+		if err := strs(ctx, map[string]*string{"server_name": &server, "tool_name": &tool}); err != nil {
+			return err
+		}
+	}
+	if server == "" || tool == "" {
+		if rest, ok := strings.CutPrefix(c.Tool, "mcp_"); ok {
+			server, tool, _ = strings.Cut(rest, "_")
+		}
+	}
+	if server != "" && tool != "" {
+		c.Kind, c.MCPServer, c.MCPTool = MCP, server, tool
+	}
+	return nil
 }
 
 // toolCall reads the part Claude Code's PreToolUse and Gemini CLI's
 // BeforeTool inputs share, once their common members are in c: the event
-// must be the one planserver answers, tool_name is required, tool_input
-// is an object (which both hosts run as rewritten), and the tool is
-// classified by the host's table.
-func toolCall(c *Call, m map[string]json.RawMessage, host, event string, tools map[string]Kind) error {
-	if c.Event != event {
-		return inputErr("hook_event_name is %q: planserver hook answers %s's %s only.", c.Event, host, event)
+// must be the one planserver answers (or one of the reports, after),
+// tool_name is required, tool_input is an object (which both hosts run as
+// rewritten), and the tool is classified by the host's table.
+func toolCall(c *Call, m map[string]json.RawMessage, host, event string, tools map[string]Kind, after ...string) error {
+	if !slices.Contains(after, c.Event) && c.Event != event {
+		return inputErr("hook_event_name is %q: planserver hook answers %s's %s and reads its %s only.", c.Event, host, event,
+			strings.Join(after, " and "))
 	}
 	return rewritableCall(c, m, "tool_name", "tool_input", tools)
 }
@@ -316,8 +365,22 @@ const (
 	cursorPreTool = "preToolUse"
 )
 
-// CursorEvents are the Cursor hook events planserver hook install wires.
-var CursorEvents = []string{cursorShell, cursorMCP, cursorRead, cursorPreTool}
+// The Cursor events that report a run: each fires after the agent acted,
+// and is matched to its before-event's decision.
+const (
+	cursorAfterShell = "afterShellExecution"
+	cursorAfterMCP   = "afterMCPExecution"
+	cursorPostTool   = "postToolUse"
+)
+
+// CursorEvents are the Cursor hook events planserver hook install wires
+// before the agent acts; CursorAfterEvents those after. afterFileEdit is
+// not wired: it names a file, not a tool call, so no decision can be
+// matched to it (an edit made through preToolUse reports in postToolUse).
+var (
+	CursorEvents      = []string{cursorShell, cursorMCP, cursorRead, cursorPreTool}
+	CursorAfterEvents = []string{cursorAfterShell, cursorAfterMCP, cursorPostTool}
+)
 
 // parseCursor reads Cursor's hook inputs: common {hook_event_name,
 // conversation_id, generation_id, workspace_roots} and per event
@@ -325,11 +388,12 @@ var CursorEvents = []string{cursorShell, cursorMCP, cursorRead, cursorPreTool}
 // tool_input, url | command}, beforeReadFile {file_path, content},
 // preToolUse {tool_name, tool_input}.
 func parseCursor(c *Call, m map[string]json.RawMessage) error {
-	if err := strs(m, map[string]*string{"hook_event_name": &c.Event, "conversation_id": &c.Conversation}); err != nil {
+	if err := strs(m, map[string]*string{"hook_event_name": &c.Event, "conversation_id": &c.Conversation,
+		"tool_use_id": &c.RunID}); err != nil {
 		return err
 	}
 	switch c.Event {
-	case cursorShell:
+	case cursorShell, cursorAfterShell:
 		c.Tool, c.Kind = "Shell", Shell
 		cmd, err := str(m, "command")
 		if err != nil {
@@ -337,7 +401,7 @@ func parseCursor(c *Call, m map[string]json.RawMessage) error {
 		}
 		c.Command = cmd
 		return require("command", cmd)
-	case cursorMCP:
+	case cursorMCP, cursorAfterMCP:
 		c.Kind = MCP
 		if err := strs(m, map[string]*string{"tool_name": &c.MCPTool, "url": &c.MCPURL}); err != nil {
 			return err
@@ -356,13 +420,14 @@ func parseCursor(c *Call, m map[string]json.RawMessage) error {
 		}
 		c.Path = p
 		return nil
-	case cursorPreTool:
+	case cursorPreTool, cursorPostTool:
 		if err := strs(m, map[string]*string{"tool_name": &c.Tool}); err != nil {
 			return err
 		}
 		return rewritableCall(c, m, "tool_name", "tool_input", cursorTools)
 	}
-	return inputErr("hook_event_name is %q: planserver hook answers Cursor's %s.", c.Event, strings.Join(CursorEvents, ", "))
+	return inputErr("hook_event_name is %q: planserver hook answers Cursor's %s and reads its %s.", c.Event,
+		strings.Join(CursorEvents, ", "), strings.Join(CursorAfterEvents, ", "))
 }
 
 // gateName returns the gate a Cursor MCP server's URL reaches through
@@ -389,13 +454,31 @@ func gateName(url string) string {
 }
 
 // parseOpenCode reads what integrations/opencode/planserver.js sends from
-// tool.execute.before: {tool, sessionID, callID, args, agent?}.
+// tool.execute.before: {tool, sessionID, callID, args, agent?}, and from
+// tool.execute.after the same with event "tool.execute.after" (an input
+// without event is a before: the plugin's older versions sent none).
 func parseOpenCode(c *Call, m map[string]json.RawMessage) error {
-	c.Event = "tool.execute.before"
-	if err := strs(m, map[string]*string{"tool": &c.Tool, "sessionID": &c.Conversation, "agent": &c.AgentType}); err != nil {
+	if err := strs(m, map[string]*string{"event": &c.Event, "tool": &c.Tool, "sessionID": &c.Conversation,
+		"agent": &c.AgentType, "callID": &c.RunID}); err != nil {
 		return err
 	}
-	return rewritableCall(c, m, "tool", "args", openCodeTools)
+	switch c.Event {
+	case "", "tool.execute.before":
+		c.Event = "tool.execute.before"
+	case "tool.execute.after":
+	default:
+		return inputErr("event is %q: the opencode plugin sends tool.execute.before or tool.execute.after.", c.Event)
+	}
+	if err := rewritableCall(c, m, "tool", "args", openCodeTools); err != nil {
+		return err
+	}
+	// opencode names an MCP server's tool SERVER_TOOL: planserver's own
+	// (planserver_exit_plan_mode, the model's way to ask for review) is
+	// judged as on /mcp, another server's by the gate registry.
+	if server, tool, ok := strings.Cut(c.Tool, "_"); ok && c.Kind == Unknown && server != "" && tool != "" {
+		c.Kind, c.MCPServer, c.MCPTool = MCP, server, tool
+	}
+	return nil
 }
 
 // Render answers decision d in host h's output format for call c (as far

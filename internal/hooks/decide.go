@@ -84,7 +84,41 @@ type Call struct {
 	// with (Claude Code's updatedInput, Gemini CLI's tool_input, Cursor's
 	// preToolUse updated_input, the opencode plugin's args).
 	CanRewrite bool
+	// Phase says whether the host asks before the tool runs (Before) or
+	// reports a run that happened (After: Claude Code's PostToolUse and
+	// PostToolUseFailure, Gemini CLI's AfterTool, Cursor's postToolUse,
+	// afterShellExecution and afterMCPExecution, opencode's
+	// tool.execute.after). A report is never answered with a decision.
+	Phase Phase
+	// RunID is the host's own id of this tool call, the same before and
+	// after it runs: Claude Code's tool_use_id, opencode's callID,
+	// Cursor's tool_use_id where it sends one; "" where the host sends
+	// none (Gemini CLI), and RunKeys falls back on the call's content.
+	RunID string
+	// PermissionMode is Claude Code's permission_mode: "plan" while Claude
+	// Code is in its own plan mode, the only mode in which the model has
+	// its ExitPlanMode tool.
+	PermissionMode string
+	// MCPName is what the installation says about planserver's MCP server
+	// in this host (the hook's --mcp, ?mcp=): the name it is set up under,
+	// so that a denial names the tools the model has; NoMCP when none is
+	// set up; "" when the hook was not told.
+	MCPName string
 }
+
+// NoMCP is MCPName for a host where planserver's MCP server is not set up.
+const NoMCP = "none"
+
+// Phase is when a hook call comes: before a tool runs, or after.
+type Phase int
+
+// The phases.
+const (
+	// Before asks whether a tool call may run.
+	Before Phase = iota
+	// After reports a tool call that ran.
+	After
+)
 
 // Outcome is the kind of a decision.
 type Outcome int
@@ -189,6 +223,11 @@ type Facts struct {
 // Decide is the rule, the one place it is decided: what a host's tool
 // call c of a session in mode s (its effective mode resolved) gets.
 func Decide(c Call, s Mode, p Policy, f Facts) Decision {
+	if c.Phase == After {
+		// A report of a run: nothing to decide (RunKeys matches it to the
+		// decision made before it ran).
+		return Decision{Outcome: None}
+	}
 	if !s.Plan {
 		return Decision{Outcome: None}
 	}
@@ -209,11 +248,11 @@ func Decide(c Call, s Mode, p Policy, f Facts) Decision {
 	case Write:
 		return Decision{Outcome: Deny, Reason: fmt.Sprintf("[planserver: plan mode] %s changes files%s and is not available. %s "+
 			"You may read, search and run read-only commands while you plan. %s",
-			c.Tool, about(c.Path), modeSentence(s), nextStep(c.Host))}
+			c.Tool, about(c.Path), modeSentence(s), NextStep(c))}
 	}
 	return Decision{Outcome: Deny, Reason: fmt.Sprintf("[planserver: plan mode] %q is a tool planserver does not know, "+
 		"so plan mode refuses it (it might change something). %s You may read, search and run read-only commands while you plan. %s",
-		c.Tool, modeSentence(s), nextStep(c.Host))}
+		c.Tool, modeSentence(s), NextStep(c))}
 }
 
 func decideShell(c Call, s Mode, p Policy) Decision {
@@ -223,7 +262,7 @@ func decideShell(c Call, s Mode, p Policy) Decision {
 	if p.Writes != nil {
 		if writes, why := p.Writes(c.Command); writes {
 			return Decision{Outcome: Deny, Reason: fmt.Sprintf("[planserver: plan mode] This command changes things: %s. "+
-				"%s You may read, search and run commands that only read while you plan. %s", why, modeSentence(s), nextStep(c.Host))}
+				"%s You may read, search and run commands that only read while you plan. %s", why, modeSentence(s), NextStep(c))}
 		}
 	}
 	if rewrite, ok := sandboxed(c, s, p); ok {
@@ -248,7 +287,7 @@ func decideShell(c Call, s Mode, p Policy) Decision {
 	}
 	return Decision{Outcome: Deny, Reason: fmt.Sprintf("[planserver: plan mode] %s, so only plain reads on the allowlist run "+
 		"(ls, cat, grep, find without -exec, ...: words only, no redirection but to /dev/null), and this one is not: %s. %s %s",
-		capitalize(noSandbox), why, modeSentence(s), nextStep(c.Host))}
+		capitalize(noSandbox), why, modeSentence(s), NextStep(c))}
 }
 
 // sandboxed is the command rewritten to run in the read-only sandbox,
@@ -258,7 +297,7 @@ func sandboxed(c Call, s Mode, p Policy) (Decision, bool) {
 		return Decision{}, false
 	}
 	explain := fmt.Sprintf("[planserver] %s This command ran in planserver's read-only sandbox, where every write and "+
-		"every network connection is refused. %s", modeSentence(s), nextStep(c.Host))
+		"every network connection is refused. %s", modeSentence(s), NextStep(c))
 	wrapped, err := p.Sandbox.Wrap(c.Command, explain)
 	var raw []byte
 	if err == nil {
@@ -266,7 +305,7 @@ func sandboxed(c Call, s Mode, p Policy) (Decision, bool) {
 	}
 	if err != nil {
 		return Decision{Outcome: Deny, Reason: fmt.Sprintf("[planserver: plan mode] This command cannot run in the read-only "+
-			"sandbox (%v), so it is refused. %s %s", err, modeSentence(s), nextStep(c.Host))}, true
+			"sandbox (%v), so it is refused. %s %s", err, modeSentence(s), NextStep(c))}, true
 	}
 	in := make(map[string]json.RawMessage, len(c.Input))
 	for k, v := range c.Input {
@@ -307,7 +346,7 @@ func decideMCP(c Call, s Mode, f Facts) Decision {
 	}
 	return Decision{Outcome: Deny, Reason: fmt.Sprintf("[planserver: plan mode] MCP tool %q of %s is not known to be read-only, "+
 		"so plan mode refuses it. %s An operator can declare it read-only (planserver gate add NAME URL --read-only TOOL, "+
-		"with NAME the server's name) or put the server behind planserver gate. %s", c.MCPTool, quoteServer(server), modeSentence(s), nextStep(c.Host))}
+		"with NAME the server's name) or put the server behind planserver gate. %s", c.MCPTool, quoteServer(server), modeSentence(s), NextStep(c))}
 }
 
 func quoteServer(name string) string {
@@ -332,7 +371,7 @@ func ReviewDenial(target string, rev int64, url string) Decision {
 // not a read): a denial that fails closed and says why.
 func Refusal(why string) Decision {
 	return Decision{Outcome: Deny, Reason: "[planserver hook] " + why + " The call is refused so that plan mode cannot be bypassed; " +
-		"reads keep working. Fix the hook's setup (planserver hook --help) or ask the user to."}
+		"reads keep working. Ask the user to check the hook's setup: planserver hook doctor HOST names what is wrong."}
 }
 
 // Fallback is the answer when planserver cannot be asked (err says why):
@@ -341,6 +380,10 @@ func Refusal(why string) Decision {
 // run it (in the sandbox where the host rewrites, else only a plain read on
 // the allowlist), and everything else is refused.
 func Fallback(c Call, p Policy, err error) Decision {
+	if c.Phase == After {
+		// A report never blocks: the tool ran already.
+		return Decision{Outcome: None}
+	}
 	switch c.Kind {
 	case Read, Agent, Planning:
 		return Decision{Outcome: Allow, Reason: "planserver unreachable; reads are allowed"}
@@ -385,12 +428,41 @@ func about(path string) string {
 	return fmt.Sprintf(" (%s)", path)
 }
 
-// nextStep says how to leave plan mode on host h.
-func nextStep(h Host) string {
-	if h == ClaudeCode {
-		return "Write your plan and call ExitPlanMode with it (or the write_session_plan and exit_plan_mode tools): a human reviews it, and once they approve, these tools work again."
+// NextStep tells the model how to ask for the review that ends plan mode,
+// naming only tools it has: Claude Code's ExitPlanMode only while Claude
+// Code is in its own plan mode (outside it the tool is disabled), and
+// planserver's MCP tools by the name the installation gave their server
+// (c.MCPName), as this host spells them.
+func NextStep(c Call) string {
+	const after = "a human reviews it, and once they approve, these tools work again."
+	if c.Host == ClaudeCode && c.PermissionMode == "plan" {
+		return "Write your plan and call ExitPlanMode with it: " + after
 	}
-	return "Write your plan with the write_session_plan tool and ask for review with exit_plan_mode: once a human approves it, these tools work again."
+	switch c.MCPName {
+	case "":
+		return "If you have planserver's write_session_plan and exit_plan_mode tools, write your plan with the first and ask for " +
+			"review with the second: " + after + " If you do not have them, stop and show the user your plan: they review it in planserver's console."
+	case NoMCP:
+		return "You have no tool to ask for review here: stop and show the user your plan, and ask them to review it in planserver's console " +
+			"(or to set up planserver's MCP server with planserver hook install, which gives you the tools to ask)."
+	}
+	write, exit := MCPToolName(c.Host, c.MCPName, "write_session_plan"), MCPToolName(c.Host, c.MCPName, "exit_plan_mode")
+	return fmt.Sprintf("Write your plan with the %s tool and ask for review with %s: %s", write, exit, after)
+}
+
+// MCPToolName is tool of the MCP server set up as server, as host names it
+// to the model: Claude Code mcp__server__tool, Gemini CLI mcp_server_tool,
+// opencode server_tool; Cursor shows the tool's own name.
+func MCPToolName(h Host, server, tool string) string {
+	switch h {
+	case ClaudeCode:
+		return "mcp__" + server + "__" + tool
+	case GeminiCLI:
+		return "mcp_" + server + "_" + tool
+	case OpenCode:
+		return server + "_" + tool
+	}
+	return tool
 }
 
 // modeSentence says which session holds plan mode.

@@ -65,6 +65,10 @@ type Settings struct {
 	// OfflineReason, when set, says planserver was already asked for this
 	// call and could not answer, and why: judge it locally at once.
 	OfflineReason string
+	// MCP is the name under which planserver's MCP server is set up in the
+	// host ("none" when it is not), as planserver hook install wrote it:
+	// planserver names those tools in its denials (?mcp=).
+	MCP string
 	// TokenOnArgv records a --token given on the command line: refused.
 	TokenOnArgv bool
 }
@@ -84,6 +88,7 @@ func ParseFlags(args []string, getenv func(string) string) (Settings, error) {
 	fs.DurationVar(&set.Timeout, "timeout", DefaultTimeout, "")
 	fs.StringVar(&set.ShellReadOnly, "shell-read-only", "", "")
 	fs.StringVar(&set.OfflineReason, "offline-reason", "", "")
+	fs.StringVar(&set.MCP, "mcp", "", "")
 	if err := fs.Parse(args); err != nil {
 		return set, fmt.Errorf("bad arguments: %s", cliflag.ErrorText(err))
 	}
@@ -158,6 +163,9 @@ func NewRequest(set Settings, token, host string, raw []byte) (Request, error) {
 		q.Set("session", set.Session)
 	} else {
 		q.Set("parent", set.Parent)
+	}
+	if set.MCP != "" {
+		q.Set("mcp", set.MCP)
 	}
 	if host == "" || strings.ContainsFunc(host, func(r rune) bool { return (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '-' }) {
 		return Request{}, fmt.Errorf("%q is not a host name like claude-code", host)
@@ -315,6 +323,40 @@ func readAtMost(r io.Reader, n int64) ([]byte, error) {
 		err = fmt.Errorf("the answer is larger than %d bytes", n)
 	}
 	return body, err
+}
+
+// ReportEvents are each host's hook events that report a tool run after it
+// ran (hooks reads them as reports): never answered with a denial, since
+// the tool ran already.
+var ReportEvents = map[string][]string{
+	"claude-code": {"PostToolUse", "PostToolUseFailure"},
+	"gemini-cli":  {"AfterTool"},
+	"cursor":      {"afterShellExecution", "afterMCPExecution", "postToolUse"},
+	"opencode":    {"tool.execute.after"},
+}
+
+// IsReport reports whether raw is host's report of a run (one of
+// ReportEvents), for the answers given when nothing else could be read:
+// a report gets no decision. It unmarshals, so it is for the paths where
+// the hook already failed, not the start-up of every call.
+func IsReport(host string, raw []byte) bool {
+	var in struct {
+		HookEventName string `json:"hook_event_name"`
+		Event         string `json:"event"`
+	}
+	if json.Unmarshal(raw, &in) != nil {
+		return false
+	}
+	ev := in.HookEventName
+	if host == "opencode" {
+		ev = in.Event
+	}
+	for _, r := range ReportEvents[host] {
+		if ev == r {
+			return true
+		}
+	}
+	return false
 }
 
 // AnyHostDeny is a denial every host's format reads as one (Claude Code

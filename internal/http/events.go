@@ -382,21 +382,25 @@ func (s *Server) PruneEvents(ctx context.Context, now time.Time) (int64, error) 
 	return n, err
 }
 
-// RunPruner prunes the event log at once and then every interval, until
+// RunPruner prunes the event log (when a retention is configured) and the
+// decisions about host tool calls whose runs were never reported
+// (sessions.HookDecisionLifetime) at once and then every interval, until
 // ctx is done. Failures are logged and retried at the next tick.
 func (s *Server) RunPruner(ctx context.Context, interval time.Duration) {
-	if s.cfg.EventRetention == (events.Retention{}) {
-		return // nothing to enforce
-	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		n, err := s.PruneEvents(ctx, time.Now())
-		switch {
-		case err != nil && ctx.Err() == nil:
-			s.log.Error("prune events", slog.Any("error", err))
-		case n > 0:
-			s.log.Info("pruned events", slog.Int64("count", n))
+		if s.cfg.EventRetention != (events.Retention{}) {
+			n, err := s.PruneEvents(ctx, time.Now())
+			switch {
+			case err != nil && ctx.Err() == nil:
+				s.log.Error("prune events", slog.Any("error", err))
+			case n > 0:
+				s.log.Info("pruned events", slog.Int64("count", n))
+			}
+		}
+		if _, err := s.PruneHookDecisions(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			s.log.Error("prune hook decisions", slog.Any("error", err))
 		}
 		select {
 		case <-ctx.Done():
@@ -404,4 +408,10 @@ func (s *Server) RunPruner(ctx context.Context, interval time.Duration) {
 		case <-t.C:
 		}
 	}
+}
+
+// PruneHookDecisions deletes the decisions about host tool calls older
+// than sessions.HookDecisionLifetime as of now, and returns how many.
+func (s *Server) PruneHookDecisions(ctx context.Context, now time.Time) (int64, error) {
+	return s.sessions.PruneHookDecisions(ctx, now)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
@@ -34,15 +35,28 @@ type HookConfig struct {
 
 // hookRules are the plan-mode rules of host hooks, built once.
 type hookRules struct {
-	policy hooks.Policy
+	// unjudged counts the tool runs nobody judged, by host and reason
+	// (planserver_hook_unjudged_runs_total).
+	unjudged *prometheus.CounterVec
+	policy   hooks.Policy
 	// ownServers are the names hosts give planserver's own MCP server.
 	ownServers map[string]bool
 	// ownTools says which of planserver's MCP tools are read-only.
 	ownTools map[string]bool
 }
 
-func newHookRules(cfg HookConfig) hookRules {
+func newHookRules(cfg HookConfig, reg prometheus.Registerer) hookRules {
 	r := hookRules{ownServers: map[string]bool{}, ownTools: map[string]bool{}}
+	r.unjudged = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "planserver_hook_unjudged_runs_total",
+		Help: "Tool runs a host's after-tool hook reported that planserver never decided (reason no_decision) or had denied (reason denied); each is a tool_call.unjudged event.",
+	}, []string{"host", "reason"})
+	for _, h := range hooks.Hosts {
+		for _, why := range []string{api.UnjudgedNoDecision, api.UnjudgedDenied} {
+			r.unjudged.WithLabelValues(string(h), why)
+		}
+	}
+	reg.MustRegister(r.unjudged)
 	for _, n := range cfg.OwnServers {
 		if n = strings.TrimSpace(n); n != "" {
 			r.ownServers[n] = true
@@ -95,10 +109,16 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) error {
 }
 
 // hookDecision decides one hook call; it never fails, turning every error
-// into a refusal.
+// into a refusal. A report of a run (an after-tool hook) is matched to its
+// decision and answered with none, whatever happens: it never blocks.
 func (s *Server) hookDecision(w http.ResponseWriter, r *http.Request, host hooks.Host, adapter string) (hooks.Call, hooks.Decision) {
 	ctx := r.Context()
 	refuse := func(call hooks.Call, err error) (hooks.Call, hooks.Decision) {
+		if call.Phase == hooks.After {
+			// A report never blocks: the tool ran already.
+			s.log.WarnContext(ctx, "hook: a report of a run could not be matched", "host", host, "err", err)
+			return call, hooks.Decision{Outcome: hooks.None}
+		}
 		if e, ok := apierr.As(err); ok && e.Code != apierr.Internal {
 			return call, hooks.Refusal(e.Detail + ".")
 		}
@@ -116,6 +136,9 @@ func (s *Server) hookDecision(w http.ResponseWriter, r *http.Request, host hooks
 		return refuse(hooks.Call{Host: host}, err)
 	}
 	call, err := hooks.Parse(host, body)
+	if err == nil {
+		call.MCPName, err = hookMCPName(r.URL.Query().Get("mcp"))
+	}
 	if err != nil {
 		return refuse(call, err)
 	}
@@ -123,9 +146,18 @@ func (s *Server) hookDecision(w http.ResponseWriter, r *http.Request, host hooks
 	if err != nil {
 		return refuse(call, err)
 	}
-	if err := s.sessions.NoteEnforcement(ctx, sess, string(host), adapter); err != nil {
-		// The decision does not depend on it: log, and answer.
-		s.log.WarnContext(ctx, "hook: enforcement not recorded", "session", sess.ID, "err", err)
+	hc := sessions.HookCall{Host: string(host), Adapter: adapter, Tool: call.Tool, ToolUseID: call.RunID,
+		AgentID: call.AgentID, AgentType: call.AgentType}
+	if call.Phase == hooks.After {
+		hc.Keys = hooks.RunKeys(call, nil)
+		run, err := s.sessions.ReportToolRun(ctx, sess.ID, hc)
+		if err != nil {
+			return refuse(call, err)
+		}
+		if run != nil {
+			s.hookRules.unjudged.WithLabelValues(string(host), run.Reason).Inc()
+		}
+		return call, hooks.Decision{Outcome: hooks.None}
 	}
 	policy := s.hookRules.policy
 	facts, err := s.hookFacts(ctx, call, sess)
@@ -133,38 +165,60 @@ func (s *Server) hookDecision(w http.ResponseWriter, r *http.Request, host hooks
 		return refuse(call, err)
 	}
 	d := hooks.Decide(call, hookMode(sess), policy, facts)
-	switch d.Outcome {
-	case hooks.Review:
+	review := d.Outcome == hooks.Review
+	if review {
 		if d, err = s.hookReview(ctx, r, call, sess); err != nil {
 			return refuse(call, err)
 		}
-		reason := d.Reason
-		_, _, err = s.sessions.DenyToolCall(ctx, sess.ID, func(cur *sessions.Session) *sessions.HookDenial {
-			if cur.EffectiveMode != sessions.Plan {
-				return nil
-			}
-			return &sessions.HookDenial{Tool: call.Tool, Reason: reason, Host: string(host), Adapter: adapter, AgentID: call.AgentID}
-		})
-		if err != nil {
-			return refuse(call, err)
+	}
+	if !call.Reported() && d.Outcome != hooks.Deny {
+		// No report follows: nothing to record but the enforcement.
+		if err := s.sessions.NoteEnforcement(ctx, sess, string(host), adapter); err != nil {
+			s.log.WarnContext(ctx, "hook: enforcement not recorded", "session", sess.ID, "err", err)
 		}
-	case hooks.Deny:
-		// Decide again where the denial is recorded: a mode changed since
-		// the read is honoured, and the event matches the answer.
-		var again hooks.Decision
-		_, _, err := s.sessions.DenyToolCall(ctx, sess.ID, func(cur *sessions.Session) *sessions.HookDenial {
-			again = hooks.Decide(call, hookMode(cur), policy, facts)
-			if again.Outcome != hooks.Deny {
-				return nil
-			}
-			return &sessions.HookDenial{Tool: call.Tool, Reason: again.Reason, Host: string(host), Adapter: adapter, AgentID: call.AgentID}
-		})
-		if err != nil {
-			return refuse(call, err)
+		return call, d
+	}
+	if call.Reported() {
+		hc.Keys = hooks.RunKeys(call, d.Input)
+	}
+	// Decide again where the decision is recorded: a mode changed since
+	// the read is honoured, and the record and the event match the answer.
+	// The first decision stands while the mode is the same, so the shell
+	// parser does not run inside the write.
+	first := hookMode(sess)
+	_, _, err = s.sessions.DecideToolCall(ctx, sess.ID, hc, func(cur *sessions.Session) sessions.HookVerdict {
+		if mode := hookMode(cur); mode != first && !review {
+			d = hooks.Decide(call, mode, policy, facts)
 		}
-		d = again
+		outcome := d.Outcome
+		if review && cur.EffectiveMode != sessions.Plan {
+			outcome = hooks.None
+		}
+		v := sessions.HookVerdict{Outcome: outcome.String()}
+		if outcome == hooks.Deny {
+			v.Denial = &sessions.HookDenial{Tool: call.Tool, Reason: d.Reason, Host: string(host), Adapter: adapter, AgentID: call.AgentID}
+		}
+		return v
+	})
+	if err != nil {
+		return refuse(call, err)
 	}
 	return call, d
+}
+
+// hookMCPName reads ?mcp=: the name under which planserver's MCP server
+// is set up in the host (what planserver hook install wrote into the
+// hook's command), hooks.NoMCP, or nothing.
+func hookMCPName(v string) (string, error) {
+	if v == "" || v == hooks.NoMCP {
+		return v, nil
+	}
+	if len(v) > 64 || strings.IndexFunc(v, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
+	}) >= 0 {
+		return "", apierr.Invalid("mcp", "%q is not an MCP server name (letters, digits, - and _, at most 64)", v)
+	}
+	return v, nil
 }
 
 // hookSession is the session a hook call acts for: ?session=ID, or the

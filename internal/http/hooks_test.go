@@ -89,7 +89,7 @@ func TestHookFixtures(t *testing.T) {
 	}{
 		{"claude-code", "read", "allow", ""},
 		{"claude-code", "write", "deny", "Write changes files (/path/to/file.txt)"},
-		{"claude-code", "edit", "deny", "ExitPlanMode"},
+		{"claude-code", "edit", "deny", "write_session_plan"},
 		{"claude-code", "notebook_edit", "deny", "changes files"},
 		{"claude-code", "bash_ls", "allow", ""},
 		{"claude-code", "bash_redirect", "deny", "marker.txt"},
@@ -250,7 +250,7 @@ func TestHookParentBinding(t *testing.T) {
 		t.Errorf("child: %+v", child)
 	}
 	if len(child.Enforcement) != 1 || child.Enforcement[0].Host != "claude-code" || child.Enforcement[0].Adapter != "http" ||
-		child.Enforcement[0].LastDecisionAt == "" {
+		child.Enforcement[0].LastDecisionAt == nil {
 		t.Errorf("enforcement: %+v", child.Enforcement)
 	}
 	if n := countRows(t, env, "sessions", "parent_id = 'p'"); n != 1 {
@@ -298,7 +298,7 @@ func TestHookBadInput(t *testing.T) {
 		{"not json", "claude-code", "session=p", `not json`, "not a JSON object"},
 		{"array", "gemini-cli", "session=p", `[1,2]`, "not a JSON object"},
 		{"two values", "cursor", "session=p", `{} {}`, "more than one JSON value"},
-		{"wrong event", "claude-code", "session=p", `{"hook_event_name":"PostToolUse","tool_name":"Write"}`, "PreToolUse only"},
+		{"wrong event", "claude-code", "session=p", `{"hook_event_name":"Stop","tool_name":"Write"}`, "answers Claude Code's PreToolUse"},
 		{"no tool", "claude-code", "session=p", `{"hook_event_name":"PreToolUse"}`, "no tool_name"},
 		{"tool input not an object", "claude-code", "session=p", `{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":7}`, "tool_input must be a JSON object"},
 		{"tool name not a string", "gemini-cli", "session=p", `{"hook_event_name":"BeforeTool","tool_name":5}`, "tool_name must be a string"},

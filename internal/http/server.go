@@ -193,7 +193,7 @@ func New(cfg Config) *Server {
 		limiter:  newLimiter(cfg.RateLimit, cfg.RateBurst),
 		shutdown: make(chan struct{}),
 	}
-	s.hookRules = newHookRules(cfg.Hooks)
+	s.hookRules = newHookRules(cfg.Hooks, reg)
 	s.oidc = cfg.OIDC
 	signIns := auth.SignInConfig{}
 	if s.oidc != nil {

@@ -2,6 +2,7 @@ package plans
 
 import (
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -206,4 +207,57 @@ func FuzzDecodeYAML(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDecodeYAMLSaysEveryFault: a document with several faults gets all of
+// them in one answer, each with its field and line, in words for the
+// writer of YAML: no Go type names, no <nil>, no YAML tags.
+func TestDecodeYAMLSaysEveryFault(t *testing.T) {
+	for _, c := range []struct {
+		in     string
+		fields []string
+		words  []string
+	}{
+		{"just text\n", nil, []string{"line 1: the document is text", "title, author, status, steps, content"}},
+		{"- a\n- b\n", nil, []string{"the document is a list"}},
+		{"title: [a, b]\ncontent: x\nauthor: {x: 1}\nrevision: 3\n", []string{"title", "author", "revision"},
+			[]string{"line 1: must be text, not a list", "line 3: must be text, not a mapping", "line 4: unknown field"}},
+		{"revision: 3\nsteps:\n- {id: a, description: d, owner: o, weight: 2}\n- {id: b, owner: o}\n- {id: c, description: d, owner: o, deps: [zz]}\n",
+			[]string{"revision", "steps[0].weight", "steps[1].description", "steps[2].deps[0]"}, []string{"unknown field", "is required"}},
+		{"steps:\n- {id: '2', description: d, owner: o, status: weird}\n", []string{"steps[0].status"},
+			[]string{"must be one of pending, in_progress, complete, blocked, not weird"}},
+	} {
+		_, err := DecodeYAML([]byte(c.in))
+		e, ok := apierr.As(err)
+		if !ok || e.Code != apierr.InvalidArgument {
+			t.Errorf("%q: %v", c.in, err)
+			continue
+		}
+		all := e.Detail
+		var got []string
+		for _, f := range e.Fields {
+			got = append(got, f.Field)
+			all += "\n" + f.Field + ": " + f.Message
+		}
+		for _, leak := range []string{"<nil>", "yamlIn", "plans.", "!!", "unmarshal"} {
+			if strings.Contains(all, leak) {
+				t.Errorf("%q: the error leaks %q:\n%s", c.in, leak, all)
+			}
+		}
+		for _, f := range c.fields {
+			if !slices.Contains(got, f) {
+				t.Errorf("%q: no error for %s:\n%s", c.in, f, all)
+			}
+		}
+		for _, w := range c.words {
+			if !strings.Contains(all, w) {
+				t.Errorf("%q: %q not said:\n%s", c.in, w, all)
+			}
+		}
+	}
+	// Numbers are still text where the plan wants text, as YAML means.
+	ch, err := DecodeYAML([]byte("title: 2024\nstatus: true\ncontent: x\n"))
+	if err != nil || *ch.Title != "2024" || *ch.Status != "true" {
+		t.Errorf("scalars as text: %v %+v", err, ch)
+	}
 }

@@ -308,6 +308,13 @@ func ParseSteps(raw []byte) (Steps, error) {
 		return nil, err
 	}
 	if err := planSchema.Validate(map[string]any{"steps": doc}); err != nil {
+		// Report the graph's faults too where the steps still read as
+		// steps (an unknown field, say), so one round trip shows them all.
+		var loose Steps
+		if json.Unmarshal(raw, &loose) == nil {
+			loose.normalize()
+			return nil, schemaError(err, ValidateGraph(loose)...)
+		}
 		return nil, schemaError(err)
 	}
 	var steps Steps
@@ -508,7 +515,7 @@ var schemaPrinter = message.NewPrinter(language.English)
 
 // schemaError turns a JSON Schema validation failure into field errors,
 // one per failing leaf, named the way the client wrote the document.
-func schemaError(err error) error {
+func schemaError(err error, more ...apierr.FieldError) error {
 	verr, ok := err.(*jsonschema.ValidationError)
 	if !ok {
 		return fmt.Errorf("validate steps: %w", err)
@@ -532,6 +539,14 @@ func schemaError(err error) error {
 			for _, p := range k.Properties {
 				fields = append(fields, apierr.FieldError{Field: at + "." + p, Message: "unknown field"})
 			}
+		case *kind.Enum:
+			var want []string
+			for _, v := range k.Want {
+				if v != nil { // null: the default, which leaving it out gives too
+					want = append(want, fmt.Sprint(v))
+				}
+			}
+			fields = append(fields, apierr.FieldError{Field: at, Message: fmt.Sprintf("must be one of %s, not %v", strings.Join(want, ", "), k.Got)})
 		case *kind.Type:
 			msg := fmt.Sprintf("must be %s, not %s", strings.Join(k.Want, " or "), k.Got)
 			if k.Got == "number" && strings.Contains(strings.Join(k.Want, ","), "string") {
@@ -546,6 +561,7 @@ func schemaError(err error) error {
 	if len(fields) == 0 {
 		fields = append(fields, apierr.FieldError{Field: "steps", Message: verr.Error()})
 	}
+	fields = append(fields, more...)
 	return apierr.InvalidFields(fields[:min(len(fields), maxFieldErrors)])
 }
 

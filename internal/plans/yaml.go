@@ -13,17 +13,12 @@ import (
 	"github.com/planserver/planserver/internal/apierr"
 )
 
-// yamlIn is the YAML form of a plan as clients write it: the plan & action
-// item format of the seeds, with the plan's fields at the top level. The
-// name is in the URL and the revision in the ETag, so neither is here; a
-// document read with GET can be edited and PUT back unchanged.
-type yamlIn struct {
-	Title   *string   `yaml:"title"`
-	Author  *string   `yaml:"author"`
-	Status  *string   `yaml:"status"`
-	Steps   yaml.Node `yaml:"steps"`
-	Content *string   `yaml:"content"`
-}
+// yamlFields are the fields of the YAML form of a plan as clients write
+// it: the plan & action item format of the seeds, with the plan's fields
+// at the top level. The name is in the URL and the revision in the ETag,
+// so neither is here; a document read with GET can be edited and PUT back
+// unchanged.
+var yamlFields = []string{"title", "author", "status", "steps", "content"}
 
 // DecodeYAML reads a plan written as a YAML document into a Change. Fields
 // left out (or null) keep their current value, exactly as in the JSON
@@ -31,48 +26,127 @@ type yamlIn struct {
 // content out (it keeps the current content; a new plan starts with none),
 // because the plan & action item format of the seeds is steps alone.
 // Unknown fields, several documents and anything but a mapping are
-// invalid_argument errors; so are steps that ParseSteps refuses.
+// invalid_argument errors; so are steps that ParseSteps refuses. Every
+// error in the document is reported, each with its field and line, in
+// words a writer of YAML reads (never Go's types).
 func DecodeYAML(body []byte) (Change, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return Change{}, apierr.New(apierr.InvalidArgument, "request body is empty; send a YAML document")
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(body))
-	dec.KnownFields(true)
-	var in yamlIn
-	if err := dec.Decode(&in); err != nil {
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
 		return Change{}, yamlError(err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		return Change{}, apierr.New(apierr.InvalidArgument, "request body holds more than one YAML document")
 	}
-	ch := Change{Title: in.Title, Author: in.Author, Status: in.Status, Content: in.Content}
-	// A zero node is a left-out field; null is the same.
-	if in.Steps.Kind != 0 && in.Steps.ShortTag() != "!!null" {
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	if root.Kind != yaml.MappingNode {
+		return Change{}, apierr.New(apierr.InvalidArgument, "line %d: the document is %s; a plan is a mapping of its fields (%s)",
+			root.Line, yamlKind(root), strings.Join(yamlFields, ", "))
+	}
+	var (
+		ch     Change
+		fields []apierr.FieldError
+		steps  *yaml.Node
+	)
+	bad := func(field string, n *yaml.Node, format string, args ...any) {
+		fields = append(fields, apierr.FieldError{Field: field, Message: fmt.Sprintf("line %d: ", n.Line) + fmt.Sprintf(format, args...)})
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			bad("(key)", k, "a field's name must be plain text, not %s", yamlKind(k))
+			continue
+		}
+		if seen[k.Value] {
+			bad(k.Value, k, "appears twice")
+			continue
+		}
+		seen[k.Value] = true
+		var into **string
+		switch k.Value {
+		case "title":
+			into = &ch.Title
+		case "author":
+			into = &ch.Author
+		case "status":
+			into = &ch.Status
+		case "content":
+			into = &ch.Content
+		case "steps":
+			steps = v
+			continue
+		default:
+			bad(k.Value, k, "unknown field (a plan has %s)", strings.Join(yamlFields, ", "))
+			continue
+		}
+		if v.Kind != yaml.ScalarNode && v.Kind != yaml.AliasNode {
+			bad(k.Value, v, "must be text, not %s", yamlKind(v))
+			continue
+		}
+		if err := v.Decode(into); err != nil {
+			bad(k.Value, v, "must be text")
+		}
+	}
+	// A left-out field is nil; null is the same.
+	if steps != nil && steps.ShortTag() != "!!null" {
 		c := yamlToJSON{limit: 4*len(body) + 4096}
-		if err := c.convert(&in.Steps, 0); err != nil {
-			return Change{}, apierr.Invalid("steps", "%v", err)
+		if err := c.convert(steps, 0); err != nil {
+			fields = append(fields, apierr.FieldError{Field: "steps", Message: err.Error()})
+		} else if parsed, err := ParseSteps(c.buf.Bytes()); err != nil {
+			e, ok := apierr.As(err)
+			if !ok || len(e.Fields) == 0 {
+				return Change{}, err
+			}
+			fields = append(fields, e.Fields...)
+		} else {
+			ch.Steps = parsed
+			ch.contentOptional = true
 		}
-		var err error
-		if ch.Steps, err = ParseSteps(c.buf.Bytes()); err != nil {
-			return Change{}, err
-		}
-		ch.contentOptional = true
+	}
+	if len(fields) > 0 {
+		return Change{}, apierr.InvalidFields(fields[:min(len(fields), maxFieldErrors)])
 	}
 	return ch, nil
 }
 
-// yamlError turns a yaml.v3 decoding error into an invalid_argument error
+// yamlKind names what a YAML node is, for messages.
+func yamlKind(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.AliasNode:
+		return "an alias"
+	case yaml.ScalarNode:
+		switch n.ShortTag() {
+		case "!!null":
+			return "null"
+		case "!!int", "!!float":
+			return "a number"
+		case "!!bool":
+			return "true or false"
+		}
+		return "text"
+	}
+	return "empty"
+}
+
+// yamlError turns a yaml.v3 syntax error into an invalid_argument error
 // that keeps yaml's line numbers.
 func yamlError(err error) error {
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		return apierr.New(apierr.InvalidArgument, "YAML document does not fit the plan format: %s", strings.Join(te.Errors, "; "))
-	}
 	if errors.Is(err, io.EOF) {
 		return apierr.New(apierr.InvalidArgument, "request body holds no YAML document")
 	}
-	return apierr.New(apierr.InvalidArgument, "malformed YAML: %v", err)
+	return apierr.New(apierr.InvalidArgument, "malformed YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
 }
 
 // yamlOut fixes the order of the fields of a YAML plan: the short fields

@@ -16,7 +16,9 @@ import (
 
 // What host hooks need of sessions: the child of a parent that stands for
 // one host conversation (external_id), the record of which adapters
-// enforce a session's mode, and tool_call.denied events naming the host.
+// enforce a session's mode, the decisions about tool calls kept until the
+// host reports their runs, tool_call.denied events naming the host, and
+// tool_call.unjudged events for the runs nobody judged.
 
 // externalIDFree returns already_exists when a child of the parent with
 // that ancestry already carries external id ext.
@@ -95,37 +97,85 @@ func (st *Store) findChild(ctx context.Context, parent, ext string) (*Session, e
 // writing each would make every tool call wait for the writer.
 const EnforcementResolution = time.Minute
 
+// observation is what a hook call shows of an adapter: that it decided a
+// call (asked before a tool ran), or reported a run, and the run nobody
+// judged when there is one.
+type observation struct {
+	decided, reported bool
+	unjudged          *api.UnjudgedRun
+}
+
 // noteEnforcement is the rule of the enforcement list: the entry of
-// (host, adapter) says when it last decided, to within
-// EnforcementResolution. It returns the list to store and whether it
-// differs from list enough to be written.
-func noteEnforcement(list []api.Enforcement, host, adapter string, now time.Time) ([]api.Enforcement, bool) {
+// (host, adapter) says when it last decided and last reported, each to
+// within EnforcementResolution, and counts its unjudged runs (each one
+// is written). It returns the list to store and whether it differs from
+// list enough to be written.
+func noteEnforcement(list []api.Enforcement, host, adapter string, now time.Time, o observation) ([]api.Enforcement, bool) {
 	stamp := now.UTC().Format(db.TimeFormat)
-	out := make([]api.Enforcement, 0, len(list)+1)
-	found, changed := false, false
-	for _, e := range list {
-		if e.Host == host && e.Adapter == adapter {
-			found = true
-			last, err := time.Parse(db.TimeFormat, e.LastDecisionAt)
-			if err != nil || now.Sub(last) >= EnforcementResolution || last.After(now) {
-				e.LastDecisionAt = stamp
-				changed = true
+	refresh := func(at **string) bool {
+		if *at != nil {
+			last, err := time.Parse(db.TimeFormat, **at)
+			if err == nil && now.Sub(last) < EnforcementResolution && !last.After(now) {
+				return false
 			}
+		}
+		*at = &stamp
+		return true
+	}
+	out := make([]api.Enforcement, 0, len(list)+1)
+	i := -1
+	for j, e := range list {
+		if e.Host == host && e.Adapter == adapter {
+			i = j
 		}
 		out = append(out, e)
 	}
-	if !found {
-		out = append(out, api.Enforcement{Host: host, Adapter: adapter, LastDecisionAt: stamp})
+	changed := false
+	if i < 0 {
+		out = append(out, api.Enforcement{Host: host, Adapter: adapter})
+		i, changed = len(out)-1, true
+	}
+	e := &out[i]
+	if o.decided && refresh(&e.LastDecisionAt) {
+		changed = true
+	}
+	if o.reported && refresh(&e.LastReportAt) {
+		changed = true
+	}
+	if o.unjudged != nil {
+		e.UnjudgedRuns++
+		e.LastUnjudged = o.unjudged
 		changed = true
 	}
 	return out, changed
 }
 
+// writeEnforcement stores r's enforcement list after observation o, when
+// it changes enough. No revision bump and no event: enforcement is an
+// observation of the hosts, not a change anyone made to the session.
+func writeEnforcement(tx *db.Tx, r *record, host, adapter string, o observation) error {
+	list, changed := noteEnforcement(r.Enforcement, host, adapter, tx.Now(), o)
+	if !changed {
+		return nil
+	}
+	raw, err := json.Marshal(list)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(`UPDATE sessions SET enforcement = ? WHERE pk = ?`, string(raw), r.pk); err != nil {
+		return fmt.Errorf("record enforcement of session %q: %w", r.ID, err)
+	}
+	r.Enforcement = list
+	return nil
+}
+
 // NoteEnforcement records that adapter of host decided a tool call of
-// session s (as the caller read it). Within EnforcementResolution of the
-// last record it writes nothing, so most hook calls cost no write.
+// session s (as the caller read it) whose run no report will follow, so
+// nothing is recorded of the decision itself. Within
+// EnforcementResolution of the last record it writes nothing.
 func (st *Store) NoteEnforcement(ctx context.Context, s *Session, host, adapter string) error {
-	if _, changed := noteEnforcement(s.Enforcement, host, adapter, st.db.Now()); !changed {
+	o := observation{decided: true}
+	if _, changed := noteEnforcement(s.Enforcement, host, adapter, st.db.Now(), o); !changed {
 		return nil
 	}
 	return st.db.Write(ctx, func(tx *db.Tx) error {
@@ -133,21 +183,145 @@ func (st *Store) NoteEnforcement(ctx context.Context, s *Session, host, adapter 
 		if err != nil {
 			return err
 		}
-		list, changed := noteEnforcement(r.Enforcement, host, adapter, tx.Now())
-		if !changed {
-			return nil
-		}
-		raw, err := json.Marshal(list)
+		return writeEnforcement(tx, r, host, adapter, o)
+	})
+}
+
+// HookDecisionLifetime is how long the decision about a host's tool call
+// waits for the host's report of the run: a report that comes later finds
+// none and is a run nobody judged. Generous, since a sub-agent launched
+// by one call reports when it ends; the pruner deletes older decisions.
+const HookDecisionLifetime = 24 * time.Hour
+
+// HookCall is one tool call a host's hook asked or told planserver about.
+type HookCall struct {
+	Host, Adapter string
+	// Keys are hooks.RunKeys of the call: where its decision is recorded,
+	// and how its report finds it. None: nothing is recorded (no report
+	// follows).
+	Keys []string
+	Tool string
+	// ToolUseID is the host's id of the call, "" when it sends none.
+	ToolUseID string
+	// AgentID and AgentType name the sub-agent that made the call.
+	AgentID, AgentType string
+}
+
+// HookVerdict is what the hook decided about a call: its outcome (none,
+// allow, deny, rewrite), and, for a denial, the tool_call.denied event's
+// data.
+type HookVerdict struct {
+	Outcome string
+	Denial  *HookDenial
+}
+
+// DecideToolCall records the decision about a host's tool call of session
+// id in one write: decide runs inside the transaction on the session as
+// it stands (the mode may have changed since the caller's read, and what
+// is recorded must match the mode it was made under), its outcome is kept
+// under call.Keys for the report of the run, a denial appends
+// tool_call.denied, and the adapter's enforcement record notes the
+// decision. It returns the session as the transaction saw it and the
+// verdict. Errors: not_found.
+func (st *Store) DecideToolCall(ctx context.Context, id string, call HookCall, decide func(*Session) HookVerdict) (*Session, HookVerdict, error) {
+	var (
+		out *Session
+		v   HookVerdict
+	)
+	err := st.db.Write(ctx, func(tx *db.Tx) error {
+		r, err := get(tx, id)
 		if err != nil {
 			return err
 		}
-		// No revision bump and no event: enforcement is an observation of
-		// the hosts, not a change anyone made to the session.
-		if _, err := tx.Exec(`UPDATE sessions SET enforcement = ? WHERE pk = ?`, string(raw), r.pk); err != nil {
-			return fmt.Errorf("record enforcement of session %q: %w", s.ID, err)
+		out = &r.Session
+		v = decide(out)
+		if v.Outcome == "deny" && v.Denial != nil {
+			v.Denial.EffectiveMode, v.Denial.ModeSource = r.EffectiveMode, r.ModeSource
+			if err := events.Record(tx, events.New{Type: events.ToolCallDenied, Session: r.link().Ref(), Data: v.Denial}); err != nil {
+				return err
+			}
 		}
-		return nil
+		stamp := tx.Now().UTC().Format(db.TimeFormat)
+		for _, k := range call.Keys {
+			if _, err := tx.Exec(`INSERT INTO hook_decisions (host, run_key, session_pk, tool, outcome, decided_at) VALUES (?, ?, ?, ?, ?, ?)
+				ON CONFLICT (host, run_key) DO UPDATE SET session_pk = excluded.session_pk, tool = excluded.tool,
+				outcome = excluded.outcome, decided_at = excluded.decided_at`,
+				call.Host, k, r.pk, call.Tool, v.Outcome, stamp); err != nil {
+				return fmt.Errorf("record the decision about %s of session %q: %w", call.Tool, id, err)
+			}
+		}
+		return writeEnforcement(tx, r, call.Host, call.Adapter, observation{decided: true})
 	})
+	return out, v, err
+}
+
+// ReportToolRun matches a host's report of a tool run of session id to
+// the decision recorded about it (DecideToolCall), in one write: the
+// decision is used up, and a run that has none, or whose call was denied,
+// is a run nobody judged: a tool_call.unjudged event, counted on the
+// adapter's enforcement record. It returns that run, nil when the run was
+// judged. Errors: not_found.
+func (st *Store) ReportToolRun(ctx context.Context, id string, call HookCall) (*api.UnjudgedRun, error) {
+	var unjudged *api.UnjudgedRun
+	err := st.db.Write(ctx, func(tx *db.Tx) error {
+		unjudged = nil
+		r, err := get(tx, id)
+		if err != nil {
+			return err
+		}
+		outcome := ""
+		for _, k := range call.Keys {
+			var o string
+			err := tx.QueryRow(`SELECT outcome FROM hook_decisions WHERE host = ? AND run_key = ?`, call.Host, k).Scan(&o)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("look up the decision about %s of session %q: %w", call.Tool, id, err)
+			}
+			if outcome == "" || o == "deny" {
+				outcome = o
+			}
+			if _, err := tx.Exec(`DELETE FROM hook_decisions WHERE host = ? AND run_key = ?`, call.Host, k); err != nil {
+				return fmt.Errorf("use up the decision about %s of session %q: %w", call.Tool, id, err)
+			}
+		}
+		o := observation{reported: true}
+		if outcome == "" || outcome == "deny" {
+			run := &api.UnjudgedRun{Host: call.Host, Adapter: call.Adapter, Tool: call.Tool, Agent: call.AgentID,
+				AgentType: call.AgentType, Session: r.ID, Reason: api.UnjudgedNoDecision, EffectiveMode: r.EffectiveMode,
+				At: tx.Now().UTC().Format(db.TimeFormat)}
+			if outcome == "deny" {
+				run.Reason = api.UnjudgedDenied
+			}
+			if call.ToolUseID != "" {
+				use := call.ToolUseID
+				run.ToolUseID = &use
+			}
+			if err := events.Record(tx, events.New{Type: events.ToolCallUnjudged, Session: r.link().Ref(), Data: run}); err != nil {
+				return err
+			}
+			o.unjudged, unjudged = run, run
+		}
+		return writeEnforcement(tx, r, call.Host, call.Adapter, o)
+	})
+	return unjudged, err
+}
+
+// PruneHookDecisions deletes the decisions older than
+// HookDecisionLifetime as of now, and returns how many.
+func (st *Store) PruneHookDecisions(ctx context.Context, now time.Time) (int64, error) {
+	cutoff := now.Add(-HookDecisionLifetime).UTC().Format(db.TimeFormat)
+	var n int64
+	err := st.db.Write(ctx, func(tx *db.Tx) error {
+		res, err := tx.Exec(`DELETE FROM hook_decisions WHERE decided_at < ?`, cutoff)
+		if err != nil {
+			return fmt.Errorf("prune hook decisions: %w", err)
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n, err
 }
 
 // HookDenial is the data of a tool_call.denied event a host hook made.
@@ -161,30 +335,4 @@ type HookDenial struct {
 	Adapter string `json:"adapter"`
 	// AgentID names the host's sub-agent that made the call, when one did.
 	AgentID string `json:"agent_id,omitempty"`
-}
-
-// DenyToolCall decides a host's tool call again inside a write transaction
-// and, when decide still denies it, appends the tool_call.denied event:
-// the mode may have changed since the caller's read, and a recorded denial
-// must match the mode it was made under. decide returns nil to allow.
-// It returns the session as the transaction saw it. Errors: not_found.
-func (st *Store) DenyToolCall(ctx context.Context, id string, decide func(*Session) *HookDenial) (*Session, *HookDenial, error) {
-	var (
-		out    *Session
-		denial *HookDenial
-	)
-	err := st.db.Write(ctx, func(tx *db.Tx) error {
-		r, err := get(tx, id)
-		if err != nil {
-			return err
-		}
-		out = &r.Session
-		if denial = decide(out); denial == nil {
-			return nil
-		}
-		denial.EffectiveMode, denial.ModeSource = r.EffectiveMode, r.ModeSource
-		err = events.Record(tx, events.New{Type: events.ToolCallDenied, Session: r.link().Ref(), Data: denial})
-		return err
-	})
-	return out, denial, err
 }

@@ -242,6 +242,7 @@ func Sentence(typ, base string, e api.Event) string {
 		Tool           string `json:"tool"`
 		Reason         string `json:"reason"`
 		Status         string `json:"status"`
+		Host           string `json:"host"`
 	}
 	_ = json.Unmarshal(e.Data, &d)
 	title := d.Title
@@ -285,6 +286,13 @@ func Sentence(typ, base string, e api.Event) string {
 		return withLink(s, planLink)
 	case api.WebhookToolCallDenied:
 		s = fmt.Sprintf("Plan mode denied the tool *%s* to session *%s*", slackEscape(d.Tool), slackEscape(e.SessionID))
+		return withLink(s, link(base, "/ui/sessions/"+session))
+	case api.WebhookToolCallUnjudged:
+		what := "that planserver never judged"
+		if d.Reason == api.UnjudgedDenied {
+			what = "that planserver had denied"
+		}
+		s = fmt.Sprintf("The tool *%s* ran in session *%s* (%s) %s", slackEscape(d.Tool), slackEscape(e.SessionID), slackEscape(d.Host), what)
 		return withLink(s, link(base, "/ui/sessions/"+session))
 	}
 	s = fmt.Sprintf("planserver event %s (seq %d)", e.Type, e.Seq)

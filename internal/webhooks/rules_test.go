@@ -2,6 +2,8 @@ package webhooks
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,11 +46,28 @@ func TestClassify(t *testing.T) {
 		{[]string{"step.claimed", "step.claim_expired"}, ev(api.EventStepClaimExpired, map[string]any{"claimed_by": prev}), "step.claim_expired"},
 		{[]string{"step.claimed"}, ev(api.EventStepClaimed, map[string]any{}), "step.claimed"},
 		{[]string{"step.claimed"}, ev(api.EventStepClaimExpired, map[string]any{}), ""},
+		{[]string{"tool_call.unjudged"}, ev(api.EventToolCallUnjudged, map[string]any{"tool": "Write"}), "tool_call.unjudged"},
+		{[]string{"tool_call.denied"}, ev(api.EventToolCallUnjudged, map[string]any{"tool": "Write"}), ""},
 	} {
 		got, ok := Classify(c.names, c.e)
 		if got != c.want || ok != (c.want != "") {
 			t.Errorf("Classify(%v, %s %s) = %q, %v; want %q", c.names, c.e.Type, c.e.Data, got, ok, c.want)
 		}
+	}
+}
+
+// TestSentenceUnjudged: a slack-format tool_call.unjudged says which tool
+// ran where, and whether planserver had denied it.
+func TestSentenceUnjudged(t *testing.T) {
+	raw, _ := json.Marshal(map[string]any{"tool": "Write", "host": "claude-code", "reason": "denied"})
+	got := Sentence(api.WebhookToolCallUnjudged, "https://ps.example", api.Event{Type: api.EventToolCallUnjudged, SessionID: "s1", Data: raw})
+	for _, want := range []string{"*Write*", "*s1*", "claude-code", "had denied", "<https://ps.example/ui/sessions/s1>"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q lacks %q", got, want)
+		}
+	}
+	if !slices.Contains(KnownTypes(), "tool_call.unjudged") {
+		t.Error("tool_call.unjudged is not a webhook type")
 	}
 }
 

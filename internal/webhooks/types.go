@@ -54,6 +54,9 @@ var Types = []Type{
 	}},
 	{Name: api.WebhookPlanChanged, Log: []string{api.EventPlanCreated, api.EventPlanUpdated, api.EventPlanStatusChanged, api.EventPlanDeleted}},
 	{Name: api.WebhookToolCallDenied, Log: []string{api.EventToolCallDenied}},
+	// tool_call.unjudged: a tool ran that planserver never decided, or
+	// had denied (the host's after-tool hook reported it).
+	{Name: api.WebhookToolCallUnjudged, Log: []string{api.EventToolCallUnjudged}},
 }
 
 // typeNamed returns the webhook type called name: one of Types, or an
@@ -71,7 +74,8 @@ func typeNamed(name string) (Type, bool) {
 }
 
 // KnownTypes lists every type a subscription may name: Types, then the
-// event-log types (tool_call.denied is in both; it is listed once).
+// event-log types (tool_call.denied and tool_call.unjudged are in both;
+// each is listed once).
 func KnownTypes() []string {
 	var out []string
 	for _, t := range Types {

@@ -164,7 +164,12 @@ function expiredMessage() {
 }
 
 // adminNav offers the admin's pages (sign-ins) to admins only.
+// adminNav shows the navigation a reader can use: none before anyone is
+// signed in (every page would answer with the sign-in form), the admin's
+// pages only to an admin.
 function adminNav() {
+  const signedIn = app.authNone || app.person !== null || app.role !== null;
+  document.querySelector('header.top nav').hidden = !signedIn;
   for (const a of document.querySelectorAll('[data-admin-only]')) a.closest('li').hidden = app.role !== 'admin';
 }
 

@@ -3,15 +3,15 @@
 // assets/vendor/dagre: scripts/update-dagre): a step sits below its deps,
 // steps in a layer are ordered to cross few edges, and an edge that skips
 // layers runs through a lane of its own between the nodes it passes. Each
-// node shows the step's id, status, owner, who holds its claim and until
-// when, and its reports. Nodes are buttons: Tab reaches them, Enter or
+// node shows the step's id, status, description, owner, who holds its
+// claim and until when, and its reports. Nodes are buttons: Tab reaches them, Enter or
 // Space selects one.
 
 import dagre from '../vendor/dagre/dagre.esm.js';
 import { svg } from './dom.js';
 
 const NODE_W = 240;
-const NODE_H = 92;
+const NODE_H = 112;
 const GAP_X = 28;
 const GAP_Y = 56;
 const PAD = 16;
@@ -237,6 +237,7 @@ export function renderGraph(steps, { reports = new Map(), onSelect = () => {}, s
       const expired = leaseOver(s, now);
       const label = [
         `Step ${s.id}: ${STATUS_LABEL[s.status] || s.status}${ready ? ', ready' : ''}`,
+        s.description,
         `owner ${s.owner}`,
         lease,
         rs.length ? `${rs.length} report${rs.length > 1 ? 's' : ''}, last ${last.outcome}` : 'no reports',
@@ -257,10 +258,11 @@ export function renderGraph(steps, { reports = new Map(), onSelect = () => {}, s
       svg('text', { x: 14, y: 20, class: 'id' }, truncate(s.id, 14)),
       svg('text', { x: NODE_W - 10, y: 20, class: 'status', 'text-anchor': 'end' },
         `${STATUS_LABEL[s.status] || s.status}${ready ? ' · ready' : ''}`),
-      svg('text', { x: 14, y: 40, class: 'owner', 'data-fit': TEXT_W }, truncate(s.owner, 30)),
-      svg('text', { x: 14, y: 60, class: expired ? 'lease expired' : 'lease', 'data-lease': s.id, 'data-fit': TEXT_W },
+      svg('text', { x: 14, y: 40, class: 'description', 'data-fit': TEXT_W }, truncate(s.description, 34)),
+      svg('text', { x: 14, y: 60, class: 'owner', 'data-fit': TEXT_W }, truncate(s.owner, 30)),
+      svg('text', { x: 14, y: 80, class: expired ? 'lease expired' : 'lease', 'data-lease': s.id, 'data-fit': TEXT_W },
         truncate(lease || 'unclaimed', 34)),
-      svg('text', { x: 14, y: 80, class: `reports${last ? ` out-${last.outcome}` : ''}`, 'data-fit': TEXT_W },
+      svg('text', { x: 14, y: 100, class: `reports${last ? ` out-${last.outcome}` : ''}`, 'data-fit': TEXT_W },
         rs.length ? truncate(`${rs.length} report${rs.length > 1 ? 's' : ''} · last ${last.outcome}`, 34) : 'no reports'));
       const choose = () => onSelect(s.id);
       g.addEventListener('click', choose);

@@ -366,7 +366,11 @@ export async function reviewView(main, [id], app, query) {
     }
     confirming = true;
     drawDecision();
-    decision.querySelector('[data-action=confirm-approve]')?.focus();
+    // The decision panel scrolls on its own (it sticks beside the plan):
+    // bring the whole question into its view, so neither its words nor
+    // its buttons are cut off at the panel's edge.
+    decision.querySelector('[data-confirm=approve]')?.scrollIntoView({ block: 'nearest' });
+    decision.querySelector('[data-action=confirm-approve]')?.focus({ preventScroll: true });
   }
 
   // approvalConfirm says what approving unlocks: the session leaves plan

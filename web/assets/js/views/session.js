@@ -100,19 +100,56 @@ export async function sessionView(main, [id], app) {
   }
 
   // drawEnforcement lists the host hooks that decided this session's tool
-  // calls lately, and warns when plan mode has none: then nothing is seen
-  // holding the host's own shell and file tools (docs/hosts.md).
+  // calls lately (and when their after-tool hooks last reported a run),
+  // raises a red alarm for tool runs nobody judged, and warns when plan
+  // mode has no hook deciding, or an adapter reports runs while its
+  // before-tool hook sends no decisions (docs/hosts.md).
   function drawEnforcement(s) {
     const seen = s.enforcement ?? [];
+    const last = (e) => [
+      e.last_decision_at ? h('span', {}, 'last decision ', time(e.last_decision_at)) : h('span', {}, 'no decision'),
+      e.last_report_at ? h('span', {}, ', last report ', time(e.last_report_at)) : null];
     modeBox.append(h('dl', { class: 'facts' },
       h('dt', {}, 'Enforced by'),
       h('dd', { 'data-field': 'enforcement' }, seen.length === 0 ? 'no host hook seen'
-        : seen.map((e, i) => h('span', {}, i > 0 ? ', ' : '', `${e.host} (${e.adapter}, last `, time(e.last_decision_at), ')')))));
-    if (s.effective_mode === 'plan' && seen.length === 0) {
-      modeBox.append(h('div', { class: 'notice warn', role: 'note', 'data-field': 'enforcement-warning' },
-        h('p', {}, h('strong', {}, 'No host hook has been seen enforcing plan mode for this session.')),
+        : seen.map((e, i) => h('span', { 'data-host': e.host }, i > 0 ? '; ' : '', `${e.host} (${e.adapter}: `, ...last(e), ')')))));
+    const unjudged = seen.filter((e) => e.unjudged_runs > 0);
+    if (unjudged.length > 0) {
+      const runs = unjudged.reduce((n, e) => n + e.unjudged_runs, 0);
+      modeBox.append(h('div', { class: 'notice error', role: 'alert', 'data-field': 'unjudged-alarm' },
+        h('p', {}, h('strong', {}, `${runs} tool ${runs === 1 ? 'run' : 'runs'} nobody judged`)),
+        ...unjudged.map((e) => {
+          const u = e.last_unjudged;
+          return h('p', {}, `${e.host} (${e.adapter}): ${e.unjudged_runs}; the last, `, h('code', {}, u?.tool ?? '?'),
+            u?.agent ? ` by sub-agent ${u.agent_type || u.agent}` : '', ', ', u ? time(u.at) : '',
+            u?.reason === 'denied' ? ', ran although planserver denied it' : ', ran with no decision of planserver\'s',
+            u?.effective_mode === 'plan' ? ' in plan mode.' : '.');
+        }),
+        h('p', {}, 'The host\'s after-tool hook reported these runs; its before-tool hook did not ask, or the host ignored the answer. Run ',
+          ...[...new Set(unjudged.map((e) => e.host))].flatMap((host, i) => [i > 0 ? ' and ' : '', h('code', {}, `planserver hook doctor ${host}`)]),
+          ' on the machine that runs it.')));
+    }
+    const warnings = [];
+    if (s.effective_mode === 'plan' && !seen.some((e) => e.last_decision_at)) {
+      warnings.push(h('p', {}, h('strong', {}, 'No host hook has been seen enforcing plan mode for this session.')),
         h('p', {}, 'Its MCP tools follow the mode, but the host\'s own shell and file tools may not: install the hook with ',
-          h('code', {}, 'planserver hook install HOST'), ' (see docs/hosts.md).')));
+          h('code', {}, 'planserver hook install HOST'), ' (see docs/hosts.md).'));
+    } else if (s.effective_mode === 'plan' && unjudged.length > 0) {
+      warnings.push(h('p', {}, h('strong', {}, 'Plan mode did not hold every tool run of this session:'),
+        ' see the runs nobody judged above.'));
+    }
+    // Reports and decisions are each stamped at most once a minute; two
+    // minutes apart is a before-tool hook that stopped deciding.
+    for (const e of seen) {
+      const report = e.last_report_at ? Date.parse(e.last_report_at) : NaN;
+      const decided = e.last_decision_at ? Date.parse(e.last_decision_at) : NaN;
+      if (!Number.isNaN(report) && (Number.isNaN(decided) || report - decided > 120000)) {
+        warnings.push(h('p', { 'data-host': e.host }, `${e.host} (${e.adapter}) reports tool runs, but its before-tool hook sends no decisions: `,
+          'it is missing or failing, so the host runs its tools unjudged. Run ', h('code', {}, `planserver hook doctor ${e.host}`), '.'));
+      }
+    }
+    if (warnings.length > 0) {
+      modeBox.append(h('div', { class: 'notice warn', role: 'note', 'data-field': 'enforcement-warning' }, ...warnings));
     }
   }
 
@@ -289,6 +326,7 @@ export async function sessionView(main, [id], app) {
       case 'session.review_approved': what = `plan revision ${d.review?.plan_revision} approved${lineComments(d.review)}`; break;
       case 'session.review_rejected': what = `plan revision ${d.review?.plan_revision} rejected${d.review?.feedback ? `: ${d.review.feedback}` : ''}${lineComments(d.review)}`; break;
       case 'tool_call.denied': what = `tool ${d.tool ?? d.name ?? ''} denied`; break;
+      case 'tool_call.unjudged': what = `tool ${d.tool ?? ''} ran ${d.reason === 'denied' ? 'although denied' : 'with no decision'} (${d.host ?? ''})`; break;
       case 'todos.updated': what = `${(d.todos || []).length} todos`; break;
       default: what = '';
     }

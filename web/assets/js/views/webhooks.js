@@ -8,7 +8,7 @@ import { request, enc } from '../api.js';
 import { h, clear, append, time, announce } from '../dom.js';
 
 // TYPES are the webhook event types offered (docs/webhooks.md).
-const TYPES = ['review.requested', 'review.decided', 'step.completed', 'step.claim_expired', 'plan.changed', 'tool_call.denied'];
+const TYPES = ['review.requested', 'review.decided', 'step.completed', 'step.claim_expired', 'plan.changed', 'tool_call.denied', 'tool_call.unjudged'];
 
 // REFRESH is how often an open subscription page re-reads its log.
 const REFRESH = 2000;
