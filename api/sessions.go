@@ -106,7 +106,7 @@ type Session struct {
 // Enforcement is one host hook adapter that asked about a session, or
 // reported its tool runs.
 type Enforcement struct {
-	// Host is the agent host (claude-code, gemini-cli, cursor, opencode).
+	// Host is the agent host (claude-code, codex, gemini-cli, cursor, opencode).
 	Host string `json:"host"`
 	// Adapter is how it asked: "command" (planserver hook), "plugin" (the
 	// opencode plugin) or "http" (POST /v1/hooks/{host}).

@@ -69,6 +69,9 @@ func hookInstall(ctx context.Context, verb string, args []string, getenv func(st
 		return usageError(stderr, name, "name the host: claude-code, gemini-cli, cursor or opencode")
 	}
 	host, err := hooks.ParseHost(args[0])
+	if err == nil {
+		err = hookinstall.Supported(host)
+	}
 	if err != nil {
 		return usageError(stderr, name, err.Error())
 	}

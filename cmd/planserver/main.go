@@ -72,7 +72,7 @@ Usage:
   planserver healthcheck [--addr A]     exit 0 when a server at A answers /healthz
   planserver gate --session ID -- CMD   put a stdio MCP server behind the plan-mode gate
   planserver gate add NAME URL | list | remove NAME   the HTTP MCP servers of /mcp/gate/NAME
-  planserver hook HOST                  a host's hook before every tool call (claude-code, gemini-cli, cursor, opencode)
+  planserver hook HOST                  a host's hook before every tool call (claude-code, codex, gemini-cli, cursor, opencode)
   planserver hook install|doctor|uninstall HOST   put a host under plan mode (hooks, MCP server, self-test), check it, take it out
   planserver sandbox --read-only [--allow-connect H:P,...] -- CMD   run CMD unable to write
   planserver version                    print the version

@@ -31,7 +31,7 @@ const Usage = `Usage:
   planserver hook install HOST (--session ID | --parent ID) [--create] [--scope user|project] [--dry-run] ...
   planserver hook doctor|uninstall HOST [--scope user|project]
 
-HOST is claude-code, gemini-cli, cursor or opencode. The first form is what
+HOST is claude-code, codex, gemini-cli, cursor or opencode. The first form is what
 the host runs before every tool call: it reads the host's hook input (JSON)
 on stdin, asks planserver (POST /v1/hooks/HOST) and prints the host's hook
 output. In build mode it gives no decision; in plan mode it allows reads and

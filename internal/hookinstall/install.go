@@ -35,6 +35,26 @@ import (
 	"github.com/planserver/planserver/internal/hooks"
 )
 
+// Hosts are the hosts install knows how to set up. Codex is not among
+// them: Codex runs a hook only once the user has trusted it in Codex
+// itself (its /hooks review), keyed to the hook's content, so a hook an
+// installer writes would sit there untrusted, and plan mode would look
+// installed while nothing held it. docs/hosts.md says how to set Codex up
+// by hand.
+var Hosts = []hooks.Host{hooks.ClaudeCode, hooks.GeminiCLI, hooks.Cursor, hooks.OpenCode}
+
+// Supported says why install cannot set up host h, or nil.
+func Supported(h hooks.Host) error {
+	if slices.Contains(Hosts, h) {
+		return nil
+	}
+	if h == hooks.Codex {
+		return errors.New("planserver cannot install Codex's hooks for you: Codex runs a hook only after you trust it in Codex itself; " +
+			"add the hooks and the MCP server by hand, then trust them with Codex's /hooks (docs/hosts.md, Codex)")
+	}
+	return fmt.Errorf("planserver hook install does not know host %q", h)
+}
+
 // Binaries are the files install copies from beside the running planserver
 // when they are there: the lean hook the hosts run, the lean sandbox it
 // wraps shell commands in, and planserver itself (planserver-hook hands

@@ -20,13 +20,14 @@ type Host string
 // /v1/hooks/{host}.
 const (
 	ClaudeCode Host = "claude-code"
+	Codex      Host = "codex"
 	GeminiCLI  Host = "gemini-cli"
 	Cursor     Host = "cursor"
 	OpenCode   Host = "opencode"
 )
 
 // Hosts lists every host, for messages and help.
-var Hosts = []Host{ClaudeCode, GeminiCLI, Cursor, OpenCode}
+var Hosts = []Host{ClaudeCode, Codex, GeminiCLI, Cursor, OpenCode}
 
 // ParseHost returns the host named name, or an error listing the hosts.
 func ParseHost(name string) (Host, error) {
@@ -72,6 +73,8 @@ func Parse(h Host, raw []byte) (Call, error) {
 	switch h {
 	case ClaudeCode:
 		err = parseClaude(&c, m)
+	case Codex:
+		err = parseCodex(&c, m)
 	case GeminiCLI:
 		err = parseGemini(&c, m)
 	case Cursor:
@@ -186,6 +189,18 @@ var claudeTools = map[string]Kind{
 	"ExitPlanMode": ExitPlan,
 }
 
+// codexTools are Codex's (0.169): its shell reaches hooks as Bash with a
+// command string, as Claude Code's does; apply_patch writes; its agents'
+// tools start sub-agents. write_stdin types into a command that may have
+// started before plan mode, so it is not on the list (denied).
+var codexTools = map[string]Kind{
+	"Bash": Shell, "apply_patch": Write, "view_image": Read, "web_search": Read,
+	"request_user_input": Planning, "update_plan": Planning, "get_goal": Planning, "create_goal": Planning,
+	"update_goal": Planning,
+	"multi_agent_v1__spawn_agent": Agent, "multi_agent_v1__send_input": Agent, "multi_agent_v1__wait_agent": Agent,
+	"multi_agent_v1__resume_agent": Agent, "multi_agent_v1__close_agent": Agent,
+}
+
 var geminiTools = map[string]Kind{
 	"read_file": Read, "read_many_files": Read, "list_directory": Read, "glob": Read,
 	"search_file_content": Read, "grep_search": Read, "google_web_search": Read, "web_fetch": Read,
@@ -265,6 +280,19 @@ func parseClaude(c *Call, m map[string]json.RawMessage) error {
 		c.Kind = Planning
 	}
 	return nil
+}
+
+// parseCodex reads Codex's PreToolUse input, Claude Code's shape with a
+// turn_id and the model: {session_id, turn_id, transcript_path, cwd,
+// hook_event_name, model, permission_mode, tool_name, tool_input,
+// tool_use_id}, and PostToolUse's report (the same, and tool_response).
+func parseCodex(c *Call, m map[string]json.RawMessage) error {
+	if err := strs(m, map[string]*string{"hook_event_name": &c.Event, "session_id": &c.Conversation,
+		"tool_name": &c.Tool, "agent_id": &c.AgentID, "agent_type": &c.AgentType,
+		"tool_use_id": &c.RunID, "permission_mode": &c.PermissionMode}); err != nil {
+		return err
+	}
+	return toolCall(c, m, "Codex", "PreToolUse", codexTools, "PostToolUse")
 }
 
 // claudePlanFile reports whether file is a plan file of Claude Code's own:
@@ -493,6 +521,8 @@ func Render(h Host, c Call, d Decision) []byte {
 	switch h {
 	case ClaudeCode:
 		out = renderClaude(c, d)
+	case Codex:
+		out = renderCodex(c, d)
 	case GeminiCLI:
 		out = renderGemini(d)
 	case Cursor:
@@ -529,6 +559,17 @@ func renderClaude(c Call, d Decision) any {
 		o["permissionDecision"] = "deny"
 	}
 	return map[string]any{"hookSpecificOutput": o}
+}
+
+// renderCodex answers in Claude Code's shape, which Codex reads, but for
+// one difference: Codex refuses a plain allow (it takes permissionDecision
+// allow only with updatedInput), so a call plan mode lets through as it
+// is gets no decision, and Codex's own permissions apply to it.
+func renderCodex(c Call, d Decision) any {
+	if d.Outcome == Allow {
+		return map[string]any{}
+	}
+	return renderClaude(c, d)
 }
 
 func renderGemini(d Decision) any {

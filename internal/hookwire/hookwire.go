@@ -330,6 +330,7 @@ func readAtMost(r io.Reader, n int64) ([]byte, error) {
 // the tool ran already.
 var ReportEvents = map[string][]string{
 	"claude-code": {"PostToolUse", "PostToolUseFailure"},
+	"codex":       {"PostToolUse"},
 	"gemini-cli":  {"AfterTool"},
 	"cursor":      {"afterShellExecution", "afterMCPExecution", "postToolUse"},
 	"opencode":    {"tool.execute.after"},

@@ -336,7 +336,7 @@ func TestHookBadInput(t *testing.T) {
 		}
 	}
 	if r := env.Bad("POST", "/v1/hooks/vscode?session=p", []byte(`{}`)); r.Status != 404 || r.Code() != "not_found" ||
-		!strings.Contains(string(r.Body), "claude-code, gemini-cli, cursor, opencode") {
+		!strings.Contains(string(r.Body), "claude-code, codex, gemini-cli, cursor, opencode") {
 		t.Errorf("unknown host: %d %s", r.Status, r.Body)
 	}
 }
@@ -476,5 +476,39 @@ func TestHookSandboxRewrite(t *testing.T) {
 	}
 	if dec, _ := hookCall(t, off, "claude-code", "session=p", fixture(t, "claude-code", "bash_ls")); dec != "allow" {
 		t.Errorf("no sandbox, ls: %s", dec)
+	}
+}
+
+// TestHookCodex: Codex reads Claude Code's answer shape but takes no plain
+// allow, so a call plan mode lets through as it is gets no decision; its
+// shell is rewritten into the sandbox with only the command changed, and
+// its patches are denied. Its after-tool report is read too.
+func TestHookCodex(t *testing.T) {
+	wrap := func(cmd, explain string) (string, error) { return sandbox.WrapCommand("/opt/planserver", cmd, nil) }
+	env := apitest.New(t, func(c *planhttp.Config) {
+		c.Hooks.Shell.Sandbox = hooks.Sandbox{Available: true, Wrap: wrap}
+	})
+	createSession(t, env, map[string]any{"id": "p", "mode": "plan"})
+	dec, out := hookCall(t, env, "codex", "session=p", fixture(t, "codex", "bash_ls"))
+	h, _ := out["hookSpecificOutput"].(map[string]any)
+	in, _ := h["updatedInput"].(map[string]any)
+	if want, _ := wrap("ls -la", ""); dec != "rewrite" || h["permissionDecision"] != "allow" || in["command"] != want || len(in) != 1 {
+		t.Errorf("codex Bash: %s %v", dec, out)
+	}
+	for _, f := range []struct{ fixture, reason string }{
+		{"bash_redirect", "`>` writes marker.txt"}, {"apply_patch", "apply_patch changes files"}, {"write_stdin", "does not know"},
+	} {
+		dec, out := hookCall(t, env, "codex", "session=p", fixture(t, "codex", f.fixture))
+		h, _ := out["hookSpecificOutput"].(map[string]any)
+		if reason, _ := h["permissionDecisionReason"].(string); dec != "deny" || h["permissionDecision"] != "deny" || !strings.Contains(reason, f.reason) {
+			t.Errorf("codex %s: %s %v, want a denial with %q", f.fixture, dec, out, f.reason)
+		}
+	}
+	// A read plan mode allows: no decision (Codex refuses a bare allow).
+	if dec, out := hookCall(t, env, "codex", "session=p", fixture(t, "codex", "view_image")); dec != "allow" || len(out) != 0 {
+		t.Errorf("codex view_image: %s %v, want allow answered as no decision", dec, out)
+	}
+	if dec, out := hookCall(t, env, "codex", "session=p", fixture(t, "codex", "post_bash")); len(out) != 0 {
+		t.Errorf("codex PostToolUse: %s %v, want a report answered with nothing", dec, out)
 	}
 }

@@ -25,6 +25,9 @@ import (
 // machine is one user's HOME and project.
 type machine struct {
 	home, dir string
+	// server and session are planserver's URL and the session, for hosts
+	// set up by hand (Codex).
+	server, session string
 }
 
 func newMachine(t *testing.T) *machine {
