@@ -196,7 +196,7 @@ var claudeTools = map[string]Kind{
 var codexTools = map[string]Kind{
 	"Bash": Shell, "apply_patch": Write, "view_image": Read, "web_search": Read,
 	"request_user_input": Planning, "update_plan": Planning, "get_goal": Planning, "create_goal": Planning,
-	"update_goal": Planning,
+	"update_goal":                 Planning,
 	"multi_agent_v1__spawn_agent": Agent, "multi_agent_v1__send_input": Agent, "multi_agent_v1__wait_agent": Agent,
 	"multi_agent_v1__resume_agent": Agent, "multi_agent_v1__close_agent": Agent,
 }

@@ -29,7 +29,7 @@ type shellHost struct {
 	// own are paths in the project the host writes itself, whatever its
 	// model does (opencode keeps its project's id in .git/opencode).
 	own []string
-	run   func(t *testing.T, m *machine, model *hosttest.Model, egress *hosttest.Egress, prompt string) string
+	run func(t *testing.T, m *machine, model *hosttest.Model, egress *hosttest.Egress, prompt string) string
 }
 
 var shellHosts = []shellHost{
