@@ -6,7 +6,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -s -w -X main.version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: run build docs test test-flaky test-postgres test-ui test-hosts lint bench stress fuzz fmt clean
+.PHONY: run build docs test test-attacks test-flaky test-postgres test-ui test-hosts lint bench stress fuzz fmt clean
 
 ## run: build, then serve on 127.0.0.1:8080 with the embedded SQLite default
 ## (planserver.db); ADDR picks another address: make run ADDR=127.0.0.1:9000
@@ -35,6 +35,12 @@ docs:
 ## test: every Go test, with the race detector (no browser needed)
 test:
 	$(GO) test -race -count=1 ./...
+
+## test-attacks: the whole plan-mode attack corpus (test/attacks), every case
+## through every route the hooks judge a shell command by, run for real and
+## checked on disk, network and processes; make test runs a fifth of it
+test-attacks:
+	PLANSERVER_ATTACKS=full $(GO) test -count=1 ./test/attacks
 
 ## test-flaky: the flaky-test hunt: the suite N times under -race with a CPU
 ## hog on every core, then the tests that failed and how often (.ci/test-flaky):

@@ -35,6 +35,13 @@ func TestMain(m *testing.M) {
 	if !explicit {
 		_ = flag.Set("test.parallel", "8")
 	}
+	// The whole corpus takes minutes on two cores: give it the time,
+	// unless told otherwise.
+	timeout := false
+	flag.Visit(func(f *flag.Flag) { timeout = timeout || f.Name == "test.timeout" })
+	if !timeout && os.Getenv("PLANSERVER_ATTACKS") == "full" {
+		_ = flag.Set("test.timeout", "45m")
+	}
 	dir, err := os.MkdirTemp("", "planserver-attacks")
 	if err != nil {
 		panic(err)
