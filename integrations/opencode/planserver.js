@@ -28,7 +28,9 @@ function token() {
   return readFileSync(file, "utf8").trim()
 }
 
-export const PlanserverPlugin = async () => {
+// opencode hands a plugin its context; directory is the project, which a
+// scoped build's paths are relative to.
+export const PlanserverPlugin = async ({ directory } = {}) => {
   const server = (process.env.PLANSERVER_URL || "http://127.0.0.1:8080").replace(/\/+$/, "")
   const session = process.env.PLANSERVER_SESSION || SESSION
   const parent = process.env.PLANSERVER_PARENT || PARENT
@@ -45,7 +47,7 @@ export const PlanserverPlugin = async () => {
         const res = await fetch(`${server}/v1/hooks/opencode?${query}`, {
           method: "POST",
           headers,
-          body: JSON.stringify({ tool: input.tool, sessionID: input.sessionID, callID: input.callID, args: output.args ?? {} }),
+          body: JSON.stringify({ tool: input.tool, sessionID: input.sessionID, callID: input.callID, args: output.args ?? {}, directory }),
           signal: AbortSignal.timeout(timeoutMs),
         })
         if (res.status !== 200) throw new Error(`planserver answered ${res.status}`)

@@ -233,7 +233,8 @@ func classify(c *Call, tools map[string]Kind, commandField string) error {
 func parseClaude(c *Call, m map[string]json.RawMessage) error {
 	var transcript string
 	if err := strs(m, map[string]*string{"hook_event_name": &c.Event, "session_id": &c.Conversation,
-		"tool_name": &c.Tool, "agent_id": &c.AgentID, "agent_type": &c.AgentType, "transcript_path": &transcript}); err != nil {
+		"tool_name": &c.Tool, "agent_id": &c.AgentID, "agent_type": &c.AgentType, "transcript_path": &transcript,
+		"cwd": &c.Project}); err != nil {
 		return err
 	}
 	if err := toolCall(c, m, "Claude Code", "PreToolUse", claudeTools); err != nil {
@@ -272,7 +273,7 @@ func claudePlanFile(file, transcript string) bool {
 // tool_input, mcp_context?}.
 func parseGemini(c *Call, m map[string]json.RawMessage) error {
 	if err := strs(m, map[string]*string{"hook_event_name": &c.Event, "session_id": &c.Conversation,
-		"tool_name": &c.Tool}); err != nil {
+		"tool_name": &c.Tool, "cwd": &c.Project}); err != nil {
 		return err
 	}
 	return toolCall(c, m, "Gemini CLI", "BeforeTool", geminiTools)
@@ -327,6 +328,12 @@ var CursorEvents = []string{cursorShell, cursorMCP, cursorRead, cursorPreTool}
 func parseCursor(c *Call, m map[string]json.RawMessage) error {
 	if err := strs(m, map[string]*string{"hook_event_name": &c.Event, "conversation_id": &c.Conversation}); err != nil {
 		return err
+	}
+	// The workspace's first root is the project a scope's paths are
+	// relative to.
+	var roots []string
+	if raw, ok := m["workspace_roots"]; ok && json.Unmarshal(raw, &roots) == nil && len(roots) > 0 {
+		c.Project = roots[0]
 	}
 	switch c.Event {
 	case cursorShell:
@@ -389,10 +396,11 @@ func gateName(url string) string {
 }
 
 // parseOpenCode reads what integrations/opencode/planserver.js sends from
-// tool.execute.before: {tool, sessionID, callID, args, agent?}.
+// tool.execute.before: {tool, sessionID, callID, args, agent?, directory?}.
 func parseOpenCode(c *Call, m map[string]json.RawMessage) error {
 	c.Event = "tool.execute.before"
-	if err := strs(m, map[string]*string{"tool": &c.Tool, "sessionID": &c.Conversation, "agent": &c.AgentType}); err != nil {
+	if err := strs(m, map[string]*string{"tool": &c.Tool, "sessionID": &c.Conversation, "agent": &c.AgentType,
+		"directory": &c.Project}); err != nil {
 		return err
 	}
 	return rewritableCall(c, m, "tool", "args", openCodeTools)

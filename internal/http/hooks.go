@@ -16,6 +16,7 @@ import (
 	"github.com/planserver/planserver/internal/hookwire"
 	"github.com/planserver/planserver/internal/mcp"
 	"github.com/planserver/planserver/internal/revision"
+	"github.com/planserver/planserver/internal/scope"
 	"github.com/planserver/planserver/internal/sessions"
 	"github.com/planserver/planserver/internal/shellclass"
 )
@@ -64,13 +65,37 @@ func newHookRules(cfg HookConfig) hookRules {
 	return r
 }
 
-// hookMode is what hooks.Decide needs of a session.
+// hookMode is what hooks.Decide needs of a session: its effective mode
+// and, in scoped build, its scope (the chain of grants, judged by
+// scope.Chain).
 func hookMode(sess *sessions.Session) hooks.Mode {
 	m := hooks.Mode{Session: sess.ID, Plan: sess.EffectiveMode == sessions.Plan}
 	if sess.ModeSource != nil {
 		m.Source = *sess.ModeSource
 	}
+	if b := sess.BuildScope; b != nil && !m.Plan {
+		chain := sessions.ScopeChain(b)
+		summary := scope.Scope(b.Scope).Summary()
+		if len(b.AlsoLimitedBy) > 0 {
+			summary += fmt.Sprintf(", within the scopes of %d ancestor sessions", len(b.AlsoLimitedBy))
+		}
+		m.Scope = &hooks.Scope{Session: b.SessionID, Revision: b.PlanRevision, Allows: chain.Allows,
+			Files: chain.Files(), Connect: chain.Connect(), Summary: summary}
+	}
 	return m
+}
+
+// hookDenial is what the event of a denial d of call c records.
+func hookDenial(host hooks.Host, adapter string, call hooks.Call, d hooks.Decision, cur *sessions.Session) *sessions.HookDenial {
+	h := &sessions.HookDenial{Tool: call.Tool, Reason: d.Reason, Host: string(host), Adapter: adapter, AgentID: call.AgentID}
+	if d.OutOfScope && cur.BuildScope != nil {
+		h.OutOfScope = &sessions.OutOfScope{AgentType: call.AgentType, Path: d.Path, ScopeRevision: cur.BuildScope.PlanRevision,
+			ScopeSession: cur.BuildScope.SessionID}
+		if call.Kind == hooks.Shell {
+			h.OutOfScope.Command = call.Command
+		}
+	}
+	return h
 }
 
 // hook is POST /v1/hooks/{host}: a host's hook input in, the host's hook
@@ -157,7 +182,7 @@ func (s *Server) hookDecision(w http.ResponseWriter, r *http.Request, host hooks
 			if again.Outcome != hooks.Deny {
 				return nil
 			}
-			return &sessions.HookDenial{Tool: call.Tool, Reason: again.Reason, Host: string(host), Adapter: adapter, AgentID: call.AgentID}
+			return hookDenial(host, adapter, call, again, cur)
 		})
 		if err != nil {
 			return refuse(call, err)

@@ -161,10 +161,36 @@ type HookDenial struct {
 	Adapter string `json:"adapter"`
 	// AgentID names the host's sub-agent that made the call, when one did.
 	AgentID string `json:"agent_id,omitempty"`
+	// OutOfScope, when set, makes the denial one against the session's
+	// approved scope: a tool_call.out_of_scope event, not tool_call.denied.
+	OutOfScope *OutOfScope `json:"-"`
+}
+
+// OutOfScope is what a denial against the scope records besides the call.
+type OutOfScope struct {
+	AgentType     string
+	Path, Command string
+	ScopeRevision int64
+	ScopeSession  string
+}
+
+// outOfScopeData is the data of a tool_call.out_of_scope event.
+type outOfScopeData struct {
+	Tool          string `json:"tool"`
+	Reason        string `json:"reason"`
+	Host          string `json:"host"`
+	Adapter       string `json:"adapter"`
+	AgentID       string `json:"agent_id,omitempty"`
+	AgentType     string `json:"agent_type,omitempty"`
+	Path          string `json:"path,omitempty"`
+	Command       string `json:"command,omitempty"`
+	ScopeRevision int64  `json:"scope_revision"`
+	ScopeSession  string `json:"scope_session"`
 }
 
 // DenyToolCall decides a host's tool call again inside a write transaction
-// and, when decide still denies it, appends the tool_call.denied event:
+// and, when decide still denies it, appends the tool_call.denied event (or
+// tool_call.out_of_scope, for a denial against the scope):
 // the mode may have changed since the caller's read, and a recorded denial
 // must match the mode it was made under. decide returns nil to allow.
 // It returns the session as the transaction saw it. Errors: not_found.
@@ -183,6 +209,11 @@ func (st *Store) DenyToolCall(ctx context.Context, id string, decide func(*Sessi
 			return nil
 		}
 		denial.EffectiveMode, denial.ModeSource = r.EffectiveMode, r.ModeSource
+		if o := denial.OutOfScope; o != nil {
+			return events.Record(tx, events.New{Type: events.ToolCallOutOfScope, Session: r.link().Ref(), Data: outOfScopeData{
+				Tool: denial.Tool, Reason: denial.Reason, Host: denial.Host, Adapter: denial.Adapter, AgentID: denial.AgentID,
+				AgentType: o.AgentType, Path: o.Path, Command: o.Command, ScopeRevision: o.ScopeRevision, ScopeSession: o.ScopeSession}})
+		}
 		err = events.Record(tx, events.New{Type: events.ToolCallDenied, Session: r.link().Ref(), Data: denial})
 		return err
 	})
