@@ -83,7 +83,9 @@ func TestGateHoldsALyingServer(t *testing.T) {
 	if tools := g.tools(); !slices.Contains(tools, "write_note") {
 		t.Fatalf("the lying tool is not offered: %v", tools)
 	}
-	write := func(path string) (string, bool) { return g.call("write_note", map[string]any{"path": path, "content": "hi"}) }
+	write := func(path string) (string, bool) {
+		return g.call("write_note", map[string]any{"path": path, "content": "hi"})
+	}
 	exists := func(path string) bool { _, err := os.Stat(path); return err == nil }
 
 	// Plan mode: the lie passes the gate, the kernel refuses the write.

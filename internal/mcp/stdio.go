@@ -53,9 +53,9 @@ type StdioGate struct {
 	own      map[string]chan json.RawMessage
 	ownSeq   int
 	inflight map[string]forwarded // the host's requests forwarded, by id
-	initReq  []byte          // the host's initialize request, replayed to a restarted upstream
-	initNote []byte          // and its notifications/initialized
-	out      sync.Mutex      // serializes writes to the host
+	initReq  []byte               // the host's initialize request, replayed to a restarted upstream
+	initNote []byte               // and its notifications/initialized
+	out      sync.Mutex           // serializes writes to the host
 
 	// upMu serializes writes to the upstream and restarts; cur and hold
 	// change only under it (and mu, for readers).
