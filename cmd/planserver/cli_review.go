@@ -59,7 +59,7 @@ var reviewApproveCmd = &cliCommand{
 'review show' does), ask for confirmation on the terminal, then approve
 exactly the revision shown: if the agent rewrote the plan meanwhile, the
 approval is refused and nothing changes. Approval sets the session's own
-mode to build, limited to the scope the revision declares (its `+"```"+`scope
+mode to build, limited to the scope the revision declares (its ` + "```" + `scope
 block) when it declares one; --scope full approves for a full build
 instead, which only an admin may do where a scope is declared. --yes
 approves without asking.
