@@ -1,5 +1,5 @@
 -- +goose Up
--- Version 24 on PostgreSQL: the same schema as ../sqlite/00024 (a
+-- Version 25 on PostgreSQL: the same schema as ../sqlite/00025 (a
 -- session's own scope grant, and what each approval granted), with this
 -- engine's types.
 ALTER TABLE sessions ADD COLUMN build_scope TEXT COLLATE "C";
