@@ -31,6 +31,13 @@ const (
 	// comes first. Nothing else changes: the step stays in_progress under
 	// the same claimed_by until someone renews, reports or takes it over.
 	EventStepClaimExpired = "step.claim_expired"
+	// EventSessionScopeChanged records a change of a session's build
+	// scope: a scope granted by an approval, lifted by an admin, or
+	// inherited from an ancestor's change.
+	EventSessionScopeChanged = "session.scope_changed"
+	// EventToolCallOutOfScope records a tool call denied in scoped build
+	// because it reaches outside the approved scope.
+	EventToolCallOutOfScope = "tool_call.out_of_scope"
 )
 
 // EventTypes lists every event type, in API.md's order.
@@ -40,6 +47,7 @@ var EventTypes = []string{
 	EventSessionReviewRejected, EventTodosUpdated, EventToolCallDenied, EventPlanCreated,
 	EventPlanUpdated, EventPlanStatusChanged, EventPlanDeleted, EventStepUpdated,
 	EventStepClaimed, EventStepReportAdded, EventStepClaimExpired, EventToolCallUnjudged,
+	EventSessionScopeChanged, EventToolCallOutOfScope,
 }
 
 // Event is one entry of the change log.

@@ -4,16 +4,19 @@ import "encoding/json"
 
 // Plan is a shared plan document at one revision.
 type Plan struct {
-	Name      string     `json:"name"`
-	Title     string     `json:"title"`
-	Content   string     `json:"content"`
-	Author    string     `json:"author"`
-	Status    string     `json:"status"`
-	Steps     []StepView `json:"steps"`
-	Progress  Progress   `json:"progress"`
-	Revision  int64      `json:"revision"`
-	CreatedAt string     `json:"created_at"`
-	UpdatedAt string     `json:"updated_at"`
+	Name     string     `json:"name"`
+	Title    string     `json:"title"`
+	Content  string     `json:"content"`
+	Author   string     `json:"author"`
+	Status   string     `json:"status"`
+	Steps    []StepView `json:"steps"`
+	Progress Progress   `json:"progress"`
+	// Scope is the union of the steps' files and commands: what the plan
+	// says it will touch. Informational: approvals are of session plans.
+	Scope     Scope  `json:"scope"`
+	Revision  int64  `json:"revision"`
+	CreatedAt string `json:"created_at"`
+	UpdatedAt string `json:"updated_at"`
 }
 
 // PlanSummary is a plan without its content or steps, but with their
@@ -242,4 +245,7 @@ type Diff struct {
 	From  int64      `json:"from"`
 	To    int64      `json:"to"`
 	Hunks []DiffHunk `json:"hunks"`
+	// Scope is what revision To's scope adds to and removes from revision
+	// From's: on session plans only, whose revisions declare scopes.
+	Scope *ScopeChange `json:"scope,omitempty"`
 }

@@ -32,6 +32,9 @@ type Review struct {
 	// Comments are the decision's comments on lines of the reviewed plan
 	// revision.
 	Comments []ReviewComment `json:"comments"`
+	// Scope is what an approval granted: "plan" (build limited to the
+	// approved revision's scope) or "full"; null until approved.
+	Scope *string `json:"scope"`
 }
 
 // ReviewComment is a reviewer's comment on one line of the plan revision
@@ -64,6 +67,9 @@ type ReviewRecord struct {
 	EndedByPerson *Person         `json:"ended_by_person"`
 	Feedback      *string         `json:"feedback"`
 	Comments      []ReviewComment `json:"comments"`
+	// Scope is what an approval granted ("plan" or "full"); null for a
+	// review that was not approved.
+	Scope *string `json:"scope"`
 }
 
 // ReviewHistory is GET /v1/sessions/{id}/reviews: the current review and
@@ -101,6 +107,52 @@ type Session struct {
 	// this session lately. It is an observation, not the session's state:
 	// it changes no revision.
 	Enforcement []Enforcement `json:"enforcement"`
+	// BuildScope is what limits the session in build mode: the scope a
+	// human approved for it or for an ancestor. Nil in full build and in
+	// plan mode.
+	BuildScope *BuildScope `json:"build_scope"`
+}
+
+// Scope is what a plan declares it will touch: files and folders (globs
+// relative to the project), the commands it will run, and the network it
+// needs (host:port).
+type Scope struct {
+	Files    []string `json:"files"`
+	Commands []string `json:"commands"`
+	Connect  []string `json:"connect"`
+}
+
+// ScopeChange is what one scope adds to and removes from another.
+type ScopeChange struct {
+	Added   Scope `json:"added"`
+	Removed Scope `json:"removed"`
+}
+
+// ScopeGrant is a scope a human granted a session by approving a
+// revision of its plan.
+type ScopeGrant struct {
+	Scope
+	// SessionID is the session whose plan was approved with this scope.
+	SessionID string `json:"session_id"`
+	// PlanRevision is the plan revision that declared it.
+	PlanRevision int64  `json:"plan_revision"`
+	GrantedBy    string `json:"granted_by"`
+	// GrantedByPerson is the signed-in human who granted it; null for a
+	// token.
+	GrantedByPerson *Person `json:"granted_by_person"`
+	GrantedAt       string  `json:"granted_at"`
+}
+
+// BuildScope is a session's scoped build: the nearest grant (its own, or
+// the nearest ancestor's; SessionID says which, as mode_source does for
+// plan mode), and every other grant further up that limits it too. A
+// path or a connection is allowed only where every grant allows it, so a
+// sub-session's scope is never wider than its parent's.
+type BuildScope struct {
+	ScopeGrant
+	// AlsoLimitedBy are the grants of ancestors above the nearest one,
+	// nearest first; empty when one grant limits the session.
+	AlsoLimitedBy []ScopeGrant `json:"also_limited_by"`
 }
 
 // Enforcement is one host hook adapter that asked about a session, or
@@ -187,6 +239,8 @@ type ModeChange struct {
 type Approval struct {
 	*Session
 	Note *string `json:"note"`
+	// Scope is what the approval granted: "plan" or "full".
+	Scope string `json:"scope"`
 }
 
 // SessionPlan is a session's one Markdown plan (write_session_plan). Its
@@ -203,6 +257,9 @@ type SessionPlan struct {
 	// comments, so the agent reading its plan reads them too. Absent from
 	// earlier revisions.
 	Review *Review `json:"review,omitempty"`
+	// Scope is the scope this revision declares (its ```scope block);
+	// null when it declares none.
+	Scope *Scope `json:"scope"`
 }
 
 // SessionPlanRevision is one entry of a session plan's history.
@@ -242,7 +299,18 @@ type ReviewRejection struct {
 type ReviewApproval struct {
 	Feedback *string         `json:"feedback,omitempty" validate:"omitnil,max=65536"`
 	Comments []ReviewComment `json:"comments,omitempty" validate:"max=200,dive"`
+	// Scope is what the approval grants: "plan" (build limited to the
+	// approved revision's scope; the default when it declares one) or
+	// "full" (no limit; the default when it declares none, and an
+	// admin's decision when it does).
+	Scope string `json:"scope,omitempty" validate:"omitempty,oneof=plan full"`
 }
+
+// Approval scopes: what an approval grants.
+const (
+	ApproveScopePlan = "plan"
+	ApproveScopeFull = "full"
+)
 
 // ToolAnnotations is MCP's tool annotations; gating reads readOnlyHint.
 type ToolAnnotations struct {

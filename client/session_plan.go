@@ -77,12 +77,20 @@ func (c *Client) RequestReview(ctx context.Context, id string, in api.ReviewRequ
 }
 
 // ApprovePlan is the human's approval of plan revision planRevision, the
-// one they read: the session's own mode becomes build. A plan edited since
+// one they read: the session's own mode becomes build, limited to the
+// revision's scope unless in.Scope is "full" (see api.ReviewApproval). A plan edited since
 // is ErrVersionConflict, no pending review ErrReviewNotPending; admin
 // tokens only. planRevision is sent as If-Match, whatever opts say.
 func (c *Client) ApprovePlan(ctx context.Context, id string, planRevision int64, in api.ReviewApproval, opts ...CallOption) (*api.Approval, error) {
 	opts = append(opts[:len(opts):len(opts)], IfMatch(planRevision))
 	return doJSON[api.Approval](ctx, c, request{method: "POST", path: sessionPath(id, "plan", "approve"), body: in}, opts)
+}
+
+// LiftScope ends the session's scoped build: it builds without the scope
+// its approval granted (full build). Admin tokens only; a session without
+// a scope of its own is ErrNotFound. IfMatch names the session revision.
+func (c *Client) LiftScope(ctx context.Context, id string, opts ...CallOption) (*api.Session, error) {
+	return doJSON[api.Session](ctx, c, request{method: "DELETE", path: sessionPath(id, "scope")}, opts)
 }
 
 // RejectPlan rejects the pending review with feedback and line comments;

@@ -59,7 +59,10 @@ var reviewApproveCmd = &cliCommand{
 'review show' does), ask for confirmation on the terminal, then approve
 exactly the revision shown: if the agent rewrote the plan meanwhile, the
 approval is refused and nothing changes. Approval sets the session's own
-mode to build. --yes approves without asking.
+mode to build, limited to the scope the revision declares (its ` + "```" + `scope
+block) when it declares one; --scope full approves for a full build
+instead, which only an admin may do where a scope is declared. --yes
+approves without asking.
 `,
 	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
 		var yes bool
@@ -68,10 +71,14 @@ mode to build. --yes approves without asking.
 		fs.BoolVar(&yes, "yes", false, "approve without asking")
 		fs.Var(&feedback, "feedback", "`text` for the agent, kept with the review")
 		fs.Var(&comments, "comment", "a comment on a line of the plan, as `LINE:TEXT` (repeatable)")
+		scope := fs.String("scope", "", "what the approval grants: `plan` (the revision's scope; the default when it declares one) or full")
 		return func(x *cli, args []string) error {
 			lines, err := parseComments(comments)
 			if err != nil {
 				return x.usage("%v", err)
+			}
+			if *scope != "" && *scope != api.ApproveScopePlan && *scope != api.ApproveScopeFull {
+				return x.usage("--scope %q: want plan or full", *scope)
 			}
 			v, err := loadReview(x, args[0])
 			if err != nil {
@@ -86,7 +93,14 @@ mode to build. --yes approves without asking.
 					w = x.stderr
 				}
 				v.print(w)
-				ok, err := confirm(x, fmt.Sprintf("Approve revision %d of the plan of session %s? [y/N] ", v.Plan.Revision, v.Session.ID))
+				grant := ""
+				switch {
+				case v.Plan.Scope != nil && *scope != api.ApproveScopeFull:
+					grant = " with its scope"
+				case v.Plan.Scope != nil:
+					grant = " for a FULL build, lifting its scope"
+				}
+				ok, err := confirm(x, fmt.Sprintf("Approve revision %d of the plan of session %s%s? [y/N] ", v.Plan.Revision, v.Session.ID, grant))
 				if err != nil {
 					return err
 				}
@@ -96,7 +110,7 @@ mode to build. --yes approves without asking.
 			}
 			// A review that is not pending is sent all the same: the server
 			// refuses it (review_not_pending) and says why.
-			a, err := x.c.ApprovePlan(x.ctx, v.Session.ID, v.Plan.Revision, api.ReviewApproval{Feedback: feedback.v, Comments: lines})
+			a, err := x.c.ApprovePlan(x.ctx, v.Session.ID, v.Plan.Revision, api.ReviewApproval{Feedback: feedback.v, Comments: lines, Scope: *scope})
 			var e *client.Error
 			if errors.Is(err, client.ErrVersionConflict) && errors.As(err, &e) && e.CurrentRevision != nil {
 				return cliFail(err, "conflict: the plan of session %s changed since revision %d was shown (it is at revision %d now), "+
@@ -111,6 +125,11 @@ mode to build. --yes approves without asking.
 					fmt.Fprintf(w, " (effective %s, from %s)", a.EffectiveMode, orDash(a.ModeSource))
 				}
 				fmt.Fprintln(w)
+				if b := a.BuildScope; b != nil {
+					fmt.Fprintf(w, "scoped build: %s\n", scopeText(b.Scope))
+				} else if a.Scope == api.ApproveScopeFull && v.Plan.Scope != nil {
+					fmt.Fprintln(w, "full build: no scope limits it")
+				}
 				if a.Note != nil {
 					fmt.Fprintln(w, *a.Note)
 				}
@@ -132,10 +151,14 @@ review: if the plan changed meanwhile, it is refused.
 		var comments repeated
 		fs.Var(&feedback, "feedback", "what the agent should change (`text`)")
 		fs.Var(&comments, "comment", "a comment on a line of the plan, as `LINE:TEXT` (repeatable)")
+		scope := fs.String("scope", "", "what the approval grants: `plan` (the revision's scope; the default when it declares one) or full")
 		return func(x *cli, args []string) error {
 			lines, err := parseComments(comments)
 			if err != nil {
 				return x.usage("%v", err)
+			}
+			if *scope != "" && *scope != api.ApproveScopePlan && *scope != api.ApproveScopeFull {
+				return x.usage("--scope %q: want plan or full", *scope)
 			}
 			if feedback.v == nil && len(lines) == 0 {
 				return x.usage("say why: --feedback, --comment or both")
@@ -240,6 +263,11 @@ func (v *reviewView) print(w io.Writer) {
 	for i, line := range strings.Split(strings.TrimSuffix(p.Content, "\n"), "\n") {
 		fmt.Fprintf(w, "%4d  %s\n", i+1, line)
 	}
+	if p.Scope != nil {
+		fmt.Fprintf(w, "\nscope an approval grants: %s\n", scopeText(*p.Scope))
+	} else {
+		fmt.Fprintln(w, "\nno scope declared: an approval is a full build")
+	}
 	d := v.LastDecision
 	switch {
 	case d == nil:
@@ -297,4 +325,15 @@ func revisionOf(rev *int64) string {
 		return "-"
 	}
 	return strconv.FormatInt(*rev, 10)
+}
+
+// scopeText is a scope on one line.
+func scopeText(s api.Scope) string {
+	list := func(l []string) string {
+		if len(l) == 0 {
+			return "none"
+		}
+		return strings.Join(l, ", ")
+	}
+	return "files " + list(s.Files) + "; commands " + list(s.Commands) + "; network " + list(s.Connect)
 }

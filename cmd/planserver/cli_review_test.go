@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"io"
 	"path/filepath"
 	"regexp"
@@ -153,5 +154,31 @@ func TestCLIApproveBindsWhatWasShown(t *testing.T) {
 	}
 	if s, _ := c.GetSession(t.Context(), "s"); s.Mode != api.ModePlan || s.Review.State != api.ReviewPending || *s.Review.PlanRevision != 2 {
 		t.Errorf("after the refused approval: mode %s, review %+v", s.Mode, s.Review)
+	}
+}
+
+// TestCLIReviewScope: review show says the scope an approval grants,
+// review approve grants it (or, --scope full, a full build) and says so,
+// and a scope that is neither is a usage error.
+func TestCLIReviewScope(t *testing.T) {
+	p := start(t, filepath.Join(t.TempDir(), "p.db"))
+	c := apiClient(t, p)
+	planSession(t, c, "scoped", "# Plan\n\n```scope\nfiles: [src/app.go]\n```\n")
+	if out := ok(t, p, "review", "show", "scoped"); !strings.Contains(out, "scope an approval grants: files src/app.go; commands none; network none") {
+		t.Errorf("show:\n%s", out)
+	}
+	fails(t, p, cliExitUsage, "review", "approve", "scoped", "--yes", "--scope", "narrow")
+	if out := ok(t, p, "review", "approve", "scoped", "--yes"); !strings.Contains(out, "scoped build: files src/app.go") {
+		t.Errorf("approve:\n%s", out)
+	}
+	planSession(t, c, "full", "# Plan\n\n```scope\nfiles: [docs/]\n```\n")
+	if out := ok(t, p, "review", "approve", "full", "--yes", "--scope", "full"); !strings.Contains(out, "full build: no scope limits it") {
+		t.Errorf("approve --scope full:\n%s", out)
+	}
+	if _, err := c.LiftScope(t.Context(), "scoped"); err != nil {
+		t.Fatalf("lift: %v", err)
+	}
+	if _, err := c.LiftScope(t.Context(), "scoped"); !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("lifting twice: %v", err)
 	}
 }

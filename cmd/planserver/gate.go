@@ -7,17 +7,21 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/cliflag"
 	"github.com/planserver/planserver/internal/mcp"
+	"github.com/planserver/planserver/internal/sandbox"
 )
 
 const gateUsage = `Usage:
@@ -34,6 +38,15 @@ allowlist and not declared read-only with --read-only; a refused call never
 reaches CMD and is recorded as tool_call.denied. If planserver cannot be
 reached, state-changing calls are refused (reads keep working) and the
 refusal says why. There is no switch that turns the gate off.
+
+The kernel holds CMD too, so a tool that lies about readOnlyHint cannot
+write past plan mode: CMD runs in planserver's sandbox, read-only in plan
+mode (and while planserver cannot be asked), limited to the approved scope
+in scoped build (its files relative to --project, its network), and
+unconfined in full build. When the mode or the scope changes (asked before
+every call and every --watch), the gate restarts CMD under the new hold;
+calls still in flight get an error saying so. Where the kernel has no
+sandbox, CMD runs unconfined and the annotations are all that hold it.
 
 add, list and remove manage, on the database, the streamable-HTTP MCP
 servers agents reach through planserver at /mcp/gate/NAME behind the same
@@ -80,6 +93,8 @@ func gateProxy(ctx context.Context, args []string, getenv func(string) string, s
 	fs.SetOutput(io.Discard)
 	var (
 		session, server, token, name string
+		project                      string
+		err                          error
 		every                        time.Duration
 		readOnly                     = readOnlyFlag{}
 	)
@@ -87,6 +102,7 @@ func gateProxy(ctx context.Context, args []string, getenv func(string) string, s
 	fs.StringVar(&server, "server", "http://127.0.0.1:8080", "planserver's `URL` (PLANSERVER_URL)")
 	fs.StringVar(&token, "token", "", "a `token` that may check tools of the session, e.g. its agent token (PLANSERVER_TOKEN)")
 	fs.StringVar(&name, "name", "", "the upstream's `name` in tool_call.denied events (default: CMD's file name)")
+	fs.StringVar(&project, "project", "", "the `dir` CMD runs in, which a scoped build's paths are relative to (default: the working directory)")
 	fs.Var(readOnly, "read-only", "`tools` of CMD to treat as read-only although not annotated so (comma-separated; repeatable)")
 	durationVar(fs, &every, "watch", 2*time.Second, "how often (a `duration`) to look for a mode change to announce to the host (list_changed); 0: never")
 	if err := fs.Parse(flags); err != nil {
@@ -129,36 +145,143 @@ func gateProxy(ctx context.Context, args []string, getenv func(string) string, s
 			return string(mode)
 		},
 	}
+	if project == "" {
+		if project, err = os.Getwd(); err != nil {
+			return err
+		}
+	}
 	// Said once at start, so an operator can see what the gate lets
 	// through in plan mode beyond the annotations.
 	logger.Info("planserver gate starting", "session", session, "server", server, "command", strings.Join(command, " "),
-		"extra_read_only_tools", mcp.ReadOnlyList(readOnly))
+		"extra_read_only_tools", mcp.ReadOnlyList(readOnly), "project", project)
 
-	cmd := exec.Command(command[0], command[1:]...)
-	cmd.Stderr = stderr
-	up, err := cmd.StdinPipe()
-	if err != nil {
-		return err
+	// The kernel holds the upstream to the session's mode (mcp.HoldOf):
+	// asked at the start, before every call, and by the watch.
+	g.Held = func(ctx context.Context) mcp.Hold {
+		s, err := checker.Get(ctx)
+		if err != nil {
+			return mcp.UnreachableHold(err)
+		}
+		return mcp.HoldOf(s)
 	}
-	upOut, err := cmd.StdoutPipe()
+	up := &upstream{command: command, project: project, server: server, stderr: stderr, log: logger}
+	g.Start = up.start
+	defer up.stop()
+	return g.RunHeld(ctx, stdin, stdout)
+}
+
+// upstream starts the tool server behind planserver gate, each time under
+// the hold the session's mode asks for.
+type upstream struct {
+	command []string
+	project string
+	server  string
+	stderr  io.Writer
+	log     *slog.Logger
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	warn sync.Once
+}
+
+// start runs the upstream under hold h: unconfined in full build, else
+// inside planserver's sandbox (read-only in plan mode; the scope's files,
+// relative to the project, and its network in scoped build, never
+// planserver's own port). Where the kernel has no sandbox it runs
+// unconfined, and the gate's annotations are all that hold it.
+func (u *upstream) start(ctx context.Context, h mcp.Hold) (*mcp.UpstreamRun, error) {
+	argv := u.command
+	if h.Mode != "full" {
+		if held, err := u.held(h); err != nil {
+			u.warn.Do(func() {
+				u.log.Warn("the kernel sandbox is not available: the upstream runs unconfined, held by its tools' annotations only", "why", err)
+			})
+		} else {
+			argv = held
+		}
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = u.project
+	cmd.Stderr = u.stderr
+	in, err := cmd.StdinPipe()
 	if err != nil {
-		return err
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", command[0], err)
+		return nil, fmt.Errorf("start %s: %w", u.command[0], err)
 	}
+	u.mu.Lock()
+	u.cmd = cmd
+	u.mu.Unlock()
 	// A signal to the gate ends the upstream too.
-	stop := context.AfterFunc(ctx, func() { _ = cmd.Process.Signal(os.Interrupt) })
-	defer stop()
-	relayErr := g.Run(ctx, stdin, stdout, up, upOut)
-	waitErr := cmd.Wait()
-	if relayErr != nil {
-		return relayErr
+	stopOnSignal := context.AfterFunc(ctx, func() { _ = cmd.Process.Signal(os.Interrupt) })
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); stopOnSignal(); close(exited) }()
+	return &mcp.UpstreamRun{In: in, Out: out, Stop: func() {
+		// The sandbox's supervisor passes the signal on; what is left
+		// after a second is killed.
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	}}, nil
+}
+
+// held is the command line of the upstream inside the sandbox for hold h.
+func (u *upstream) held(h mcp.Hold) ([]string, error) {
+	if _, err := sandbox.Available(); err != nil {
+		return nil, err
 	}
-	if waitErr != nil && ctx.Err() == nil {
-		return fmt.Errorf("%s: %w", command[0], waitErr)
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	argv := []string{self, "sandbox", "--read-only"}
+	if lean := sandbox.LeanBeside(self); lean != "" {
+		argv = []string{lean, "--read-only"}
+	}
+	if h.Mode == "scoped" {
+		own := ""
+		if su, err := url.Parse(u.server); err == nil {
+			if own = su.Port(); own == "" {
+				own = map[string]string{"http": "80", "https": "443"}[su.Scheme]
+			}
+		}
+		var allow []string
+		for _, e := range h.Connect {
+			if _, port, err := net.SplitHostPort(e); err == nil && port != own {
+				allow = append(allow, e)
+			}
+		}
+		if len(allow) > 0 {
+			argv = append(argv, "--allow-connect", strings.Join(allow, ","))
+		}
+		if len(h.Files) > 0 {
+			argv = append(argv, "--project", u.project)
+			for _, f := range h.Files {
+				argv = append(argv, "--allow-write", f)
+			}
+		}
+		argv = append(argv, "--build-scope")
+	}
+	return append(append(argv, "--"), u.command...), nil
+}
+
+// stop ends the last run, when the gate ends.
+func (u *upstream) stop() {
+	u.mu.Lock()
+	cmd := u.cmd
+	u.mu.Unlock()
+	if cmd != nil && cmd.Process != nil {
+		_ = cmd.Process.Signal(os.Interrupt)
+	}
 }
 
 func gateRegistry(ctx context.Context, action string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {

@@ -183,8 +183,9 @@ func TestGateFilesystemServer(t *testing.T) {
 		t.Fatalf("tool_call.denied events = %+v", page.Events)
 	}
 
-	// The human approves a plan: the write goes through again, with no
-	// restart of anything.
+	// The human approves a plan: the write goes through again (the gate
+	// restarts the server outside the sandbox; the host sees nothing of it
+	// but a list_changed).
 	mustCall(t, p, "PUT", "/v1/sessions/main/plan", `{"content":"# Plan\n1. write notes\n"}`, 201)
 	mustCall(t, p, "POST", "/v1/sessions/main/plan/review", ``, 200)
 	mustCall(t, p, "POST", "/v1/sessions/main/plan/approve", ``, 200, "If-Match", `"1"`)
@@ -198,7 +199,8 @@ func TestGateFilesystemServer(t *testing.T) {
 
 // TestGateFailsClosed: with planserver gone mid-session the gate refuses
 // writes, saying why, and keeps reads working; a tool the operator
-// declared read-only keeps working too.
+// declared read-only is let through, and the kernel holds the server
+// read-only meanwhile.
 func TestGateFailsClosed(t *testing.T) {
 	p := start(t, filepath.Join(t.TempDir(), "p.db"))
 	mustCall(t, p, "POST", "/v1/sessions", `{"id":"main"}`, 201)
@@ -230,8 +232,15 @@ func TestGateFailsClosed(t *testing.T) {
 	if slices.Contains(tools, "write_file") || !slices.Contains(tools, "read_text_file") || !slices.Contains(tools, "create_directory") {
 		t.Fatalf("tools with planserver down = %v: want the reads and the declared read-only create_directory", tools)
 	}
-	if out, isErr := g.call("create_directory", map[string]any{"path": filepath.Join(dir, "sub")}); isErr {
-		t.Fatalf("a tool declared read-only, with planserver down: %s", out)
+	// The gate lets a tool declared read-only through, and the kernel
+	// holds the server read-only while planserver cannot say the mode: a
+	// declaration that is wrong writes nothing either.
+	out, isErr = g.call("create_directory", map[string]any{"path": filepath.Join(dir, "sub")})
+	if !isErr || strings.Contains(out, "planserver could not be asked") || !strings.Contains(out, "EACCES") {
+		t.Fatalf("a tool declared read-only, with planserver down: %v %s", isErr, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "sub")); err == nil {
+		t.Fatal("a tool declared read-only wrote with planserver down")
 	}
 }
 

@@ -34,7 +34,8 @@ func hookConfig(cfg *config) (planhttp.HookConfig, error) {
 	}
 	switch cfg.HookSandbox {
 	case "on":
-		hc.Shell.Sandbox = hookcmd.SandboxHere(allow)
+		_, own, _ := net.SplitHostPort(cfg.Addr)
+		hc.Shell.Sandbox = hookcmd.SandboxHere(allow, own)
 	case "off":
 		hc.Shell.Sandbox = hooks.Sandbox{Why: "the operator turned it off (--hook-sandbox off)"}
 	default:

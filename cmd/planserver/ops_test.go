@@ -215,7 +215,7 @@ func TestMigrateDownKeepsRevisionFloors(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The later migrations hold nothing of this and roll back first.
-	for _, later := range []string{"00024", "00023", "00022", "00021", "00020", "00019", "00018", "00017", "00016", "00014", "00013", "00012", "00011", "00010", "00009", "00008"} {
+	for _, later := range []string{"00025", "00024", "00023", "00022", "00021", "00020", "00019", "00018", "00017", "00016", "00014", "00013", "00012", "00011", "00010", "00009", "00008"} {
 		if err := run(context.Background(), []string{"migrate", "down", "--db", db}, noEnv, io.Discard, io.Discard); err != nil {
 			t.Fatalf("rolling back %s: %v", later, err)
 		}
@@ -247,7 +247,7 @@ func TestMigrateDownRefusesToLoseData(t *testing.T) {
 	if _, err := waitExit(t, p, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"00024", "00023", "00022", "00021", "00020", "00019", "00018", "00017", "00016", "00014", "00013", "00012", "00011", "00010", "00009", "00008", "00007", "00006", "00005", "00004", "00003", "00002"} {
+	for _, want := range []string{"00025", "00024", "00023", "00022", "00021", "00020", "00019", "00018", "00017", "00016", "00014", "00013", "00012", "00011", "00010", "00009", "00008", "00007", "00006", "00005", "00004", "00003", "00002"} {
 		if err := run(context.Background(), []string{"migrate", "down", "--db", db}, noEnv, io.Discard, io.Discard); err != nil {
 			t.Fatalf("rolling back %s, which holds nothing: %v", want, err)
 		}
@@ -258,6 +258,37 @@ func TestMigrateDownRefusesToLoseData(t *testing.T) {
 	}
 	if err := run(context.Background(), []string{"migrate", "up", "--db", db}, noEnv, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMigrateDownKeepsScopes: a rollback past scoped build refuses while
+// a session builds within an approved scope, since an older planserver
+// would let it build without; once the scope is lifted (and no review
+// records a grant) it rolls back.
+func TestMigrateDownKeepsScopes(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "p.db")
+	p := start(t, db)
+	for _, c := range []struct {
+		method, path, body string
+		status             int
+		header             []string
+	}{
+		{"POST", "/v1/sessions", `{"id":"s","mode":"plan"}`, 201, nil},
+		{"PUT", "/v1/sessions/s/plan", `{"content":"# p\n` + "```scope\\nfiles: [a.go]\\n```" + `\n"}`, 201, nil},
+		{"POST", "/v1/sessions/s/plan/review", "", 200, nil},
+		{"POST", "/v1/sessions/s/plan/approve", "", 200, []string{"If-Match", `"1"`}},
+	} {
+		if st, body := p.call(t, c.method, c.path, c.body, c.header...); st != c.status {
+			t.Fatalf("%s %s: %d %s", c.method, c.path, st, body)
+		}
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	if _, err := waitExit(t, p, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	err := run(context.Background(), []string{"migrate", "down", "--db", db}, noEnv, io.Discard, io.Discard)
+	if err == nil || !strings.HasPrefix(err.Error(), "refusing to roll back 00025_build_scope: ") {
+		t.Fatalf("migrate down with a scope in force: %v", err)
 	}
 }
 

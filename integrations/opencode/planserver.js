@@ -36,7 +36,9 @@ function token() {
   return readFileSync(file, "utf8").trim()
 }
 
-export const PlanserverPlugin = async () => {
+// opencode hands a plugin its context; directory is the project, which a
+// scoped build's paths are relative to.
+export const PlanserverPlugin = async ({ directory } = {}) => {
   const server = (process.env.PLANSERVER_URL || SERVER || "http://127.0.0.1:8080").replace(/\/+$/, "")
   const session = process.env.PLANSERVER_SESSION || SESSION
   const parent = process.env.PLANSERVER_PARENT || PARENT
@@ -61,7 +63,7 @@ export const PlanserverPlugin = async () => {
     "tool.execute.before": async (input, output) => {
       let answer
       try {
-        answer = await ask({ tool: input.tool, sessionID: input.sessionID, callID: input.callID, args: output.args ?? {} })
+        answer = await ask({ tool: input.tool, sessionID: input.sessionID, callID: input.callID, args: output.args ?? {}, directory })
       } catch (err) {
         if (READS.has(input.tool)) return
         throw new Error(`[planserver hook] planserver could not be asked whether this session is in plan mode (${err?.message ?? err}), ` +
@@ -79,7 +81,7 @@ export const PlanserverPlugin = async () => {
     },
     "tool.execute.after": async (input) => {
       try {
-        await ask({ event: "tool.execute.after", tool: input.tool, sessionID: input.sessionID, callID: input.callID, args: input.args ?? {} })
+        await ask({ event: "tool.execute.after", tool: input.tool, sessionID: input.sessionID, callID: input.callID, args: input.args ?? {}, directory })
       } catch (err) {
         console.error(`[planserver hook] the report of ${input.tool} did not reach planserver: ${err?.message ?? err}`)
       }

@@ -178,6 +178,12 @@ const (
 	// ManageSignIns is listing people's sign-ins and ending them: an
 	// admin's, since it ends other people's access.
 	ManageSignIns Action = "signins.manage"
+	// LiftScope is full build where a scope was declared or granted:
+	// approving such a plan with scope "full", leaving plan mode without
+	// approving it, or ending a session's scoped build (DELETE
+	// /v1/sessions/{id}/scope). The human approved a scope; only an admin
+	// lets the agent past it.
+	LiftScope Action = "scope.lift"
 )
 
 // Actions lists every action, for exhaustive tests.
@@ -187,7 +193,7 @@ var Actions = []Action{
 	ReadSessionPlan, RequestReview, DecideReview, FilterTools, CheckTool, WriteTodos,
 	ReadTodos, ReadPlans, WritePlans, ExecuteSteps, ReadEvents, ManageTokens, ConnectMCP, ManageGates,
 	ManageWebhooks,
-	ReadSelf, ManageSignIns,
+	ReadSelf, ManageSignIns, LiftScope,
 }
 
 // Decision is the outcome of Decide.
@@ -245,7 +251,7 @@ var sessionActions = map[Action]bool{
 	ReadSession: true, CreateSession: true, CreateHarnessSession: true, NameSession: true, UpdateSession: true,
 	DeleteSession: true, EnterPlanMode: true, LeavePlanMode: true, WriteSessionPlan: true,
 	ReadSessionPlan: true, RequestReview: true, DecideReview: true, FilterTools: true,
-	CheckTool: true, WriteTodos: true, ReadTodos: true,
+	CheckTool: true, WriteTodos: true, ReadTodos: true, LiftScope: true,
 }
 
 // Facts are what a decision needs to know beyond the principal and the

@@ -17,9 +17,10 @@ func TestDecideEveryRoleActionAndScope(t *testing.T) {
 	}
 	// The ways out of plan mode and the administrative actions: never an
 	// agent's, wherever the session is. Naming a session would tell an
-	// agent which ids are taken outside its tree.
+	// agent which ids are taken outside its tree. Lifting a scope is an
+	// admin's alone: not a reviewer's either.
 	agentMayNot := []Action{LeavePlanMode, DecideReview, CreateHarnessSession, CreateRootSession,
-		NameSession, UpdateSession, DeleteSession, ManageTokens, ManageGates, ManageWebhooks, ManageSignIns}
+		NameSession, UpdateSession, DeleteSession, ManageTokens, ManageGates, ManageWebhooks, ManageSignIns, LiftScope}
 	// What an agent whose own session is in plan mode may not do:
 	// execute, as opposed to plan.
 	notInPlanMode := map[Action]bool{ExecuteSteps: true}
@@ -33,7 +34,7 @@ func TestDecideEveryRoleActionAndScope(t *testing.T) {
 		ReadSession: true, CreateSession: true, CreateHarnessSession: true, NameSession: true, UpdateSession: true,
 		DeleteSession: true, EnterPlanMode: true, LeavePlanMode: true, WriteSessionPlan: true,
 		ReadSessionPlan: true, RequestReview: true, DecideReview: true, FilterTools: true,
-		CheckTool: true, WriteTodos: true, ReadTodos: true,
+		CheckTool: true, WriteTodos: true, ReadTodos: true, LiftScope: true,
 	}
 	if len(agentMay)+len(agentMayNot) != len(Actions) {
 		t.Fatalf("the test's expectations cover %d actions, Actions has %d: classify the new one",

@@ -50,8 +50,10 @@ var Routes = map[string]Rule{
 	"POST /v1/sessions/{id}/plan/review":              {Action: RequestReview, SessionParam: "id"},
 	"POST /v1/sessions/{id}/plan/approve":             {Action: DecideReview, SessionParam: "id"},
 	"POST /v1/sessions/{id}/plan/reject":              {Action: DecideReview, SessionParam: "id"},
-	"POST /v1/sessions/{id}/tools/filter":             {Action: FilterTools, SessionParam: "id"},
-	"POST /v1/sessions/{id}/tools/check":              {Action: CheckTool, SessionParam: "id"},
+	// Lifting a session's scope is an admin's decision alone.
+	"DELETE /v1/sessions/{id}/scope":      {Action: LiftScope, SessionParam: "id"},
+	"POST /v1/sessions/{id}/tools/filter": {Action: FilterTools, SessionParam: "id"},
+	"POST /v1/sessions/{id}/tools/check":  {Action: CheckTool, SessionParam: "id"},
 	// A host hook names its session in the query (?session= or ?parent=);
 	// the handler checks CheckTool (and CreateSession for a parent's new
 	// child, WriteSessionPlan and RequestReview for an exit-plan call).
@@ -133,6 +135,9 @@ func DenyReason(p Principal, a Action, f Facts) string {
 			"(the answer's id and Location name it)", p.Name)
 	case p.Role == Agent && (a == CreateHarnessSession || a == CreateRootSession):
 		return fmt.Sprintf("agent token %q may not %s: an agent creates only ordinary sub-sessions of its own session (set parent_id, no harness)", p.Name, a)
+	case a == LiftScope && p.Role != Admin:
+		return fmt.Sprintf("%s may not lift a scope: the approved plan limits what the session builds, and building beyond it "+
+			"(full build) is an admin's decision", p.Name)
 	case p.Role == Viewer && p.Person != nil:
 		return fmt.Sprintf("%s signed in as a viewer, who may only read and watch events, not %s", p.Name, a)
 	case p.Role == Viewer:

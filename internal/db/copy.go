@@ -32,10 +32,11 @@ type copyTable struct {
 var copyTables = []copyTable{
 	{"sessions", "pk, id, title, agent, parent_id, mode, harness, metadata, review_state, review_plan_revision, " +
 		"review_rationale, review_feedback, review_requested_at, review_decided_at, review_decided_by, revision, " +
-		"created_at, updated_at, ancestry, review_comments, external_id, enforcement, review_decided_by_person", "pk"},
+		"created_at, updated_at, ancestry, review_comments, external_id, enforcement, review_decided_by_person, " +
+		"build_scope, review_scope", "pk"},
 	{"session_plans", "session_id, content, author, revision, created_at, updated_at", "session_id"},
 	{"session_plan_revisions", "session_id, revision, content, author, updated_at", "session_id, revision"},
-	{"session_reviews", "id, session_id, plan_revision, state, rationale, requested_at, ended_at, ended_by, feedback, comments, ended_by_person", "id"},
+	{"session_reviews", "id, session_id, plan_revision, state, rationale, requested_at, ended_at, ended_by, feedback, comments, ended_by_person, scope", "id"},
 	{"session_todos", "session_id, todos, revision, updated_at", "session_id"},
 	{"plans", "name, title, author, status, revision, created_at, updated_at, steps, content_rev, renewed", "name"},
 	{"plan_contents", "name, content_rev, content", "name, content_rev"},

@@ -36,6 +36,8 @@ const (
 	StepClaimed            = api.EventStepClaimed
 	StepReportAdded        = api.EventStepReportAdded
 	StepClaimExpired       = api.EventStepClaimExpired
+	SessionScopeChanged    = api.EventSessionScopeChanged
+	ToolCallOutOfScope     = api.EventToolCallOutOfScope
 )
 
 // Types lists every event type, in API.md's order.

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"time"
@@ -177,15 +178,18 @@ func hookLocalPolicy(shellReadOnly string) hooks.Policy {
 	if err != nil {
 		table = shellclass.DefaultTable()
 	}
-	return hooks.Policy{Writes: shellclass.Writes, Strict: shellclass.StrictJudge(table), Sandbox: SandboxHere(nil)}
+	return hooks.Policy{Writes: shellclass.Writes, Strict: shellclass.StrictJudge(table), Sandbox: SandboxHere(nil, "")}
 }
 
-// SandboxHere is the read-only sandbox of this machine for the hooks'
-// decision: planserver-sandbox beside the planserver binary that runs this
-// code (else planserver sandbox), with allowConnect as its network rule
-// and the decision's explanation as the line it prints when a command
-// fails; unavailable, saying why, where the kernel cannot run it.
-func SandboxHere(allowConnect []string) hooks.Sandbox {
+// SandboxHere is the sandbox of this machine for the hooks' decision:
+// planserver-sandbox beside the planserver binary that runs this code
+// (else planserver sandbox), with the decision's explanation as the line
+// it prints when a command fails; unavailable, saying why, where the
+// kernel cannot run it. In plan mode its network rule is allowConnect; in
+// scoped build it is the scope's, less every entry on port ownPort
+// (planserver's own, which no scope grants: "" for none), and it may
+// write what the scope's files open.
+func SandboxHere(allowConnect []string, ownPort string) hooks.Sandbox {
 	if _, err := sandbox.Available(); err != nil {
 		return hooks.Sandbox{Why: err.Error()}
 	}
@@ -193,8 +197,18 @@ func SandboxHere(allowConnect []string) hooks.Sandbox {
 	if err != nil {
 		return hooks.Sandbox{Why: fmt.Sprintf("planserver cannot find its own path (%v)", err)}
 	}
-	return hooks.Sandbox{Available: true, Wrap: func(command, explain string) (string, error) {
-		return sandbox.Wrap(self, command, sandbox.WrapOptions{AllowConnect: allowConnect, Explain: explain})
+	return hooks.Sandbox{Available: true, Wrap: func(command string, w hooks.Wrap) (string, error) {
+		o := sandbox.WrapOptions{AllowConnect: allowConnect, Explain: w.Explain}
+		if sc := w.Scope; sc != nil {
+			o.AllowConnect = nil
+			for _, e := range sc.Connect {
+				if _, port, err := net.SplitHostPort(e); err == nil && port != ownPort {
+					o.AllowConnect = append(o.AllowConnect, e)
+				}
+			}
+			o.AllowWrite, o.Project, o.Scoped = sc.Files, sc.Project, true
+		}
+		return sandbox.Wrap(self, command, o)
 	}}
 }
 

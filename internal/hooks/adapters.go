@@ -267,7 +267,7 @@ func parseClaude(c *Call, m map[string]json.RawMessage) error {
 	var transcript string
 	if err := strs(m, map[string]*string{"hook_event_name": &c.Event, "session_id": &c.Conversation,
 		"tool_name": &c.Tool, "agent_id": &c.AgentID, "agent_type": &c.AgentType, "transcript_path": &transcript,
-		"tool_use_id": &c.RunID, "permission_mode": &c.PermissionMode}); err != nil {
+		"tool_use_id": &c.RunID, "permission_mode": &c.PermissionMode, "cwd": &c.Project}); err != nil {
 		return err
 	}
 	if err := toolCall(c, m, "Claude Code", "PreToolUse", claudeTools, "PostToolUse", "PostToolUseFailure"); err != nil {
@@ -289,7 +289,7 @@ func parseClaude(c *Call, m map[string]json.RawMessage) error {
 func parseCodex(c *Call, m map[string]json.RawMessage) error {
 	if err := strs(m, map[string]*string{"hook_event_name": &c.Event, "session_id": &c.Conversation,
 		"tool_name": &c.Tool, "agent_id": &c.AgentID, "agent_type": &c.AgentType,
-		"tool_use_id": &c.RunID, "permission_mode": &c.PermissionMode}); err != nil {
+		"tool_use_id": &c.RunID, "permission_mode": &c.PermissionMode, "cwd": &c.Project}); err != nil {
 		return err
 	}
 	return toolCall(c, m, "Codex", "PreToolUse", codexTools, "PostToolUse")
@@ -324,7 +324,7 @@ func claudePlanFile(file, transcript string) bool {
 // which server and tool in mcp_context: that is read first.
 func parseGemini(c *Call, m map[string]json.RawMessage) error {
 	if err := strs(m, map[string]*string{"hook_event_name": &c.Event, "session_id": &c.Conversation,
-		"tool_name": &c.Tool}); err != nil {
+		"tool_name": &c.Tool, "cwd": &c.Project}); err != nil {
 		return err
 	}
 	if err := toolCall(c, m, "Gemini CLI", "BeforeTool", geminiTools, "AfterTool"); err != nil {
@@ -420,6 +420,12 @@ func parseCursor(c *Call, m map[string]json.RawMessage) error {
 		"tool_use_id": &c.RunID}); err != nil {
 		return err
 	}
+	// The workspace's first root is the project a scope's paths are
+	// relative to.
+	var roots []string
+	if raw, ok := m["workspace_roots"]; ok && json.Unmarshal(raw, &roots) == nil && len(roots) > 0 {
+		c.Project = roots[0]
+	}
 	switch c.Event {
 	case cursorShell, cursorAfterShell:
 		c.Tool, c.Kind = "Shell", Shell
@@ -482,12 +488,12 @@ func gateName(url string) string {
 }
 
 // parseOpenCode reads what integrations/opencode/planserver.js sends from
-// tool.execute.before: {tool, sessionID, callID, args, agent?}, and from
-// tool.execute.after the same with event "tool.execute.after" (an input
-// without event is a before: the plugin's older versions sent none).
+// tool.execute.before: {tool, sessionID, callID, args, agent?, directory?},
+// and from tool.execute.after the same with event "tool.execute.after" (an
+// input without event is a before: the plugin's older versions sent none).
 func parseOpenCode(c *Call, m map[string]json.RawMessage) error {
 	if err := strs(m, map[string]*string{"event": &c.Event, "tool": &c.Tool, "sessionID": &c.Conversation,
-		"agent": &c.AgentType, "callID": &c.RunID}); err != nil {
+		"agent": &c.AgentType, "callID": &c.RunID, "directory": &c.Project}); err != nil {
 		return err
 	}
 	switch c.Event {

@@ -15,6 +15,7 @@ package hooks
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -73,6 +74,11 @@ type Call struct {
 	// AgentID and AgentType name the sub-agent that makes the call, when
 	// one does (Claude Code).
 	AgentID, AgentType string
+	// Project is the directory the host works in, which a scope's paths
+	// are relative to: Claude Code's and Gemini CLI's cwd, Cursor's first
+	// workspace root, the opencode plugin's directory; empty when the host
+	// names none.
+	Project string
 	// Plan is the plan an ExitPlan call carries.
 	Plan string
 	// Input is the tool's input as the host sent it, member by member, so
@@ -156,6 +162,11 @@ type Decision struct {
 	Input map[string]json.RawMessage
 	// Command is the rewritten command (Rewrite).
 	Command string
+	// OutOfScope marks a denial in scoped build because the call reaches
+	// outside the approved scope (tool_call.out_of_scope); Path is the
+	// path it would write, relative to the project where it lies inside.
+	OutOfScope bool
+	Path       string
 }
 
 // Judge answers one question about a shell command line, with a reason
@@ -169,10 +180,29 @@ type Sandbox struct {
 	// machine's kernel; Why says why not when it does not.
 	Available bool
 	Why       string
-	// Wrap returns command run inside planserver's read-only sandbox, with
-	// explain as the line the sandbox prints when the command fails, or an
-	// error when it cannot be wrapped (a NUL byte).
-	Wrap func(command, explain string) (string, error)
+	// Wrap returns command run inside planserver's sandbox as w says
+	// (read-only, or limited to a scope), or an error when it cannot be
+	// wrapped (a NUL byte).
+	Wrap func(command string, w Wrap) (string, error)
+}
+
+// Wrap is how one command runs in the sandbox.
+type Wrap struct {
+	// Explain is the line the sandbox prints when the command fails.
+	Explain string
+	// Scope, when set, is the scoped build the command runs in: it may
+	// write what the scope's files open and connect to its network.
+	Scope *ScopeWrap
+}
+
+// ScopeWrap is what the sandbox needs of a scoped build.
+type ScopeWrap struct {
+	// Project is the directory the files are relative to ("" for the
+	// command's working directory).
+	Project string
+	// Files are the scope's globs every grant allows; Connect the
+	// host:port pairs every grant lists.
+	Files, Connect []string
 }
 
 // Policy is how plan mode judges a host's shell commands. Every command
@@ -196,6 +226,37 @@ type Mode struct {
 	// Source is the ancestor the session inherits plan mode from; empty
 	// when the mode is its own.
 	Source string
+	// Scope, when the session is in build mode, is the approved scope
+	// that limits it (scoped build); nil in full build.
+	Scope *Scope
+}
+
+// Same says whether m and o are the same mode for a decision: the same
+// session, mode and ancestor, and the same scope granted by the same
+// revision (a Scope is rebuilt on every read, so pointers never match).
+func (m Mode) Same(o Mode) bool {
+	if m.Session != o.Session || m.Plan != o.Plan || m.Source != o.Source || (m.Scope == nil) != (o.Scope == nil) {
+		return false
+	}
+	return m.Scope == nil || m.Scope.Session == o.Scope.Session && m.Scope.Revision == o.Scope.Revision &&
+		m.Scope.Summary == o.Scope.Summary && slices.Equal(m.Scope.Files, o.Scope.Files) && slices.Equal(m.Scope.Connect, o.Scope.Connect)
+}
+
+// Scope is what the decision needs of a scoped build: whether a path is
+// inside it, and what to tell the model.
+type Scope struct {
+	// Session is the session whose approved plan granted the nearest
+	// scope, and Revision that plan's revision.
+	Session  string
+	Revision int64
+	// Allows says whether a path, relative to the project (slash
+	// separated, cleaned), lies inside every grant.
+	Allows func(rel string) bool
+	// Files and Connect are what the sandbox opens (every grant's
+	// intersection, as far as globs can be intersected).
+	Files, Connect []string
+	// Summary says the scope in a line: files, commands, network.
+	Summary string
 }
 
 // Verdict is a judgement made elsewhere that the decision adopts.
@@ -229,6 +290,9 @@ func Decide(c Call, s Mode, p Policy, f Facts) Decision {
 		return Decision{Outcome: None}
 	}
 	if !s.Plan {
+		if s.Scope != nil {
+			return decideScoped(c, s, p, f)
+		}
 		return Decision{Outcome: None}
 	}
 	switch c.Kind {
@@ -298,23 +362,15 @@ func sandboxed(c Call, s Mode, p Policy) (Decision, bool) {
 	}
 	explain := fmt.Sprintf("[planserver] %s This command ran in planserver's read-only sandbox, where every write and "+
 		"every network connection is refused. %s", modeSentence(s), NextStep(c))
-	wrapped, err := p.Sandbox.Wrap(c.Command, explain)
-	var raw []byte
-	if err == nil {
-		raw, err = json.Marshal(wrapped)
-	}
+	wrapped, err := p.Sandbox.Wrap(c.Command, Wrap{Explain: explain})
 	if err != nil {
 		return Decision{Outcome: Deny, Reason: fmt.Sprintf("[planserver: plan mode] This command cannot run in the read-only "+
 			"sandbox (%v), so it is refused. %s %s", err, modeSentence(s), NextStep(c))}, true
 	}
-	in := make(map[string]json.RawMessage, len(c.Input))
-	for k, v := range c.Input {
-		in[k] = v
-	}
-	in[c.CommandField] = raw
-	return Decision{Outcome: Rewrite, Input: in, Command: wrapped,
-		Reason: "plan mode: the command runs inside planserver's read-only sandbox: it can read everything, " +
-			"and every write and network connection fails with a permission error"}, true
+	d := rewrite(c, wrapped)
+	d.Reason = "plan mode: the command runs inside planserver's read-only sandbox: it can read everything, " +
+		"and every write and network connection fails with a permission error"
+	return d, true
 }
 
 func capitalize(s string) string {

@@ -3,6 +3,7 @@ package hooks
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,11 +19,15 @@ func policy() Policy {
 // sandboxPolicy is policy with a sandbox that wraps a command visibly.
 func sandboxPolicy() Policy {
 	p := policy()
-	p.Sandbox = Sandbox{Available: true, Wrap: func(command, explain string) (string, error) {
+	p.Sandbox = Sandbox{Available: true, Wrap: func(command string, w Wrap) (string, error) {
 		if strings.ContainsRune(command, 0) {
 			return "", errors.New("a NUL byte")
 		}
-		return "SANDBOX[" + explain + "] " + command, nil
+		if w.Scope != nil {
+			return fmt.Sprintf("SCOPED[%s|%s|%s|%s] %s", w.Scope.Project, strings.Join(w.Scope.Files, ","),
+				strings.Join(w.Scope.Connect, ","), w.Explain, command), nil
+		}
+		return "SANDBOX[" + w.Explain + "] " + command, nil
 	}}
 	return p
 }

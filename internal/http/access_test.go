@@ -246,6 +246,9 @@ var accessTable = map[string][]accessCase{
 		want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 404}}},
 	"POST /v1/sessions/{id}/plan/reject": {{path: "/v1/sessions/tgt/plan/reject",
 		want: map[caller]int{viewer: 403, agentIn: 403, agentOut: 404}}},
+	// The admin passes access and finds no scope of the target's own: 404.
+	"DELETE /v1/sessions/{id}/scope": {{path: "/v1/sessions/tgt/scope",
+		want: map[caller]int{admin: 404, viewer: 403, agentIn: 403, agentOut: 404}}},
 	"POST /v1/sessions/{id}/tools/filter": {{path: "/v1/sessions/tgt/tools/filter", body: tools,
 		want: map[caller]int{viewer: 403, agentIn: ok, agentOut: 404}}},
 	"POST /v1/sessions/{id}/tools/check": {{path: "/v1/sessions/tgt/tools/check", body: map[string]any{"name": "shell"},

@@ -380,6 +380,22 @@ func (s *Server) Authorize(ctx context.Context, a auth.Action, target string, hi
 	return apierr.New(apierr.PermissionDenied, "%s", auth.DenyReason(p, a, f))
 }
 
+// May reports whether the caller may perform a on session target, for a
+// handler whose request asks for a only in some cases (a scope lifted by
+// an approval): false where Authorize refuses, an error only when it
+// cannot decide.
+func (s *Server) May(ctx context.Context, a auth.Action, target string) (bool, error) {
+	err := s.Authorize(ctx, a, target, sessions.NotFound(target))
+	if err == nil {
+		return true, nil
+	}
+	switch apierr.CodeOf(err) {
+	case apierr.PermissionDenied, apierr.NotFound:
+		return false, nil
+	}
+	return false, err
+}
+
 // corsHandler is the CORS middleware for an explicit list of origins. The
 // headers a browser UI needs are exposed: ETag and Location to follow
 // writes, Retry-After to back off, X-Request-ID and X-Event-Seq.

@@ -61,7 +61,10 @@ func diffRange(r *http.Request, revisions func() ([]int64, error)) (from, to int
 // writeDiff answers how text b (revision to) differs from text a
 // (revision from) of what, as JSON hunks or, when Accept asks for it, a
 // unified diff.
-func writeDiff(w http.ResponseWriter, r *http.Request, what string, from, to int64, a, b string) error {
+//
+// scope, when set, is the change of the declared scope between the two,
+// given in the JSON form only.
+func writeDiff(w http.ResponseWriter, r *http.Request, what string, from, to int64, a, b string, scope *api.ScopeChange) error {
 	w.Header().Set("Vary", "Accept")
 	mt, err := negotiate(r, mediaJSON, mediaDiff)
 	if err != nil {
@@ -77,6 +80,6 @@ func writeDiff(w http.ResponseWriter, r *http.Request, what string, from, to int
 	if hunks == nil {
 		hunks = []api.DiffHunk{}
 	}
-	writeJSON(w, http.StatusOK, api.Diff{From: from, To: to, Hunks: hunks})
+	writeJSON(w, http.StatusOK, api.Diff{From: from, To: to, Hunks: hunks, Scope: scope})
 	return nil
 }

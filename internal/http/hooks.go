@@ -17,6 +17,7 @@ import (
 	"github.com/planserver/planserver/internal/hookwire"
 	"github.com/planserver/planserver/internal/mcp"
 	"github.com/planserver/planserver/internal/revision"
+	"github.com/planserver/planserver/internal/scope"
 	"github.com/planserver/planserver/internal/sessions"
 	"github.com/planserver/planserver/internal/shellclass"
 )
@@ -78,13 +79,37 @@ func newHookRules(cfg HookConfig, reg prometheus.Registerer) hookRules {
 	return r
 }
 
-// hookMode is what hooks.Decide needs of a session.
+// hookMode is what hooks.Decide needs of a session: its effective mode
+// and, in scoped build, its scope (the chain of grants, judged by
+// scope.Chain).
 func hookMode(sess *sessions.Session) hooks.Mode {
 	m := hooks.Mode{Session: sess.ID, Plan: sess.EffectiveMode == sessions.Plan}
 	if sess.ModeSource != nil {
 		m.Source = *sess.ModeSource
 	}
+	if b := sess.BuildScope; b != nil && !m.Plan {
+		chain := sessions.ScopeChain(b)
+		summary := scope.Scope(b.Scope).Summary()
+		if len(b.AlsoLimitedBy) > 0 {
+			summary += fmt.Sprintf(", within the scopes of %d ancestor sessions", len(b.AlsoLimitedBy))
+		}
+		m.Scope = &hooks.Scope{Session: b.SessionID, Revision: b.PlanRevision, Allows: chain.Allows,
+			Files: chain.Files(), Connect: chain.Connect(), Summary: summary}
+	}
 	return m
+}
+
+// hookDenial is what the event of a denial d of call c records.
+func hookDenial(host hooks.Host, adapter string, call hooks.Call, d hooks.Decision, cur *sessions.Session) *sessions.HookDenial {
+	h := &sessions.HookDenial{Tool: call.Tool, Reason: d.Reason, Host: string(host), Adapter: adapter, AgentID: call.AgentID}
+	if d.OutOfScope && cur.BuildScope != nil {
+		h.OutOfScope = &sessions.OutOfScope{AgentType: call.AgentType, Path: d.Path, ScopeRevision: cur.BuildScope.PlanRevision,
+			ScopeSession: cur.BuildScope.SessionID}
+		if call.Kind == hooks.Shell {
+			h.OutOfScope.Command = call.Command
+		}
+	}
+	return h
 }
 
 // hook is POST /v1/hooks/{host}: a host's hook input in, the host's hook
@@ -187,7 +212,7 @@ func (s *Server) hookDecision(w http.ResponseWriter, r *http.Request, host hooks
 	// parser does not run inside the write.
 	first := hookMode(sess)
 	_, _, err = s.sessions.DecideToolCall(ctx, sess.ID, hc, func(cur *sessions.Session) sessions.HookVerdict {
-		if mode := hookMode(cur); mode != first && !review {
+		if mode := hookMode(cur); !mode.Same(first) && !review {
 			d = hooks.Decide(call, mode, policy, facts)
 		}
 		outcome := d.Outcome
@@ -196,7 +221,7 @@ func (s *Server) hookDecision(w http.ResponseWriter, r *http.Request, host hooks
 		}
 		v := sessions.HookVerdict{Outcome: outcome.String()}
 		if outcome == hooks.Deny {
-			v.Denial = &sessions.HookDenial{Tool: call.Tool, Reason: d.Reason, Host: string(host), Adapter: adapter, AgentID: call.AgentID}
+			v.Denial = hookDenial(host, adapter, call, d, cur)
 		}
 		return v
 	})

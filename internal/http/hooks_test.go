@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apitest"
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/hooks"
@@ -399,7 +400,7 @@ func withCommand(t *testing.T, host, name, inputField, cmd string) []byte {
 // beforeShellExecution), or the sandbox is missing, only a plain read on
 // the allowlist runs.
 func TestHookSandboxRewrite(t *testing.T) {
-	wrap := func(cmd, explain string) (string, error) {
+	wrap := func(cmd string, _ hooks.Wrap) (string, error) {
 		return sandbox.WrapCommand("/opt/planserver", cmd, nil)
 	}
 	env := apitest.New(t, func(c *planhttp.Config) {
@@ -407,7 +408,7 @@ func TestHookSandboxRewrite(t *testing.T) {
 	})
 	createSession(t, env, map[string]any{"id": "p", "mode": "plan"})
 	const probe = "python3 tools/probe.py --dry"
-	want, _ := wrap(probe, "")
+	want, _ := wrap(probe, hooks.Wrap{})
 
 	dec, out := hookCall(t, env, "claude-code", "session=p", withCommand(t, "claude-code", "bash_redirect", "tool_input", probe))
 	h, _ := out["hookSpecificOutput"].(map[string]any)
@@ -420,7 +421,7 @@ func TestHookSandboxRewrite(t *testing.T) {
 		t.Errorf("the reason does not say why: %v", h["permissionDecisionReason"])
 	}
 	// ls is no exception: every command runs in the sandbox.
-	lsWant, _ := wrap("ls -la", "")
+	lsWant, _ := wrap("ls -la", hooks.Wrap{})
 	dec, out = hookCall(t, env, "claude-code", "session=p", fixture(t, "claude-code", "bash_ls"))
 	if in, _ := out["hookSpecificOutput"].(map[string]any)["updatedInput"].(map[string]any); dec != "rewrite" || in["command"] != lsWant {
 		t.Errorf("ls: %s %v", dec, out)
@@ -432,7 +433,7 @@ func TestHookSandboxRewrite(t *testing.T) {
 	}
 	dec, out = hookCall(t, env, "cursor", "session=p", fixture(t, "cursor", "pre_tool_shell"))
 	cin, _ := out["updated_input"].(map[string]any)
-	if w, _ := wrap("go generate ./...", ""); dec != "rewrite" || out["permission"] != "allow" || cin["command"] != w || cin["cwd"] != "/path/to/project" {
+	if w, _ := wrap("go generate ./...", hooks.Wrap{}); dec != "rewrite" || out["permission"] != "allow" || cin["command"] != w || cin["cwd"] != "/path/to/project" {
 		t.Errorf("cursor preToolUse rewrite: %s %v", dec, out)
 	}
 	dec, out = hookCall(t, env, "opencode", "session=p", withCommand(t, "opencode", "bash_write", "args", probe))
@@ -484,7 +485,9 @@ func TestHookSandboxRewrite(t *testing.T) {
 // shell is rewritten into the sandbox with only the command changed, and
 // its patches are denied. Its after-tool report is read too.
 func TestHookCodex(t *testing.T) {
-	wrap := func(cmd, explain string) (string, error) { return sandbox.WrapCommand("/opt/planserver", cmd, nil) }
+	wrap := func(cmd string, w hooks.Wrap) (string, error) {
+		return sandbox.WrapCommand("/opt/planserver", cmd, nil)
+	}
 	env := apitest.New(t, func(c *planhttp.Config) {
 		c.Hooks.Shell.Sandbox = hooks.Sandbox{Available: true, Wrap: wrap}
 	})
@@ -492,7 +495,7 @@ func TestHookCodex(t *testing.T) {
 	dec, out := hookCall(t, env, "codex", "session=p", fixture(t, "codex", "bash_ls"))
 	h, _ := out["hookSpecificOutput"].(map[string]any)
 	in, _ := h["updatedInput"].(map[string]any)
-	if want, _ := wrap("ls -la", ""); dec != "rewrite" || h["permissionDecision"] != "allow" || in["command"] != want || len(in) != 1 {
+	if want, _ := wrap("ls -la", hooks.Wrap{}); dec != "rewrite" || h["permissionDecision"] != "allow" || in["command"] != want || len(in) != 1 {
 		t.Errorf("codex Bash: %s %v", dec, out)
 	}
 	for _, f := range []struct{ fixture, reason string }{
@@ -510,5 +513,99 @@ func TestHookCodex(t *testing.T) {
 	}
 	if dec, out := hookCall(t, env, "codex", "session=p", fixture(t, "codex", "post_bash")); len(out) != 0 {
 		t.Errorf("codex PostToolUse: %s %v, want a report answered with nothing", dec, out)
+	}
+}
+
+// claudeWrite is Claude Code's Write of file in project /work/p, by
+// sub-agent agent ("" for the main one).
+func claudeWrite(t *testing.T, file, agent string) []byte {
+	t.Helper()
+	m := map[string]any{"session_id": "conv-1", "transcript_path": "/home/u/.claude/projects/p/x.jsonl", "cwd": "/work/p",
+		"hook_event_name": "PreToolUse", "tool_name": "Write", "tool_input": map[string]any{"file_path": file, "content": "x"},
+		"tool_use_id": "toolu_1"}
+	if agent != "" {
+		m["agent_id"], m["agent_type"] = agent, "general-purpose"
+	}
+	raw, _ := json.Marshal(m)
+	return raw
+}
+
+// TestHookScopedBuild: a session approved with a scope gets no decision
+// for writes inside it, a denial naming the scope for writes outside it
+// (a tool_call.out_of_scope event each, a sub-agent's named), and its
+// shell commands run in the sandbox with the scope's paths and network,
+// never planserver's own port; a sub-session is held to the same scope;
+// lifting it restores full build.
+func TestHookScopedBuild(t *testing.T) {
+	wrap := func(cmd string, w hooks.Wrap) (string, error) {
+		o := sandbox.WrapOptions{Explain: w.Explain}
+		if w.Scope != nil {
+			o.AllowWrite, o.Project, o.AllowConnect, o.Scoped = w.Scope.Files, w.Scope.Project, w.Scope.Connect, true
+		}
+		return sandbox.Wrap("/opt/planserver", cmd, o)
+	}
+	env := apitest.New(t, func(c *planhttp.Config) {
+		c.Hooks.Shell.Sandbox = hooks.Sandbox{Available: true, Wrap: wrap}
+	})
+	createSession(t, env, map[string]any{"id": "s", "mode": "plan"})
+	createSession(t, env, map[string]any{"id": "sub", "parent_id": "s"})
+	pendingWith(t, env, "s", scopedPlan)
+	act(t, env, "s", "approve", nil, 200, "If-Match", `"1"`)
+
+	if dec, _ := hookCall(t, env, "claude-code", "session=s", claudeWrite(t, "/work/p/src/app.go", "")); dec != "none" {
+		t.Errorf("a write inside the scope: %s", dec)
+	}
+	dec, out := hookCall(t, env, "claude-code", "session=s", claudeWrite(t, "/work/p/README.md", ""))
+	_, reason := verdict(t, "claude-code", out)
+	if dec != "deny" || !strings.Contains(reason, "README.md") || !strings.Contains(reason, "```scope") || !strings.Contains(reason, "revision 1") {
+		t.Errorf("a write outside the scope: %s %s", dec, reason)
+	}
+	// A sub-agent's write, and a sub-session's: the same scope.
+	if dec, _ := hookCall(t, env, "claude-code", "session=s", claudeWrite(t, "/work/p/docs/x.md", "agent-7")); dec != "deny" {
+		t.Errorf("a sub-agent's write outside: %s", dec)
+	}
+	if dec, _ := hookCall(t, env, "claude-code", "session=sub", claudeWrite(t, "/etc/passwd", "")); dec != "deny" {
+		t.Errorf("a sub-session's write outside: %s", dec)
+	}
+	if dec, _ := hookCall(t, env, "claude-code", "session=sub", claudeWrite(t, "/work/p/src/app.go", "")); dec != "none" {
+		t.Errorf("a sub-session's write inside: %s", dec)
+	}
+	var page api.EventPage
+	env.Call("GET", "/v1/events?types=tool_call.out_of_scope,tool_call.denied", nil).JSON(t, &page)
+	var got []string
+	for _, e := range page.Events {
+		var d struct {
+			Path          string `json:"path"`
+			AgentID       string `json:"agent_id"`
+			ScopeRevision int64  `json:"scope_revision"`
+			ScopeSession  string `json:"scope_session"`
+			Host          string `json:"host"`
+			Tool          string `json:"tool"`
+		}
+		_ = json.Unmarshal(e.Data, &d)
+		got = append(got, strings.Join([]string{e.Type, e.SessionID, d.Tool, d.Path, d.AgentID, d.ScopeSession, d.Host, fmt.Sprint(d.ScopeRevision)}, "|"))
+	}
+	want := []string{
+		"tool_call.out_of_scope|s|Write|README.md||s|claude-code|1",
+		"tool_call.out_of_scope|s|Write|docs/x.md|agent-7|s|claude-code|1",
+		"tool_call.out_of_scope|sub|Write|/etc/passwd||s|claude-code|1",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	// A shell command runs in the sandbox with the scope.
+	dec, out = hookCall(t, env, "claude-code", "session=s", withCommand(t, "claude-code", "bash_ls", "tool_input", "sed -i s/1/2/ src/app.go"))
+	in, _ := out["hookSpecificOutput"].(map[string]any)["updatedInput"].(map[string]any)
+	cmd, _ := in["command"].(string)
+	if dec != "rewrite" || !strings.Contains(cmd, "--allow-write 'src/app.go'") || !strings.Contains(cmd, "--build-scope") ||
+		!strings.Contains(cmd, "--allow-connect 'proxy.golang.org:443'") {
+		t.Errorf("a shell command in scoped build: %s %s", dec, cmd)
+	}
+
+	// Lifted: full build, no decision.
+	env.Call("DELETE", "/v1/sessions/s/scope", nil)
+	if dec, _ := hookCall(t, env, "claude-code", "session=s", claudeWrite(t, "/work/p/README.md", "")); dec != "none" {
+		t.Errorf("after lifting: %s", dec)
 	}
 }

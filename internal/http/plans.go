@@ -372,5 +372,5 @@ func (s *Server) diffPlan(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeDiff(w, r, "plan "+name, from, to, a.Content, b.Content)
+	return writeDiff(w, r, "plan "+name, from, to, a.Content, b.Content, nil)
 }

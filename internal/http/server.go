@@ -268,6 +268,7 @@ func (s *Server) routes() chi.Router {
 		r.Get("/sessions/{id}/reviews", s.h(s.reviewHistory))
 		r.Post("/sessions/{id}/plan/review", s.h(reviewAction(s, s.sessions.RequestReview)))
 		r.Post("/sessions/{id}/plan/approve", s.h(s.approvePlan))
+		r.Delete("/sessions/{id}/scope", s.h(s.liftScope))
 		r.Post("/sessions/{id}/plan/reject", s.h(reviewAction(s, s.sessions.Reject)))
 		r.Post("/sessions/{id}/tools/filter", s.h(s.filterTools))
 		r.Post("/sessions/{id}/tools/check", s.h(s.checkTool))

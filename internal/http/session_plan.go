@@ -10,7 +10,9 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/revision"
+	"github.com/planserver/planserver/internal/sessions"
 )
 
 func (s *Server) putSessionPlan(w http.ResponseWriter, r *http.Request) error {
@@ -123,7 +125,30 @@ func (s *Server) approvePlan(w http.ResponseWriter, r *http.Request) error {
 // approve is the human's approval of the plan revision they read, with
 // optional feedback and line comments.
 func (s *Server) approve(ctx context.Context, id string, in api.ReviewApproval, pre revision.Precondition) (*api.Approval, error) {
-	return s.sessions.Approve(ctx, id, in, pre)
+	mayLift, err := s.May(ctx, auth.LiftScope, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.sessions.Approve(ctx, id, in, pre, mayLift)
+}
+
+// liftScope is DELETE /v1/sessions/{id}/scope: an admin ends the session's
+// scoped build (route access: auth.LiftScope).
+func (s *Server) liftScope(w http.ResponseWriter, r *http.Request) error {
+	id, err := sessionIDParam(r)
+	if err != nil {
+		return err
+	}
+	pre, err := s.precondition(r, nil)
+	if err != nil {
+		return err
+	}
+	sess, err := s.sessions.LiftScope(r.Context(), id, pre)
+	if err != nil {
+		return err
+	}
+	writeSession(w, http.StatusOK, sess)
+	return nil
 }
 
 // revisionParam parses the {revision} URL parameter.
@@ -204,7 +229,7 @@ func (s *Server) diffSessionPlan(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeDiff(w, r, "plan of session "+id, from, to, a.Content, b.Content)
+	return writeDiff(w, r, "plan of session "+id, from, to, a.Content, b.Content, sessions.ScopeDiff(a.Content, b.Content))
 }
 
 func (s *Server) reviewHistory(w http.ResponseWriter, r *http.Request) error {

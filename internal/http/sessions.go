@@ -169,7 +169,13 @@ func (s *Server) setSessionMode(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sess, err := s.sessions.SetMode(r.Context(), id, mode, pre)
+	mayLift := false
+	if mode == sessions.Build {
+		if mayLift, err = s.May(r.Context(), auth.LiftScope, id); err != nil {
+			return err
+		}
+	}
+	sess, err := s.sessions.SetMode(r.Context(), id, mode, pre, mayLift)
 	if err != nil {
 		return err
 	}

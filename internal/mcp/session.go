@@ -142,7 +142,7 @@ func (e *Endpoint) planEnter(ctx context.Context, _ *sdk.CallToolRequest, _ stru
 	if err != nil {
 		return nil, nil, e.fail(tool, err)
 	}
-	s, err = e.b.Sessions.SetMode(ctx, s.ID, sessions.Plan, revision.Precondition{})
+	s, err = e.b.Sessions.SetMode(ctx, s.ID, sessions.Plan, revision.Precondition{}, false)
 	if err != nil {
 		return nil, nil, e.fail(tool, err)
 	}

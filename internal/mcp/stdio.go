@@ -21,6 +21,15 @@ import (
 // never reaches the upstream. Everything else (initialize, resources,
 // prompts, the upstream's own requests to the host) passes as it is, so
 // the gate speaks whatever protocol revision the two agree on.
+//
+// A tool's readOnlyHint is the upstream's own word. Where the gate starts
+// the upstream itself (RunHeld), the kernel holds it to the session's
+// mode instead: Held says how (read-only in plan mode, the scope's paths
+// in scoped build, unconfined in full build) and Start runs it so; a
+// different answer, asked before every tools/call and by the watch,
+// restarts the upstream under the new hold, answers the calls still in
+// flight with an error that says why, and replays the host's initialize
+// to the new run.
 type StdioGate struct {
 	Policy Policy
 	Log    *slog.Logger
@@ -32,14 +41,68 @@ type StdioGate struct {
 	// it is made.
 	Watch      func(ctx context.Context) string
 	WatchEvery time.Duration
+	// Held says how the upstream must be held now (RunHeld); Start runs
+	// the upstream under a hold.
+	Held  func(ctx context.Context) Hold
+	Start func(ctx context.Context, h Hold) (*UpstreamRun, error)
 
-	mu      sync.Mutex
-	known   map[string]ToolInfo // the upstream's tools, from its last list
-	pending map[string]bool     // ids of the host's tools/list requests
-	listed  bool                // the host has seen a list
-	own     map[string]chan json.RawMessage
-	ownSeq  int
-	out     sync.Mutex // serializes writes to the host
+	mu       sync.Mutex
+	known    map[string]ToolInfo // the upstream's tools, from its last list
+	pending  map[string]bool     // ids of the host's tools/list requests
+	listed   bool                // the host has seen a list
+	own      map[string]chan json.RawMessage
+	ownSeq   int
+	inflight map[string]forwarded // the host's requests forwarded, by id
+	initReq  []byte               // the host's initialize request, replayed to a restarted upstream
+	initNote []byte               // and its notifications/initialized
+	out      sync.Mutex           // serializes writes to the host
+
+	// upMu serializes writes to the upstream and restarts; cur and hold
+	// change only under it (and mu, for readers).
+	upMu  sync.Mutex
+	cur   *run
+	hold  Hold
+	ended chan error // the current run's output ended on its own
+	hostW io.Writer  // the host's side, for what a restart tells it
+	// closing says the host is done: no restart starts another run.
+	closing bool
+}
+
+// Hold is how the kernel holds the upstream for the session's mode. The
+// gate compares Keys only; what a hold means is the caller's (Start).
+type Hold struct {
+	// Key changes exactly when the upstream must run otherwise.
+	Key string
+	// Describe says it in words, for logs and for the error a call in
+	// flight gets when a change restarts the upstream.
+	Describe string
+	// Mode is "plan", "scoped" or "full"; Files and Connect are a scoped
+	// build's (the scope's globs and host:port pairs).
+	Mode           string
+	Files, Connect []string
+}
+
+// UpstreamRun is one run of the tool server: its input and output, and
+// how to end it.
+type UpstreamRun struct {
+	In  io.WriteCloser
+	Out io.Reader
+	// Stop ends the run at once (nil: closing In is all there is).
+	Stop func()
+}
+
+// forwarded is one of the host's requests on its way to the upstream.
+type forwarded struct {
+	to   *run            // the run it went to
+	call bool            // a tools/call: never sent twice
+	raw  json.RawMessage // the message, to send again to a restarted run
+}
+
+// run is one upstream run as the gate tracks it.
+type run struct {
+	up       *UpstreamRun
+	done     chan struct{} // closed when its output has ended
+	replaced bool          // a restart took its place: what it says now goes nowhere
 }
 
 // message is the part of a JSON-RPC message the gate reads.
@@ -57,25 +120,55 @@ const maxMessage = 64 << 20
 // Run relays until the host closes its input or the upstream its output.
 // host and hostOut are the gate's own stdin and stdout; up is the
 // upstream's stdin and upOut its stdout. It closes up when the host is done,
-// so the upstream sees the end of its input.
+// so the upstream sees the end of its input. The upstream is never
+// restarted.
 func (g *StdioGate) Run(ctx context.Context, host io.Reader, hostOut io.Writer, up io.WriteCloser, upOut io.Reader) error {
+	return g.relay(ctx, host, hostOut, &UpstreamRun{In: up, Out: upOut}, Hold{})
+}
+
+// RunHeld is Run with an upstream the gate starts itself, held by the
+// kernel as Held says and restarted when that changes.
+func (g *StdioGate) RunHeld(ctx context.Context, host io.Reader, hostOut io.Writer) error {
+	if g.Held == nil || g.Start == nil {
+		return errors.New("planserver gate: RunHeld needs Held and Start")
+	}
+	h := g.Held(ctx)
+	up, err := g.Start(ctx, h)
+	if err != nil {
+		return err
+	}
+	g.Log.Info("upstream started", "hold", h.Describe)
+	return g.relay(ctx, host, hostOut, up, h)
+}
+
+func (g *StdioGate) relay(ctx context.Context, host io.Reader, hostOut io.Writer, up *UpstreamRun, h Hold) error {
 	g.known, g.pending, g.own = map[string]ToolInfo{}, map[string]bool{}, map[string]chan json.RawMessage{}
+	g.inflight = map[string]forwarded{}
+	g.ended, g.hostW = make(chan error, 1), hostOut
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	g.upMu.Lock()
+	g.cur, g.hold = &run{up: up, done: make(chan struct{})}, h
+	first := g.cur
+	g.upMu.Unlock()
+	go g.fromUpstream(ctx, first, hostOut)
 	hostDone := make(chan error, 1)
 	go func() {
-		err := g.fromHost(ctx, host, hostOut, up)
-		up.Close()
+		err := g.fromHost(ctx, host, hostOut)
+		g.upMu.Lock()
+		g.closing = true
+		g.cur.up.In.Close()
+		g.upMu.Unlock()
 		hostDone <- err
 	}()
-	if g.Watch != nil && g.WatchEvery > 0 {
+	if g.WatchEvery > 0 && (g.Watch != nil || g.Held != nil) {
 		go g.watch(ctx, hostOut)
 	}
 	// The upstream's output ending is the end: its last answers have been
 	// relayed by then. The host closing its input closes the upstream's,
 	// which ends it; a read of the host's input still blocked when the
 	// upstream ends on its own is left to the process's exit.
-	err := g.fromUpstream(ctx, upOut, hostOut)
+	err := <-g.ended
 	select {
 	case herr := <-hostDone:
 		return errors.Join(err, herr)
@@ -84,12 +177,20 @@ func (g *StdioGate) Run(ctx context.Context, host io.Reader, hostOut io.Writer, 
 	}
 }
 
-func (g *StdioGate) fromHost(ctx context.Context, in io.Reader, hostOut, up io.Writer) error {
+// writeUp sends one line to the current upstream run.
+func (g *StdioGate) writeUp(line []byte) error {
+	g.upMu.Lock()
+	defer g.upMu.Unlock()
+	_, err := g.cur.up.In.Write(line)
+	return err
+}
+
+func (g *StdioGate) fromHost(ctx context.Context, in io.Reader, hostOut io.Writer) error {
 	r := bufio.NewReaderSize(in, 64<<10)
 	for {
 		line, err := readLine(r)
 		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
-			forward, replies := g.hostLine(ctx, trimmed, line, up)
+			forward, replies := g.hostLine(ctx, trimmed, line)
 			for _, reply := range replies {
 				if len(reply) == 0 {
 					continue // dropped without an answer
@@ -99,7 +200,7 @@ func (g *StdioGate) fromHost(ctx context.Context, in io.Reader, hostOut, up io.W
 				}
 			}
 			if forward != nil {
-				if _, werr := up.Write(forward); werr != nil {
+				if werr := g.forward(forward); werr != nil {
 					return werr
 				}
 			}
@@ -113,12 +214,45 @@ func (g *StdioGate) fromHost(ctx context.Context, in io.Reader, hostOut, up io.W
 	}
 }
 
+// forward sends the host's line to the upstream, remembering the requests
+// in it (their ids, so a restart can answer them; the initialize a
+// restart replays).
+func (g *StdioGate) forward(line []byte) error {
+	g.upMu.Lock()
+	defer g.upMu.Unlock()
+	var msgs []json.RawMessage
+	if t := bytes.TrimSpace(line); len(t) > 0 && t[0] == '[' {
+		_ = json.Unmarshal(t, &msgs)
+	} else {
+		msgs = []json.RawMessage{bytes.TrimSpace(line)}
+	}
+	g.mu.Lock()
+	for _, raw := range msgs {
+		var m message
+		if json.Unmarshal(raw, &m) != nil || m.Method == "" {
+			continue
+		}
+		switch {
+		case m.Method == "initialize" && len(msgs) == 1:
+			g.initReq = append([]byte(nil), raw...)
+		case m.Method == "notifications/initialized" && len(msgs) == 1:
+			g.initNote = append([]byte(nil), raw...)
+		}
+		if len(m.ID) > 0 && string(m.ID) != "null" {
+			g.inflight[string(m.ID)] = forwarded{to: g.cur, call: m.Method == "tools/call", raw: append(json.RawMessage(nil), raw...)}
+		}
+	}
+	g.mu.Unlock()
+	_, err := g.cur.up.In.Write(line)
+	return err
+}
+
 // hostLine judges one line from the host: what to forward to the
 // upstream (nil for nothing) and the gate's own answers to the host. A
 // JSON-RPC batch (protocol revisions before 2025-06-18) is judged message
 // by message, so no call slips through inside one: refused calls are
 // answered on their own, the rest goes on as a smaller batch.
-func (g *StdioGate) hostLine(ctx context.Context, trimmed, line []byte, up io.Writer) (forward []byte, replies [][]byte) {
+func (g *StdioGate) hostLine(ctx context.Context, trimmed, line []byte) (forward []byte, replies [][]byte) {
 	// Every message is read exactly or not at all (wire.go): what the
 	// gate cannot read the way the upstream will is answered here and
 	// never forwarded.
@@ -127,7 +261,7 @@ func (g *StdioGate) hostLine(ctx context.Context, trimmed, line []byte, up io.Wr
 		return nil, [][]byte{refusal(err)}
 	}
 	if trimmed[0] != '[' {
-		if reply := g.hostMessage(ctx, trimmed, up); reply != nil {
+		if reply := g.hostMessage(ctx, trimmed); reply != nil {
 			return nil, [][]byte{reply}
 		}
 		return line, nil
@@ -139,7 +273,7 @@ func (g *StdioGate) hostLine(ctx context.Context, trimmed, line []byte, up io.Wr
 	}
 	var kept []json.RawMessage
 	for _, m := range batch {
-		if reply := g.hostMessage(ctx, m, up); reply != nil {
+		if reply := g.hostMessage(ctx, m); reply != nil {
 			replies = append(replies, reply)
 		} else {
 			kept = append(kept, m)
@@ -154,7 +288,7 @@ func (g *StdioGate) hostLine(ctx context.Context, trimmed, line []byte, up io.Wr
 
 // hostMessage looks at one message from the host: a refused tools/call is
 // answered here (the answer is returned); anything else goes on (nil).
-func (g *StdioGate) hostMessage(ctx context.Context, line []byte, up io.Writer) []byte {
+func (g *StdioGate) hostMessage(ctx context.Context, line []byte) []byte {
 	m, err := parseMessage(line)
 	if err != nil {
 		g.Log.Info("refused a message", "why", err)
@@ -175,12 +309,15 @@ func (g *StdioGate) hostMessage(ctx context.Context, line []byte, up io.Writer) 
 		g.pending[string(m.ID)] = true
 		g.mu.Unlock()
 	case "tools/call":
+		// The kernel's hold first: a call never runs under a hold the
+		// session has left.
+		g.recheck(ctx)
 		p := struct{ Name string }{m.Tool}
 		t, ok := g.tool(p.Name)
 		if !ok {
 			// The host calls a tool it has not listed through the gate:
 			// ask the upstream for its tools first.
-			if err := g.listUpstream(ctx, up); err != nil {
+			if err := g.listUpstream(ctx); err != nil {
 				g.Log.Warn("could not list the upstream's tools", "error", err)
 			}
 			if t, ok = g.tool(p.Name); !ok {
@@ -211,8 +348,8 @@ const listTimeout = 10 * time.Second
 
 // listUpstream asks the upstream for all its tools with requests of the
 // gate's own (their answers are not relayed to the host), to learn their
-// annotations. It runs on the host's reader, the only writer to up.
-func (g *StdioGate) listUpstream(ctx context.Context, up io.Writer) error {
+// annotations. It runs on the host's reader.
+func (g *StdioGate) listUpstream(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, listTimeout)
 	defer cancel()
 	cursor := ""
@@ -228,7 +365,7 @@ func (g *StdioGate) listUpstream(ctx context.Context, up io.Writer) error {
 			params["cursor"] = cursor
 		}
 		req, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": "tools/list", "params": params})
-		if _, err := up.Write(append(req, '\n')); err != nil {
+		if err := g.writeUp(append(req, '\n')); err != nil {
 			return err
 		}
 		var result json.RawMessage
@@ -263,11 +400,29 @@ func (g *StdioGate) listUpstream(ctx context.Context, up io.Writer) error {
 	return nil
 }
 
-func (g *StdioGate) fromUpstream(ctx context.Context, upOut io.Reader, hostOut io.Writer) error {
-	r := bufio.NewReaderSize(upOut, 64<<10)
+// fromUpstream relays what run r says until its output ends. When r is
+// still the current run then, the upstream ended on its own, and so does
+// the gate; a run a restart replaced ends quietly, and nothing it says
+// after the restart reaches the host.
+func (g *StdioGate) fromUpstream(ctx context.Context, r *run, hostOut io.Writer) {
+	err := g.relayRun(ctx, r, hostOut)
+	close(r.done)
+	g.mu.Lock()
+	replaced := r.replaced
+	g.mu.Unlock()
+	if !replaced {
+		g.end(err)
+	}
+}
+
+func (g *StdioGate) relayRun(ctx context.Context, r *run, hostOut io.Writer) error {
+	br := bufio.NewReaderSize(r.up.Out, 64<<10)
 	for {
-		line, err := readLine(r)
-		if len(bytes.TrimSpace(line)) > 0 {
+		line, err := readLine(br)
+		g.mu.Lock()
+		replaced := r.replaced
+		g.mu.Unlock()
+		if len(bytes.TrimSpace(line)) > 0 && !replaced {
 			if msg := g.upstreamMessage(ctx, line); msg != nil {
 				if werr := g.toHost(hostOut, msg); werr != nil {
 					return werr
@@ -313,6 +468,7 @@ func (g *StdioGate) upstreamOne(ctx context.Context, line []byte) []byte {
 		return line
 	}
 	g.mu.Lock()
+	delete(g.inflight, string(m.ID))
 	isList := g.pending[string(m.ID)]
 	delete(g.pending, string(m.ID))
 	own, isOwn := g.own[string(m.ID)]
@@ -393,16 +549,23 @@ func toolInfo(raw json.RawMessage) ToolInfo {
 }
 
 // watch tells the host to list again when what the list depends on
-// changes.
+// changes, and restarts the upstream when its hold does.
 func (g *StdioGate) watch(ctx context.Context, hostOut io.Writer) {
 	t := time.NewTicker(g.WatchEvery)
 	defer t.Stop()
-	last := g.Watch(ctx)
+	var last string
+	if g.Watch != nil {
+		last = g.Watch(ctx)
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		g.recheck(ctx)
+		if g.Watch == nil {
+			continue
 		}
 		now := g.Watch(ctx)
 		g.mu.Lock()
@@ -439,4 +602,139 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 			return buf, err
 		}
 	}
+}
+
+// replayTimeout bounds a restarted upstream's answer to the replayed
+// initialize.
+const replayTimeout = 10 * time.Second
+
+// recheck asks how the upstream must be held now and, when that changed,
+// restarts it under the new hold.
+func (g *StdioGate) recheck(ctx context.Context) {
+	if g.Held == nil || g.Start == nil {
+		return
+	}
+	h := g.Held(ctx)
+	g.upMu.Lock()
+	defer g.upMu.Unlock()
+	if h.Key == g.hold.Key || g.closing {
+		return
+	}
+	g.restart(ctx, h)
+}
+
+// end says the gate is done, with err; only the first end counts.
+func (g *StdioGate) end(err error) {
+	select {
+	case g.ended <- err:
+	default:
+	}
+}
+
+// restart replaces the current run with one under hold h (upMu held): the
+// old run is ended and what it still says dropped, each tool call still in
+// flight to it is answered with an error saying why (a call is never run
+// twice: it may have done part of its work under the old hold), the
+// host's initialize and initialized are replayed to the new run before
+// anything else reaches it, and the host's other requests still in flight
+// (a tools/list, a ping) go to the new run again. The host is told to list
+// its tools again.
+func (g *StdioGate) restart(ctx context.Context, h Hold) {
+	old, was := g.cur, g.hold
+	g.mu.Lock()
+	old.replaced = true
+	var lost []string
+	var again []json.RawMessage
+	for id, f := range g.inflight {
+		if f.to != old {
+			continue
+		}
+		if f.call {
+			lost = append(lost, id)
+			delete(g.inflight, id)
+		} else {
+			again = append(again, f.raw)
+		}
+	}
+	initReq, initNote, listed := g.initReq, g.initNote, g.listed
+	g.mu.Unlock()
+	_ = old.up.In.Close()
+	if old.up.Stop != nil {
+		old.up.Stop()
+	}
+	why := fmt.Sprintf("planserver gate restarted the tool server because the session's mode changed (%s → %s); "+
+		"this call did not finish: call it again", was.Describe, h.Describe)
+	g.Log.Info("restarting the upstream", "was", was.Describe, "now", h.Describe, "calls_in_flight", len(lost))
+	for _, id := range lost {
+		reply, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id),
+			"error": map[string]any{"code": -32000, "message": why}})
+		_ = g.toHost(g.hostW, reply)
+	}
+	up, err := g.Start(ctx, h)
+	if err != nil {
+		g.Log.Error("the upstream could not be restarted; the gate ends", "hold", h.Describe, "error", err)
+		g.end(fmt.Errorf("restart the tool server (%s): %w", h.Describe, err))
+		return
+	}
+	next := &run{up: up, done: make(chan struct{})}
+	g.mu.Lock()
+	g.cur, g.hold = next, h
+	g.mu.Unlock()
+	go g.fromUpstream(ctx, next, g.hostW)
+	if initReq != nil {
+		if err := g.replayInit(ctx, next, initReq, initNote); err != nil {
+			g.Log.Warn("the restarted upstream did not take the host's initialize", "error", err)
+		}
+	}
+	for _, raw := range again {
+		var m message
+		_ = json.Unmarshal(raw, &m)
+		g.mu.Lock()
+		if f, ok := g.inflight[string(m.ID)]; ok {
+			f.to = next
+			g.inflight[string(m.ID)] = f
+		}
+		g.mu.Unlock()
+		_, _ = next.up.In.Write(append(append([]byte(nil), raw...), '\n'))
+	}
+	if listed {
+		_ = g.toHost(g.hostW, []byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`+"\n"))
+	}
+}
+
+// replayInit sends the host's initialize to run r under an id of the
+// gate's own, waits for the answer (which the host does not see), then
+// sends the host's initialized notification.
+func (g *StdioGate) replayInit(ctx context.Context, r *run, initReq, initNote []byte) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(initReq, &m); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	g.ownSeq++
+	id, _ := json.Marshal(fmt.Sprintf("planserver-gate-init-%d", g.ownSeq))
+	ch := make(chan json.RawMessage, 1)
+	g.own[string(id)] = ch
+	g.mu.Unlock()
+	m["id"] = id
+	req, _ := json.Marshal(m)
+	if _, err := r.up.In.Write(append(req, '\n')); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, replayTimeout)
+	defer cancel()
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		g.mu.Lock()
+		delete(g.own, string(id))
+		g.mu.Unlock()
+		return fmt.Errorf("no answer to initialize: %w", ctx.Err())
+	}
+	if initNote != nil {
+		if _, err := r.up.In.Write(append(bytes.TrimSpace(initNote), '\n')); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/db"
+	"github.com/planserver/planserver/internal/scope"
 	"github.com/planserver/planserver/internal/validation"
 )
 
@@ -327,12 +328,34 @@ func ParseSteps(raw []byte) (Steps, error) {
 	var fields []apierr.FieldError
 	for i := range steps {
 		fields = append(fields, checkClaim(&steps[i], i)...)
+		// A step's files and commands are its part of the plan's scope:
+		// the same rules as a session plan's scope block.
+		sc := scope.Scope{Files: steps[i].Files, Commands: steps[i].Commands}
+		fields = append(fields, sc.Validate("steps["+strconv.Itoa(i)+"]")...)
 	}
 	fields = append(fields, ValidateGraph(steps)...)
 	if len(fields) > 0 {
 		return nil, apierr.InvalidFields(fields[:min(len(fields), maxFieldErrors)])
 	}
 	return steps, nil
+}
+
+// ScopeOf is a shared plan's scope: the union of its steps' files and
+// commands, each once, in plan order. It is informational: approvals are
+// of session plans, and a shared plan declares no network.
+func ScopeOf(s Steps) api.Scope {
+	var u scope.Scope
+	for i := range s {
+		u = scope.Union(u, scope.Scope{Files: s[i].Files, Commands: s[i].Commands})
+	}
+	out := api.Scope{Files: u.Files, Commands: u.Commands, Connect: []string{}}
+	if out.Files == nil {
+		out.Files = []string{}
+	}
+	if out.Commands == nil {
+		out.Commands = []string{}
+	}
+	return out
 }
 
 // decodeStoredSteps reads steps as stored by a write, which ParseSteps

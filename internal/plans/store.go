@@ -96,6 +96,7 @@ func setStoredSteps(p *Plan, raw []byte, now time.Time) error {
 		return fmt.Errorf("plan %q revision %d has unreadable steps: %w", p.Name, p.Revision, err)
 	}
 	p.Steps, p.Progress = s.View(now), ProgressOf(s, now)
+	p.Scope = ScopeOf(s)
 	return nil
 }
 

@@ -16,7 +16,8 @@ func Help(name string) string {
 	return strings.ReplaceAll(help, "NAME", name)
 }
 
-const help = `Usage: NAME --read-only [--allow-connect host:port,...] [--explain TEXT] -- CMD [ARGS]
+const help = `Usage: NAME --read-only [--allow-write PATH]... [--project DIR] [--build-scope]
+       [--allow-connect host:port,...] [--explain TEXT] -- CMD [ARGS]
 
 Run CMD so that it can read every file and change nothing outside itself
 (docs/sandbox.md). Landlock lets it write only /dev/null, its terminal, the
@@ -34,6 +35,15 @@ GOTELEMETRY=off and PYTHONDONTWRITEBYTECODE=1 are set; HOME and the
 working directory stay.
 When CMD fails, one line on stderr says it ran read-only because the
 session is in plan mode, and what to do instead (--explain).
+
+--allow-write opens PATH for writing besides: an absolute path opens
+itself; a path or glob relative to --project (default: the working
+directory) opens what docs/sandbox.md's rule says (a file its folder, but
+a file at the top of the project only itself; a glob its literal folder
+prefix; a glob at the top only the existing files it matches), never
+anything outside the project. --build-scope says the command runs for a
+session in scoped build, so that the line on a failure names the approved
+scope instead of plan mode.
 
 --allow-connect opens TCP connections to exactly the listed address and
 port pairs (names are resolved once, at the start, and listed in CMD's
@@ -71,6 +81,14 @@ func cli(name string, args []string, stdout, stderr io.Writer, o Options) (code 
 		return err
 	})
 	explain := fs.String("explain", "", "the next step the line on a failure tells the model (`text`; default: put the change in the plan and ask for review)")
+	var writes []string
+	fs.Func("allow-write", "a `path` or glob CMD may write besides TMPDIR (repeatable; relative ones are relative to --project, "+
+		"opened by the rule of docs/sandbox.md)", func(v string) error {
+		writes = append(writes, v)
+		return nil
+	})
+	project := fs.String("project", "", "the `dir` relative --allow-write entries are relative to (default: the working directory)")
+	scoped := fs.Bool("build-scope", false, "CMD runs for a session in scoped build: the line on a failure says the approved scope limits it")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, Help(name))
@@ -88,7 +106,23 @@ func cli(name string, args []string, stdout, stderr io.Writer, o Options) (code 
 	if len(argv) == 0 {
 		return usage(name, stderr, "no command to run after --"), false
 	}
-	o.AllowConnect, o.Explain, o.Stdout, o.Stderr = allow, *explain, stdout, stderr
+	if len(writes) > 0 {
+		base := *project
+		if base == "" {
+			base = o.Dir
+		}
+		if base == "" {
+			base = "."
+		}
+		paths, err := WriteTargets(base, writes)
+		if err != nil {
+			return usage(name, stderr, err.Error()), false
+		}
+		o.WritePaths = append(o.WritePaths, paths...)
+	} else if *project != "" {
+		return usage(name, stderr, "--project names where --allow-write entries are; give --allow-write too"), false
+	}
+	o.AllowConnect, o.Explain, o.Scoped, o.Stdout, o.Stderr = allow, *explain, *scoped, stdout, stderr
 	code, err := Run(argv, o)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v; the command did not run\n", name, err)

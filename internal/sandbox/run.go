@@ -29,6 +29,10 @@ type Options struct {
 	// when the command fails (see explainLine); empty is a default that
 	// names no tool.
 	Explain string
+	// Scoped says the command runs for a session in scoped build, with
+	// the approved scope's WritePaths and AllowConnect: the line on a
+	// failure says the scope, not plan mode, limited it.
+	Scoped bool
 	// Exe is the program re-executed as the stage with StageCommand as
 	// its first argument; empty means the running executable.
 	Exe string
@@ -97,7 +101,7 @@ func Run(argv []string, o Options) (int, error) {
 		return ExitUnavailable, err
 	}
 	if ran && code != 0 {
-		fmt.Fprintln(o.Stderr, explainLine(code, o.Explain))
+		fmt.Fprintln(o.Stderr, explainLine(code, o.Explain, o.Scoped))
 	}
 	return code, nil
 }
@@ -106,17 +110,28 @@ func Run(argv []string, o Options) (int, error) {
 // is empty: it names no host's tool.
 const DefaultExplain = "Do not look for a way around it: put what you would change in the plan, and ask the user to review the plan."
 
+// DefaultScopedExplain is DefaultExplain in scoped build.
+const DefaultScopedExplain = "Do not look for a way around it: to change more, add it to the scope block of the plan, and ask the user to review the plan again."
+
 // explainLine is the one line that tells the model why its command may
-// have failed: the run was read-only because the session is in plan mode,
-// and what to do instead. next (the host's own next step, --explain) is
-// folded onto one line and cut at 500 bytes.
-func explainLine(code int, next string) string {
+// have failed: the run was read-only because the session is in plan mode
+// (or, scoped, limited to the approved scope), and what to do instead.
+// next (the host's own next step, --explain) is folded onto one line and
+// cut at 500 bytes.
+func explainLine(code int, next string, scoped bool) string {
 	next = strings.Join(strings.FieldsFunc(next, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }), " ")
 	if next == "" {
 		next = DefaultExplain
 	}
 	if len(next) > 500 {
 		next = strings.ToValidUTF8(next[:500], "") + "…"
+	}
+	if scoped {
+		if next == DefaultExplain {
+			next = DefaultScopedExplain
+		}
+		return fmt.Sprintf("[planserver sandbox] exit status %d: this command ran in planserver's sandbox, which lets it write only "+
+			"the files of the plan's approved scope and connect only to the network the scope names; everything else is refused. %s", code, next)
 	}
 	return fmt.Sprintf("[planserver sandbox] exit status %d: this command ran in planserver's read-only sandbox because the session is in plan mode; "+
 		"writing files and connecting to the network are refused. %s", code, next)

@@ -157,6 +157,11 @@ type WrapOptions struct {
 	// Explain is --explain: the next step the one line on a failure tells
 	// the model (see Options.Explain); empty leaves the default.
 	Explain string
+	// AllowWrite are --allow-write entries (the scope's files), relative
+	// to Project (--project); Scoped is --build-scope.
+	AllowWrite []string
+	Project    string
+	Scoped     bool
 }
 
 // WrapCommand is Wrap with only --allow-connect.
@@ -167,7 +172,8 @@ func WrapCommand(planserverPath, command string, allowConnect []string) (string,
 // Wrap returns a bash command line that runs command (a bash command
 // string, as a host's shell tool receives it) inside the sandbox:
 //
-//	'/path/planserver-sandbox' --read-only [--allow-connect 'h:p,…'] [--explain '…'] -- bash -c '<command>'
+//	'/path/planserver-sandbox' --read-only [--project '/p' --allow-write 'src/app.go' …] [--build-scope]
+//	    [--allow-connect 'h:p,…'] [--explain '…'] -- bash -c '<command>'
 //
 // naming the lean planserver-sandbox where it sits beside planserver
 // (make build puts it there; it starts in a fraction of planserver's
@@ -176,7 +182,7 @@ func WrapCommand(planserverPath, command string, allowConnect []string) (string,
 // that are not UTF-8 — except NUL, which no shell argument can carry:
 // that is an error.
 func Wrap(planserverPath, command string, o WrapOptions) (string, error) {
-	for _, s := range append([]string{planserverPath, command, o.Explain}, o.AllowConnect...) {
+	for _, s := range append(append([]string{planserverPath, command, o.Explain, o.Project}, o.AllowConnect...), o.AllowWrite...) {
 		if strings.IndexByte(s, 0) >= 0 {
 			return "", errors.New("sandbox: a command with a NUL byte cannot be passed to a shell")
 		}
@@ -199,6 +205,17 @@ func Wrap(planserverPath, command string, o WrapOptions) (string, error) {
 			return "", err
 		}
 		parts = append(parts, "--allow-connect", Quote(strings.Join(allow, ",")))
+	}
+	if len(o.AllowWrite) > 0 {
+		if o.Project != "" {
+			parts = append(parts, "--project", Quote(o.Project))
+		}
+		for _, w := range o.AllowWrite {
+			parts = append(parts, "--allow-write", Quote(w))
+		}
+	}
+	if o.Scoped {
+		parts = append(parts, "--build-scope")
 	}
 	if o.Explain != "" {
 		parts = append(parts, "--explain", Quote(o.Explain))

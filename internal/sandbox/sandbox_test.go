@@ -146,11 +146,12 @@ type run struct {
 	dir   string
 	allow string // --allow-connect
 	stdin *os.File
+	flags []string // more of the sandbox's flags (--allow-write, ...)
 }
 
 func (r runner) command(c run, argv []string, sandboxed bool) *exec.Cmd {
 	if sandboxed {
-		args := []string{"sandbox", "--read-only"}
+		args := append([]string{"sandbox", "--read-only"}, c.flags...)
 		if c.allow != "" {
 			args = append(args, "--allow-connect", c.allow)
 		}

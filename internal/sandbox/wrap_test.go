@@ -55,6 +55,35 @@ func TestWrapCommandQuoting(t *testing.T) {
 	}
 }
 
+// TestWrapScoped: the scoped build's flags reach the sandbox exactly,
+// quoted like the command (a glob, a quote, a space survive).
+func TestWrapScoped(t *testing.T) {
+	dir := t.TempDir()
+	dump := filepath.Join(dir, "planserver")
+	if err := os.WriteFile(dump, []byte("#!/bin/sh\nfor a; do printf '%s\\0' \"$a\"; done\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o := WrapOptions{Project: "/p/it's here", AllowWrite: []string{"src/**/*.go", "docs/", "a b'c"}, Scoped: true,
+		AllowConnect: []string{"proxy.golang.org:443"}, Explain: "widen the scope"}
+	line, err := Wrap(dump, "sed -i s/a/b/ src/app.go", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("bash", "-c", line).Output()
+	if err != nil {
+		t.Fatalf("bash -c %q: %v", line, err)
+	}
+	want := []string{"sandbox", "--read-only", "--allow-connect", "proxy.golang.org:443", "--project", "/p/it's here",
+		"--allow-write", "src/**/*.go", "--allow-write", "docs/", "--allow-write", "a b'c", "--build-scope",
+		"--explain", "widen the scope", "--", "bash", "-c", "sed -i s/a/b/ src/app.go"}
+	if got := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00"); strings.Join(got, "\x00") != strings.Join(want, "\x00") {
+		t.Errorf("bash passed %q, want %q", got, want)
+	}
+	if _, err := Wrap(dump, "true", WrapOptions{AllowWrite: []string{"a\x00"}}); err == nil {
+		t.Errorf("a NUL in --allow-write was accepted")
+	}
+}
+
 // TestWrapCommandRunsTheSame runs each command through the real sandbox
 // (the test binary as planserver) and directly: same output, same status.
 func TestWrapCommandRunsTheSame(t *testing.T) {

@@ -392,6 +392,40 @@ func (c Chain) Connect() []string {
 	return out
 }
 
+// Files is the files entries of the chain's scopes that every scope
+// allows, each in its canonical form (Clean), once: what a sandbox may
+// open for the chain. A glob entry is kept only where every scope's globs
+// match its text as a path ("src/**" keeps "src/**/*.go", "src/app.go"
+// does not), so the result is never wider than any one scope; nil when
+// the chain is empty.
+func (c Chain) Files() []string {
+	var out []string
+	for _, s := range c {
+		for _, f := range s.Files {
+			g := Clean(f)
+			if !slices.Contains(out, g) && c.Allows(g) {
+				out = append(out, g)
+			}
+		}
+	}
+	return out
+}
+
+// Summary says a scope in one line a person reads in seconds: "files
+// src/app.go, docs/**; commands go test ./...; network none".
+func (s Scope) Summary() string {
+	list := func(l []string) string {
+		if len(l) == 0 {
+			return "none"
+		}
+		if len(l) > 8 {
+			return strings.Join(l[:8], ", ") + fmt.Sprintf(" and %d more", len(l)-8)
+		}
+		return strings.Join(l, ", ")
+	}
+	return "files " + list(s.Files) + "; commands " + list(s.Commands) + "; network " + list(s.Connect)
+}
+
 // fencedBlocks returns the contents of markdown's fenced code blocks whose
 // info string's first word is info (CommonMark: ``` or ~~~, three or more,
 // up to three spaces of indent; the block ends at a fence of the same

@@ -102,6 +102,13 @@ func TestAllows(t *testing.T) {
 	if !(Chain{}).Allows("anything") {
 		t.Errorf("an empty chain limits nothing")
 	}
+	narrowed := Chain{{Files: []string{"src/**", "docs/"}}, {Files: []string{"src/**/*.go", "src/app.go", "docs/a.md", "README.md"}}}
+	if got := narrowed.Files(); !reflect.DeepEqual(got, []string{"src/**/*.go", "src/app.go", "docs/a.md"}) {
+		t.Errorf("chain files: %v", got)
+	}
+	if got := (Chain{{Files: []string{"web/", "Makefile"}}}).Files(); !reflect.DeepEqual(got, []string{"web/**", "Makefile"}) {
+		t.Errorf("one scope's files: %v", got)
+	}
 	c := Chain{{Connect: []string{"a:1", "b:2"}}, {Connect: []string{"b:2", "c:3"}}}
 	if got := c.Connect(); !reflect.DeepEqual(got, []string{"b:2"}) {
 		t.Errorf("chain connect: %v", got)

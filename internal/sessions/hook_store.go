@@ -220,7 +220,8 @@ type HookVerdict struct {
 // it stands (the mode may have changed since the caller's read, and what
 // is recorded must match the mode it was made under), its outcome is kept
 // under call.Keys for the report of the run, a denial appends
-// tool_call.denied, and the adapter's enforcement record notes the
+// tool_call.denied (tool_call.out_of_scope for a denial against the
+// approved scope), and the adapter's enforcement record notes the
 // decision. It returns the session as the transaction saw it and the
 // verdict. Errors: not_found.
 func (st *Store) DecideToolCall(ctx context.Context, id string, call HookCall, decide func(*Session) HookVerdict) (*Session, HookVerdict, error) {
@@ -236,8 +237,16 @@ func (st *Store) DecideToolCall(ctx context.Context, id string, call HookCall, d
 		out = &r.Session
 		v = decide(out)
 		if v.Outcome == "deny" && v.Denial != nil {
-			v.Denial.EffectiveMode, v.Denial.ModeSource = r.EffectiveMode, r.ModeSource
-			if err := events.Record(tx, events.New{Type: events.ToolCallDenied, Session: r.link().Ref(), Data: v.Denial}); err != nil {
+			d := v.Denial
+			d.EffectiveMode, d.ModeSource = r.EffectiveMode, r.ModeSource
+			ev := events.New{Type: events.ToolCallDenied, Session: r.link().Ref(), Data: d}
+			if o := d.OutOfScope; o != nil {
+				// A denial against the approved scope: its own event.
+				ev = events.New{Type: events.ToolCallOutOfScope, Session: r.link().Ref(), Data: outOfScopeData{
+					Tool: d.Tool, Reason: d.Reason, Host: d.Host, Adapter: d.Adapter, AgentID: d.AgentID,
+					AgentType: o.AgentType, Path: o.Path, Command: o.Command, ScopeRevision: o.ScopeRevision, ScopeSession: o.ScopeSession}}
+			}
+			if err := events.Record(tx, ev); err != nil {
 				return err
 			}
 		}
@@ -335,4 +344,29 @@ type HookDenial struct {
 	Adapter string `json:"adapter"`
 	// AgentID names the host's sub-agent that made the call, when one did.
 	AgentID string `json:"agent_id,omitempty"`
+	// OutOfScope, when set, makes the denial one against the session's
+	// approved scope: a tool_call.out_of_scope event, not tool_call.denied.
+	OutOfScope *OutOfScope `json:"-"`
+}
+
+// OutOfScope is what a denial against the scope records besides the call.
+type OutOfScope struct {
+	AgentType     string
+	Path, Command string
+	ScopeRevision int64
+	ScopeSession  string
+}
+
+// outOfScopeData is the data of a tool_call.out_of_scope event.
+type outOfScopeData struct {
+	Tool          string `json:"tool"`
+	Reason        string `json:"reason"`
+	Host          string `json:"host"`
+	Adapter       string `json:"adapter"`
+	AgentID       string `json:"agent_id,omitempty"`
+	AgentType     string `json:"agent_type,omitempty"`
+	Path          string `json:"path,omitempty"`
+	Command       string `json:"command,omitempty"`
+	ScopeRevision int64  `json:"scope_revision"`
+	ScopeSession  string `json:"scope_session"`
 }

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+
+	"github.com/planserver/planserver/api"
 )
 
 // modeChange is the data of a session.mode_changed event. ChangedBy names
@@ -18,21 +20,33 @@ type modeChange struct {
 	ReviewCancelled *closedReview `json:"review_cancelled,omitempty"`
 }
 
-// inherited is one descendant whose effective mode or mode source a mode
-// change moves, and where its mode comes from afterwards.
+// inherited is one descendant whose effective mode, mode source or build
+// scope a change moves, and what it shows afterwards.
 type inherited struct {
 	Link
-	source *string
+	source     *string
+	scope      *api.BuildScope
+	modeMoved  bool
+	scopeMoved bool
 }
 
 // changeMode decides a change of the own mode of chain's last session to
-// mode, given its descendants (subtree, in any order). It returns the
-// descendants whose effective mode or mode source changes — each gets a
-// revision and an event of its own, so a client watching only them sees
-// the change and their ETags never serve a stale effective mode — or
-// unsupported_mode when plan mode would reach a harness session.
+// mode, given its descendants (subtree, in any order): changeSelf with
+// the mode alone changed.
 func changeMode(chain Chain, subtree []Link, mode Mode) ([]inherited, error) {
 	self := chain[len(chain)-1]
+	self.Mode = mode
+	return changeSelf(chain, subtree, self)
+}
+
+// changeSelf decides a change of chain's last session to self (its own
+// mode and its own scope grant), given its descendants (subtree, in any
+// order). It returns the descendants whose effective mode, mode source or
+// build scope changes — each gets a revision and an event of its own, so
+// a client watching only them sees the change and their ETags never serve
+// a stale answer — or unsupported_mode when plan mode would reach a
+// harness session.
+func changeSelf(chain Chain, subtree []Link, self Link) ([]inherited, error) {
 	subtree = slices.Clone(subtree)
 	sortByDepth(subtree)
 	links := make(map[int64]Link, len(chain)+len(subtree))
@@ -42,18 +56,22 @@ func changeMode(chain Chain, subtree []Link, mode Mode) ([]inherited, error) {
 	for _, l := range subtree {
 		links[l.PK] = l
 	}
-	sources := func() map[int64]*string {
-		out := make(map[int64]*string, len(subtree))
+	type view struct {
+		source *string
+		scope  *api.BuildScope
+	}
+	views := func() map[int64]view {
+		out := make(map[int64]view, len(subtree))
 		for _, d := range subtree {
-			out[d.PK] = chainOf(d, links).ModeSource()
+			c := chainOf(d, links)
+			out[d.PK] = view{c.ModeSource(), c.BuildScope()}
 		}
 		return out
 	}
-	before := sources()
-	self.Mode = mode
+	before := views()
 	links[self.PK] = self
-	after := sources()
-	if mode == Plan {
+	after := views()
+	if self.Mode == Plan {
 		planned := append([]Link{self}, subtree...)
 		if err := harnessInPlan(self.ID, planned, func(l Link) *string { return chainOf(l, links).ModeSource() }); err != nil {
 			return nil, err
@@ -61,8 +79,11 @@ func changeMode(chain Chain, subtree []Link, mode Mode) ([]inherited, error) {
 	}
 	var moved []inherited
 	for _, d := range subtree {
-		if !sameSource(before[d.PK], after[d.PK]) {
-			moved = append(moved, inherited{Link: d, source: after[d.PK]})
+		b, a := before[d.PK], after[d.PK]
+		m := inherited{Link: d, source: a.source, scope: a.scope,
+			modeMoved: !sameSource(b.source, a.source), scopeMoved: !sameScope(b.scope, a.scope)}
+		if m.modeMoved || m.scopeMoved {
+			moved = append(moved, m)
 		}
 	}
 	return moved, nil

@@ -91,6 +91,7 @@ func decide(s *Session, p *SessionPlan, d decision, pre revision.Precondition, n
 	}
 	r := s.Review
 	r.State, r.Feedback, r.DecidedAt, r.DecidedBy, r.DecidedByPerson = d.state, d.feedback, &now, &actor, person
+	r.Scope = nil // an approval sets what it grants
 	r.Comments = make([]ReviewComment, len(d.comments))
 	for i, c := range d.comments {
 		c.Author = actor
@@ -147,7 +148,7 @@ func ended(r Review, state, at, by string, person *api.Person) ReviewRecord {
 		comments = []ReviewComment{}
 	}
 	return ReviewRecord{PlanRevision: r.PlanRevision, State: state, Rationale: r.Rationale, RequestedAt: r.RequestedAt,
-		EndedAt: at, EndedBy: by, EndedByPerson: person, Feedback: r.Feedback, Comments: comments}
+		EndedAt: at, EndedBy: by, EndedByPerson: person, Feedback: r.Feedback, Comments: comments, Scope: r.Scope}
 }
 
 // closedReview records a pending review that ended without a decision, in

@@ -14,6 +14,7 @@ import (
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/events"
+	"github.com/planserver/planserver/internal/scope"
 )
 
 // Session is one agent conversation as its host sees it.
@@ -59,6 +60,9 @@ type Link struct {
 	Harness  bool
 	// Revision is the session's revision, where the loader read it.
 	Revision int64
+	// Grant is the scope a human granted the session itself by approving
+	// its plan (build_scope); nil when none limits it.
+	Grant *api.ScopeGrant
 }
 
 // Path is the session's chain of identities, "/<ancestor pks>/<pk>/": its
@@ -94,6 +98,52 @@ func (c Chain) Effective() (Mode, *string) {
 		return Plan, src
 	}
 	return Build, nil
+}
+
+// BuildScope is the rule of effective scope, the one place it is decided:
+// a session in effective build mode is limited by its own grant and every
+// ancestor's (each must allow a path, so a sub-session's scope is never
+// wider than its parent's); the nearest grant is shown first, the others
+// in AlsoLimitedBy. Nil in plan mode and where no session of the chain
+// has a grant (full build).
+func (c Chain) BuildScope() *api.BuildScope {
+	if c.ModeSource() != nil {
+		return nil
+	}
+	var out *api.BuildScope
+	for i := len(c) - 1; i >= 0; i-- {
+		g := c[i].Grant
+		if g == nil {
+			continue
+		}
+		if out == nil {
+			out = &api.BuildScope{ScopeGrant: *g, AlsoLimitedBy: []api.ScopeGrant{}}
+			continue
+		}
+		out.AlsoLimitedBy = append(out.AlsoLimitedBy, *g)
+	}
+	return out
+}
+
+// resolved sets what s shows of its chain c: its effective mode, its mode
+// source and its build scope.
+func (c Chain) resolved(s *Session) {
+	s.EffectiveMode, s.ModeSource = c.Effective()
+	s.BuildScope = c.BuildScope()
+}
+
+// ScopeChain is the chain of scopes a build scope holds, nearest first:
+// what the enforcement asks (scope.Chain.Allows). Empty for nil: full
+// build limits nothing.
+func ScopeChain(b *api.BuildScope) scope.Chain {
+	if b == nil {
+		return nil
+	}
+	out := scope.Chain{scope.Scope(b.Scope)}
+	for _, g := range b.AlsoLimitedBy {
+		out = append(out, scope.Scope(g.Scope))
+	}
+	return out
 }
 
 // ancestryPKs returns the pks an ancestry names, root first.

@@ -68,7 +68,7 @@ func (st *Store) GetSessionPlan(ctx context.Context, id string) (*SessionPlan, e
 		p.Review = &s.Review
 		return nil
 	})
-	return p, err
+	return withScope(p), err
 }
 
 func noPlanYet(id string) error { return apierr.New(apierr.NotFound, "session %q has no plan yet", id) }
@@ -118,7 +118,7 @@ func (st *Store) GetSessionPlanRevision(ctx context.Context, id string, n int64)
 		p, err = sessionPlanAt(tx, id, n)
 		return err
 	})
-	return p, err
+	return withScope(p), err
 }
 
 // sessionPlanAt reads revision n of the plan of session id in q.
@@ -182,7 +182,7 @@ func (st *Store) ReviewHistory(ctx context.Context, id string) (*api.ReviewHisto
 		}
 		out = &api.ReviewHistory{SessionID: id, Current: s.Review, Reviews: []ReviewRecord{}}
 		rows, err := tx.Query(`SELECT plan_revision, state, rationale, requested_at, ended_at, ended_by, feedback, comments,
-			ended_by_person FROM session_reviews WHERE session_id = ? ORDER BY id DESC`, id)
+			ended_by_person, scope FROM session_reviews WHERE session_id = ? ORDER BY id DESC`, id)
 		if err != nil {
 			return fmt.Errorf("reviews of session %q: %w", id, err)
 		}
@@ -194,7 +194,7 @@ func (st *Store) ReviewHistory(ctx context.Context, id string) (*api.ReviewHisto
 				person   sql.NullString
 			)
 			if err := rows.Scan(&r.PlanRevision, &r.State, &r.Rationale, &r.RequestedAt, &r.EndedAt, &r.EndedBy,
-				&r.Feedback, &comments, &person); err != nil {
+				&r.Feedback, &comments, &person, &r.Scope); err != nil {
 				return fmt.Errorf("reviews of session %q: %w", id, err)
 			}
 			if r.EndedByPerson, err = events.UnmarshalPerson(person); err != nil {
@@ -222,6 +222,11 @@ func (st *Store) PutSessionPlan(ctx context.Context, id string, in api.SessionPl
 	}
 	if err := validation.PlanContent("content", in.Content, maxBytes); err != nil {
 		return nil, false, err
+	}
+	// A scope a human cannot have enforced is refused here, before anyone
+	// reviews it.
+	if _, problems := DeclaredScope(in.Content); len(problems) > 0 {
+		return nil, false, apierr.InvalidFields(problems)
 	}
 	var (
 		out     *SessionPlan
@@ -278,6 +283,7 @@ func (st *Store) PutSessionPlan(ctx context.Context, id string, in api.SessionPl
 		if cur != nil {
 			out.CreatedAt = cur.CreatedAt
 		}
+		withScope(out)
 		data := sessionPlanUpdate{SessionPlan: *out, Created: created}
 		defer func() { out.Review = &s.Review }()
 		if s.Review.State == ReviewPending {
@@ -302,7 +308,7 @@ func (st *Store) PutSessionPlan(ctx context.Context, id string, in api.SessionPl
 	if err != nil {
 		return nil, false, err
 	}
-	return out, created, nil
+	return withScope(out), created, nil
 }
 
 // keepRevision copies the replaced revision of a session plan into its
@@ -335,12 +341,16 @@ func (st *Store) RequestReview(ctx context.Context, id string, in api.ReviewRequ
 }
 
 // Approve is the human's confirmation of the plan revision they read
-// (pre's If-Match): in one transaction the review becomes approved and the
-// session's own mode becomes build, with the effective-mode change
-// propagated to its descendants. Errors: not_found, precondition_required
-// (no If-Match), invalid_argument (If-Match * or a list), version_conflict
-// (412: the plan changed since), review_not_pending.
-func (st *Store) Approve(ctx context.Context, id string, in api.ReviewApproval, pre revision.Precondition) (*api.Approval, error) {
+// (pre's If-Match): in one transaction the review becomes approved, the
+// session's own mode becomes build and its own scope grant becomes what
+// the approval grants (grantFor: the revision's scope, or none for a full
+// build), with what its descendants inherit propagated to them. mayLift
+// says the caller may lift a scope (an admin). Errors: not_found,
+// precondition_required (no If-Match), invalid_argument (If-Match * or a
+// list; scope "plan" for a revision without one), version_conflict (412:
+// the plan changed since), review_not_pending, permission_denied (scope
+// "full" that lifts a scope, by a caller that may not).
+func (st *Store) Approve(ctx context.Context, id string, in api.ReviewApproval, pre revision.Precondition, mayLift bool) (*api.Approval, error) {
 	if err := validation.Struct(in); err != nil {
 		return nil, err
 	}
@@ -355,6 +365,11 @@ func (st *Store) Approve(ctx context.Context, id string, in api.ReviewApproval, 
 		if err != nil {
 			return err
 		}
+		kind, grant, err := grantFor(&r.Session, p, r.grant, in.Scope, mayLift, tx.NowText(), actor, person)
+		if err != nil {
+			return err
+		}
+		review.Scope = &kind
 		if err := recordReview(tx, id, ended(review, ReviewApproved, tx.NowText(), actor, person)); err != nil {
 			return err
 		}
@@ -362,17 +377,15 @@ func (st *Store) Approve(ctx context.Context, id string, in api.ReviewApproval, 
 		if err != nil {
 			return err
 		}
-		var sess *Session
-		if r.Mode == Build {
-			now := tx.NowText()
-			if err := saveReview(tx, r, review, rev, now, ""); err != nil {
-				return err
-			}
-			sess = &r.reviewed(review, rev, now).Session
-		} else if sess, err = setMode(tx, r, Build, rev, review, nil); err != nil {
+		reason := scopeGranted
+		if grant == nil {
+			reason = scopeLifted
+		}
+		sess, err := applyChange(tx, r, rev, selfChange{mode: Build, grant: grant, review: review, scopeReason: reason})
+		if err != nil {
 			return err
 		}
-		out = &api.Approval{Session: sess, Note: ApprovalNote(sess)}
+		out = &api.Approval{Session: sess, Note: ApprovalNote(sess), Scope: kind}
 		err = events.Record(tx, events.New{Type: events.SessionReviewApproved, Session: r.link().Ref(), Revision: sess.Revision, Data: out})
 		return err
 	})

@@ -53,7 +53,8 @@ func NewStore(d *db.DB, cfg Config) *Store {
 const sessionColumns = `pk, ancestry, id, title, agent, parent_id, mode, harness, metadata,
 	review_state, review_plan_revision, review_rationale, review_feedback,
 	review_requested_at, review_decided_at, review_decided_by, review_comments,
-	revision, created_at, updated_at, external_id, enforcement, review_decided_by_person`
+	revision, created_at, updated_at, external_id, enforcement, review_decided_by_person,
+	build_scope, review_scope`
 
 // record is a session as stored, with its identity, before its effective
 // mode is resolved from its chain.
@@ -61,10 +62,12 @@ type record struct {
 	Session
 	pk       int64
 	ancestry string
+	// grant is the session's own scope grant (build_scope), nil when none.
+	grant *api.ScopeGrant
 }
 
 func (r *record) link() Link {
-	return Link{PK: r.pk, ID: r.ID, Ancestry: r.ancestry, Mode: r.Mode, Harness: r.Harness, Revision: r.Revision}
+	return Link{PK: r.pk, ID: r.ID, Ancestry: r.ancestry, Mode: r.Mode, Harness: r.Harness, Revision: r.Revision, Grant: r.grant}
 }
 
 type scanner interface{ Scan(dest ...any) error }
@@ -79,12 +82,17 @@ func scanRecord(row scanner) (*record, error) {
 		external sql.NullString
 		enforced string
 		person   sql.NullString
+		grant    sql.NullString
 	)
 	err := row.Scan(&r.pk, &r.ancestry, &r.ID, &r.Title, &r.Agent, &parent, &r.Mode, &harness, &metadata,
 		&r.Review.State, &r.Review.PlanRevision, &r.Review.Rationale, &r.Review.Feedback,
 		&r.Review.RequestedAt, &r.Review.DecidedAt, &r.Review.DecidedBy, &comments,
-		&r.Revision, &r.CreatedAt, &r.UpdatedAt, &external, &enforced, &person)
+		&r.Revision, &r.CreatedAt, &r.UpdatedAt, &external, &enforced, &person,
+		&grant, &r.Review.Scope)
 	if err != nil {
+		return nil, err
+	}
+	if r.grant, err = decodeGrant(r.ID, grant); err != nil {
 		return nil, err
 	}
 	if external.Valid {
@@ -140,7 +148,7 @@ func loadLinks(q db.Querier, pks []int64) (map[int64]Link, error) {
 	for i, pk := range pks {
 		args[i] = pk
 	}
-	rows, err := q.Query(`SELECT pk, id, ancestry, mode, harness FROM sessions WHERE pk IN (?`+
+	rows, err := q.Query(`SELECT pk, id, ancestry, mode, harness, build_scope FROM sessions WHERE pk IN (?`+
 		strings.Repeat(", ?", len(pks)-1)+`)`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("load session chain: %w", err)
@@ -150,11 +158,15 @@ func loadLinks(q db.Querier, pks []int64) (map[int64]Link, error) {
 		var (
 			l       Link
 			harness int
+			grant   sql.NullString
 		)
-		if err := rows.Scan(&l.PK, &l.ID, &l.Ancestry, &l.Mode, &harness); err != nil {
+		if err := rows.Scan(&l.PK, &l.ID, &l.Ancestry, &l.Mode, &harness, &grant); err != nil {
 			return nil, fmt.Errorf("load session chain: %w", err)
 		}
 		l.Harness = harness == 1
+		if l.Grant, err = decodeGrant(l.ID, grant); err != nil {
+			return nil, err
+		}
 		out[l.PK] = l
 	}
 	if err := rows.Err(); err != nil {
@@ -185,7 +197,7 @@ func resolve(q db.Querier, rs ...*record) error {
 		return err
 	}
 	for _, r := range rs {
-		r.EffectiveMode, r.ModeSource = chainOf(r.link(), links).Effective()
+		chainOf(r.link(), links).resolved(&r.Session)
 	}
 	return nil
 }
@@ -225,7 +237,7 @@ func (st *Store) Get(ctx context.Context, id string) (*Session, error) {
 		return nil, err
 	}
 	if r.ancestry == "/" {
-		r.EffectiveMode, r.ModeSource = Chain{r.link()}.Effective()
+		Chain{r.link()}.resolved(&r.Session)
 		return &r.Session, nil
 	}
 	var s *Session
@@ -403,7 +415,7 @@ func newSession(in api.SessionCreate, self Link, c Chain, now string) *Session {
 		parent := in.ParentID
 		s.ParentID = &parent
 	}
-	s.EffectiveMode, s.ModeSource = c.Effective()
+	c.resolved(s)
 	return s
 }
 
@@ -642,7 +654,7 @@ const (
 
 // subtreeSQL reads the descendants of a session: those whose ancestry is
 // in the range of its path (events.SubtreeRange).
-const subtreeSQL = `SELECT pk, id, ancestry, mode, harness, revision FROM sessions
+const subtreeSQL = `SELECT pk, id, ancestry, mode, harness, revision, build_scope FROM sessions
 	WHERE ancestry >= ? AND ancestry < ? AND ` + isChild
 
 // subtree returns the descendants of the session with path path.
@@ -658,11 +670,15 @@ func subtree(q db.Querier, path string) ([]Link, error) {
 		var (
 			l       Link
 			harness int
+			grant   sql.NullString
 		)
-		if err := rows.Scan(&l.PK, &l.ID, &l.Ancestry, &l.Mode, &harness, &l.Revision); err != nil {
+		if err := rows.Scan(&l.PK, &l.ID, &l.Ancestry, &l.Mode, &harness, &l.Revision, &grant); err != nil {
 			return nil, fmt.Errorf("descendants of %s: %w", path, err)
 		}
 		l.Harness = harness == 1
+		if l.Grant, err = decodeGrant(l.ID, grant); err != nil {
+			return nil, err
+		}
 		out = append(out, l)
 	}
 	if err := rows.Err(); err != nil {
@@ -673,9 +689,12 @@ func subtree(q db.Querier, path string) ([]Link, error) {
 
 // SetMode sets a session's own mode. Setting the mode it already has is a
 // success without a revision bump or event. Moving from plan to build
-// cancels a pending review. Errors: not_found, unsupported_mode,
-// version_conflict, precondition_required.
-func (st *Store) SetMode(ctx context.Context, id string, mode Mode, pre revision.Precondition) (*Session, error) {
+// cancels a pending review and keeps the session's own scope grant; when
+// the session has none and its plan declares a scope, that move lifts the
+// scope, which only a caller that mayLift makes. Errors: not_found,
+// unsupported_mode, version_conflict, precondition_required,
+// permission_denied.
+func (st *Store) SetMode(ctx context.Context, id string, mode Mode, pre revision.Precondition, mayLift bool) (*Session, error) {
 	var out *Session
 	err := st.db.Write(ctx, func(tx *db.Tx) error {
 		r, err := get(tx, id)
@@ -688,6 +707,15 @@ func (st *Store) SetMode(ctx context.Context, id string, mode Mode, pre revision
 		if r.Mode == mode {
 			out = &r.Session
 			return nil
+		}
+		if mode == Build {
+			p, err := loadSessionPlan(tx, id)
+			if err != nil {
+				return err
+			}
+			if err := leavingLifts(&r.Session, p, r.grant, mayLift); err != nil {
+				return err
+			}
 		}
 		rev, err := resource(id, r.Revision).Next(tx)
 		if err != nil {
@@ -704,7 +732,7 @@ func (st *Store) SetMode(ctx context.Context, id string, mode Mode, pre revision
 				}
 			}
 		}
-		s, err := setMode(tx, r, mode, rev, review, cancelled)
+		s, err := applyChange(tx, r, rev, selfChange{mode: mode, grant: r.grant, review: review, cancelled: cancelled})
 		if err == nil {
 			out = s
 		}
@@ -713,13 +741,26 @@ func (st *Store) SetMode(ctx context.Context, id string, mode Mode, pre revision
 	return out, err
 }
 
-// setMode stores a change of r's own mode (with review, its review after
-// the change) as revision rev (resource(r.ID, r.Revision).Next), propagates
-// the effective-mode change to its descendants, and appends the events.
-// cancelled, when set, is the pending review the change ended, recorded in
-// the event.
-func setMode(tx *db.Tx, r *record, mode Mode, rev int64, review Review, cancelled *closedReview) (*Session, error) {
-	c, err := chain(tx, r)
+// selfChange is a change of a session's own state that its descendants
+// may inherit: its mode and its scope grant, with its review after.
+type selfChange struct {
+	mode  Mode
+	grant *api.ScopeGrant
+	// review is the session's review after the change; cancelled, when
+	// set, the pending review the change ended, recorded in the event.
+	review    Review
+	cancelled *closedReview
+	// scopeReason says why the grant changes (scopeGranted, scopeLifted).
+	scopeReason string
+}
+
+// applyChange stores change c of session r as revision rev
+// (resource(r.ID, r.Revision).Next), propagates what its descendants
+// inherit (effective mode, build scope), and appends the events: a
+// session.mode_changed when the mode changes, a session.scope_changed
+// when the grant does, and the same for each descendant the change moves.
+func applyChange(tx *db.Tx, r *record, rev int64, c selfChange) (*Session, error) {
+	ch, err := chain(tx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -727,23 +768,39 @@ func setMode(tx *db.Tx, r *record, mode Mode, rev int64, review Review, cancelle
 	if err != nil {
 		return nil, err
 	}
-	moved, err := changeMode(c, desc, mode)
+	self := r.link()
+	self.Mode, self.Grant = c.mode, c.grant
+	moved, err := changeSelf(ch, desc, self)
+	if err != nil {
+		return nil, err
+	}
+	grant, err := encodeGrant(c.grant)
 	if err != nil {
 		return nil, err
 	}
 	now := tx.NowText()
-	if err := saveReview(tx, r, review, rev, now, `, mode = ?`, mode); err != nil {
+	if err := saveReview(tx, r, c.review, rev, now, `, mode = ?, build_scope = ?`, c.mode, grant); err != nil {
 		return nil, err
 	}
-	out := r.reviewed(review, rev, now)
-	out.Mode = mode
-	after := slices.Clone(c)
-	after[len(after)-1].Mode = mode
-	out.EffectiveMode, out.ModeSource = after.Effective()
-	if err := events.Record(tx, events.New{Type: events.SessionModeChanged, Session: out.link().Ref(), Revision: rev,
-		Data: modeChange{Mode: out.Mode, PreviousMode: r.Mode, EffectiveMode: out.EffectiveMode, ModeSource: out.ModeSource,
-			ReviewCancelled: cancelled}}); err != nil {
-		return nil, err
+	out := r.reviewed(c.review, rev, now)
+	out.Mode, out.grant = c.mode, c.grant
+	after := slices.Clone(ch)
+	after[len(after)-1] = out.link()
+	after.resolved(&out.Session)
+	ref := out.link().Ref()
+	if c.mode != r.Mode {
+		if err := events.Record(tx, events.New{Type: events.SessionModeChanged, Session: ref, Revision: rev,
+			Data: modeChange{Mode: out.Mode, PreviousMode: r.Mode, EffectiveMode: out.EffectiveMode, ModeSource: out.ModeSource,
+				ReviewCancelled: c.cancelled}}); err != nil {
+			return nil, err
+		}
+	}
+	if !sameGrant(r.grant, c.grant) {
+		if err := events.Record(tx, events.New{Type: events.SessionScopeChanged, Session: ref, Revision: rev,
+			Data: scopeChange{BuildScope: out.BuildScope, Grant: c.grant, Previous: r.grant, Reason: c.scopeReason,
+				Change: scopeDiff(r.grant, c.grant)}}); err != nil {
+			return nil, err
+		}
 	}
 	for _, d := range moved {
 		drev, err := resource(d.ID, d.Revision).Next(tx)
@@ -753,16 +810,57 @@ func setMode(tx *db.Tx, r *record, mode Mode, rev int64, review Review, cancelle
 		if _, err := tx.Exec(`UPDATE sessions SET revision = ?, updated_at = ? WHERE pk = ?`, drev, now, d.PK); err != nil {
 			return nil, fmt.Errorf("propagate mode to session %q: %w", d.ID, err)
 		}
-		eff := Build
-		if d.source != nil {
-			eff = Plan
+		if d.modeMoved {
+			eff := Build
+			if d.source != nil {
+				eff = Plan
+			}
+			if err := events.Record(tx, events.New{Type: events.SessionModeChanged, Session: d.Ref(), Revision: drev,
+				Data: modeChange{Mode: d.Mode, PreviousMode: d.Mode, EffectiveMode: eff, ModeSource: d.source, ChangedBy: r.ID}}); err != nil {
+				return nil, err
+			}
 		}
-		if err := events.Record(tx, events.New{Type: events.SessionModeChanged, Session: d.Ref(), Revision: drev,
-			Data: modeChange{Mode: d.Mode, PreviousMode: d.Mode, EffectiveMode: eff, ModeSource: d.source, ChangedBy: r.ID}}); err != nil {
-			return nil, err
+		if d.scopeMoved {
+			if err := events.Record(tx, events.New{Type: events.SessionScopeChanged, Session: d.Ref(), Revision: drev,
+				Data: scopeChange{BuildScope: d.scope, Reason: scopeInherited, ChangedBy: r.ID}}); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return &out.Session, nil
+}
+
+// LiftScope is a human's decision to end the scoped build of session id:
+// its own scope grant goes, and it (and every descendant it limited)
+// builds without it, unless an ancestor's grant still limits it. Only an
+// admin lifts a scope: the transport asks auth first. Errors: not_found
+// (no such session, or no grant of its own: the scope comes from an
+// ancestor, lifted there), version_conflict, precondition_required.
+func (st *Store) LiftScope(ctx context.Context, id string, pre revision.Precondition) (*Session, error) {
+	var out *Session
+	err := st.db.Write(ctx, func(tx *db.Tx) error {
+		r, err := get(tx, id)
+		if err != nil {
+			return err
+		}
+		if err := resource(id, r.Revision).Check(pre); err != nil {
+			return err
+		}
+		if r.grant == nil {
+			detail := fmt.Sprintf("session %q has no scope of its own to lift", id)
+			if r.BuildScope != nil {
+				detail += fmt.Sprintf("; its build is limited by the scope of session %q: lift it there", r.BuildScope.SessionID)
+			}
+			return apierr.New(apierr.NotFound, "%s", detail)
+		}
+		rev, err := resource(id, r.Revision).Next(tx)
+		if err != nil {
+			return err
+		}
+		out, err = applyChange(tx, r, rev, selfChange{mode: r.Mode, review: r.Review, scopeReason: scopeLifted})
+		return err
+	})
+	return out, err
 }
 
 // reviewed is session r as saveReview leaves it (the extra assignments
@@ -789,9 +887,9 @@ func saveReview(tx *db.Tx, cur *record, r Review, rev int64, now string, extra s
 	}
 	set := `review_plan_revision = ?, review_rationale = ?, review_feedback = ?, review_requested_at = ?,
 		review_decided_at = ?, review_decided_by = ?, review_comments = ?, revision = ?, updated_at = ?,
-		review_decided_by_person = ?`
+		review_decided_by_person = ?, review_scope = ?`
 	args := []any{r.PlanRevision, r.Rationale, r.Feedback, r.RequestedAt, r.DecidedAt, r.DecidedBy, string(comments), rev, now,
-		events.MarshalPerson(r.DecidedByPerson)}
+		events.MarshalPerson(r.DecidedByPerson), r.Scope}
 	if r.State != cur.Review.State {
 		set += `, review_state = ?`
 		args = append(args, r.State)
@@ -811,9 +909,9 @@ func recordReview(tx *db.Tx, sessionID string, rec ReviewRecord) error {
 		return fmt.Errorf("encode review comments of session %q: %w", sessionID, err)
 	}
 	if _, err := tx.Exec(`INSERT INTO session_reviews
-		(session_id, plan_revision, state, rationale, requested_at, ended_at, ended_by, feedback, comments, ended_by_person)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, sessionID, rec.PlanRevision, rec.State, rec.Rationale, rec.RequestedAt,
-		rec.EndedAt, rec.EndedBy, rec.Feedback, string(comments), events.MarshalPerson(rec.EndedByPerson)); err != nil {
+		(session_id, plan_revision, state, rationale, requested_at, ended_at, ended_by, feedback, comments, ended_by_person, scope)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, sessionID, rec.PlanRevision, rec.State, rec.Rationale, rec.RequestedAt,
+		rec.EndedAt, rec.EndedBy, rec.Feedback, string(comments), events.MarshalPerson(rec.EndedByPerson), rec.Scope); err != nil {
 		return fmt.Errorf("record the review of session %q: %w", sessionID, err)
 	}
 	return nil

@@ -294,6 +294,29 @@ func Sentence(typ, base string, e api.Event) string {
 		}
 		s = fmt.Sprintf("The tool *%s* ran in session *%s* (%s) %s", slackEscape(d.Tool), slackEscape(e.SessionID), slackEscape(d.Host), what)
 		return withLink(s, link(base, "/ui/sessions/"+session))
+	case api.EventToolCallOutOfScope:
+		var o struct {
+			Path, Command string
+			ScopeRevision int64 `json:"scope_revision"`
+		}
+		_ = json.Unmarshal(e.Data, &o)
+		what := o.Path
+		if what == "" {
+			what = o.Command
+		}
+		s = fmt.Sprintf("Scoped build denied the tool *%s* (%s) to session *%s*: outside the scope approved with plan revision %d",
+			slackEscape(d.Tool), slackEscape(what), slackEscape(e.SessionID), o.ScopeRevision)
+		return withLink(s, link(base, "/ui/sessions/"+session))
+	case api.EventSessionScopeChanged:
+		var c struct{ Reason string }
+		_ = json.Unmarshal(e.Data, &c)
+		what := map[string]string{"approved": "was granted by " + slackEscape(e.Actor), "lifted": "was lifted by " + slackEscape(e.Actor) +
+			": it builds without a scope now"}[c.Reason]
+		if what == "" {
+			what = "changed with its parent's"
+		}
+		s = fmt.Sprintf("The build scope of session *%s* %s", slackEscape(e.SessionID), what)
+		return withLink(s, link(base, "/ui/sessions/"+session))
 	}
 	s = fmt.Sprintf("planserver event %s (seq %d)", e.Type, e.Seq)
 	switch {

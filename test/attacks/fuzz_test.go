@@ -71,8 +71,8 @@ func FuzzAttack(f *testing.F) {
 	}
 	policy := hooks.Policy{Writes: shellclass.Writes, Strict: shellclass.StrictJudge(nil), Sandbox: hooks.Sandbox{
 		Available: true,
-		Wrap: func(command, explain string) (string, error) {
-			return sandbox.Wrap(binary, command, sandbox.WrapOptions{Explain: explain})
+		Wrap: func(command string, w hooks.Wrap) (string, error) {
+			return sandbox.Wrap(binary, command, sandbox.WrapOptions{Explain: w.Explain})
 		},
 	}}
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -34,7 +34,8 @@ const ENDED = {
 
 function why(r) {
   switch (r.state) {
-    case 'approved': return `by ${r.ended_by}: the session went back to build mode`;
+    case 'approved': return `by ${r.ended_by}: the session went back to build mode` +
+      ({ plan: ', limited to the plan\'s scope', full: ' (full build)' }[r.scope] ?? '');
     case 'rejected': return `by ${r.ended_by}: the agent plans again`;
     case 'withdrawn': return `by ${r.ended_by}, who rewrote the plan while the review was pending`;
     case 'cancelled': return `by ${r.ended_by}, who took the session out of plan mode`;

@@ -17,6 +17,7 @@ import { renderDiff, comparePicker } from '../diff.js';
 import { lineComments, commentHint } from '../comments.js';
 import { loadReviewHistory, renderReviewHistory } from '../reviews.js';
 import { modeBadge, modeSource } from './session.js';
+import { renderScope, changeSummary, scopeLine } from '../scope.js';
 
 const DECIDED = new Set(['approved', 'rejected']);
 
@@ -76,7 +77,10 @@ export async function reviewView(main, [id], app, query) {
   // shown is the plan revision on screen: the only one a decision made
   // here can apply to.
   const shown = planRes
-    ? { revision: planRes.revision, content: planRes.data.content, author: planRes.data.author, updated_at: planRes.data.updated_at }
+    ? {
+      revision: planRes.revision, content: planRes.data.content, author: planRes.data.author,
+      updated_at: planRes.data.updated_at, scope: planRes.data.scope ?? null,
+    }
     : null;
   const lines = shown ? planLines(shown.content) : [];
   // newer is a later revision the page learnt about while shown was on
@@ -85,6 +89,10 @@ export async function reviewView(main, [id], app, query) {
   let outcome = null; // the result of a decision made on this page
   let busy = false;
   let confirming = false; // the approval waits for its confirmation
+  let fullBuild = false; // an admin chose to approve without the scope
+  // scopeDiff is what the scope on screen adds to and removes from the
+  // baseline revision's (the server's diff), with that revision.
+  let scopeDiff = null;
   let formError = null;
   let revisions = []; // kept revisions, newest first
   let reviewLog = { current: session.review, reviews: [] }; // GET …/reviews
@@ -110,6 +118,37 @@ export async function reviewView(main, [id], app, query) {
 
   async function loadHistory() {
     ({ history: reviewLog } = await loadReviewHistory(id, texts));
+  }
+
+  // loadScopeDiff compares the scope on screen with the baseline's (or
+  // with none, for a first revision).
+  async function loadScopeDiff() {
+    if (!shown) return;
+    const from = baseline().revision ?? 0;
+    const d = (await request(`/v1/sessions/${enc(id)}/plan/diff?from=${from}&to=${shown.revision}`)).data;
+    scopeDiff = { from, change: d.scope ?? null };
+  }
+
+  // scopeSection is the scope the human grants by approving the revision
+  // on screen, beside the plan: what the agent may change, run and reach,
+  // and what that adds to the last revision decided on.
+  function scopeSection() {
+    const box = h('section', { class: 'scope-grant', 'aria-labelledby': 'scope-h', 'data-field': 'scope-grant' });
+    if (!shown.scope) {
+      box.append(h('h3', { id: 'scope-h' }, 'No scope declared'),
+        h('p', { 'data-field': 'no-scope' }, `Revision ${shown.revision} has no scope block: approving it is a full build, `,
+          'and the agent may change anything in the project.'));
+      return box;
+    }
+    box.append(h('h3', { id: 'scope-h' }, 'The scope you grant'),
+      h('p', { class: 'muted' }, `Approving revision ${shown.revision} with its scope, the agent may change only these files, `,
+        'run these commands and reach this network; anything else is refused.'),
+      renderScope(shown.scope, scopeDiff?.change));
+    if (scopeDiff?.change) {
+      box.append(h('p', { class: 'scope-change', 'data-field': 'scope-change' },
+        scopeDiff.from ? `Against revision ${scopeDiff.from}: ` : 'The first scope: ', changeSummary(scopeDiff.change)));
+    }
+    return box;
   }
 
   // pendingHere: the review pending now is for the revision on screen,
@@ -309,6 +348,7 @@ export async function reviewView(main, [id], app, query) {
     comments?.refresh();
     hint.hidden = !(app.canWrite && pendingHere() && !busy);
     if (!shown) return;
+    decision.append(scopeSection());
     if (r.state !== 'pending') {
       decision.append(h('p', { 'data-field': 'review-state' }, {
         none: 'No review is pending: the agent has not asked for one for this revision (or it was withdrawn).',
@@ -327,8 +367,24 @@ export async function reviewView(main, [id], app, query) {
     const stale = !pendingHere();
     decision.append(h('p', {}, stale
       ? `Approve and Reject here apply to revision ${shown.revision}, the one on screen, which is no longer the revision under review.`
-      : `Approving lets the agent act on revision ${shown.revision}: the session goes back to build mode. ` +
+      : `Approving lets the agent act on revision ${shown.revision}: the session goes back to build mode` +
+        (shown.scope && !fullBuild ? ', limited to the scope above. ' : '. ') +
         'Rejecting keeps it in plan mode and the agent plans again.'));
+    if (!stale && shown.scope && app.role === 'admin') {
+      decision.append(h('label', { class: 'setting full-build' },
+        h('input', {
+          type: 'checkbox', 'data-setting': 'full-build', checked: fullBuild, disabled: busy,
+          onchange: (e) => { fullBuild = e.target.checked; confirming = false; drawDecision(); },
+        }), ' Approve for a full build instead, without this scope (admin)'));
+      if (fullBuild) {
+        decision.append(h('p', { class: 'notice warn', role: 'note', 'data-field': 'full-build-warning' },
+          h('strong', {}, 'Full build lifts the scope. '),
+          'The agent may change anything in the project and reach any network its host allows, not only what the plan declares. ',
+          'The decision is recorded with your name.'));
+      }
+    } else if (!stale && shown.scope) {
+      decision.append(h('p', { class: 'muted', 'data-field': 'scope-only' }, 'Only an admin may approve this plan for a full build, without its scope.'));
+    }
     if (!stale || drafts.length) decision.append(h('h3', { id: 'drafts-h' }, `Line comments (${drafts.length})`), draftList());
     if (stale && drafts.length) {
       decision.append(h('p', { class: 'notice warn', 'data-field': 'drafts-unsent' },
@@ -342,9 +398,9 @@ export async function reviewView(main, [id], app, query) {
       formError ? h('p', { class: 'error', role: 'alert', 'data-field': 'decision-error' }, formError) : null,
       confirming && !stale ? approvalConfirm() : h('div', { class: 'decide-buttons' },
         h('button', {
-          type: 'button', class: 'primary', 'data-action': 'approve', disabled: stale || busy,
+          type: 'button', class: fullBuild ? 'danger' : 'primary', 'data-action': 'approve', disabled: stale || busy,
           onclick: () => askApproval(),
-        }, `Approve revision ${shown.revision}`),
+        }, approveLabel()),
         h('button', {
           type: 'button', class: 'danger', 'data-action': 'reject', disabled: stale || busy,
           onclick: () => decide('reject'),
@@ -373,20 +429,31 @@ export async function reviewView(main, [id], app, query) {
     decision.querySelector('[data-action=confirm-approve]')?.focus({ preventScroll: true });
   }
 
+  // approveLabel names what the approve button grants.
+  function approveLabel() {
+    if (shown.scope && !fullBuild) return 'Approve with this scope';
+    if (shown.scope) return `Approve revision ${shown.revision} for a full build`;
+    return `Approve revision ${shown.revision}`;
+  }
+
   // approvalConfirm says what approving unlocks: the session leaves plan
-  // mode, unless an ancestor keeps it there.
+  // mode, unless an ancestor keeps it there, limited to the scope unless
+  // an admin chose a full build.
   function approvalConfirm() {
     const inherited = session.effective_mode === 'plan' && session.mode_source && session.mode_source !== session.id;
+    let what = 'The agent leaves plan mode and can change files.';
+    if (shown.scope && !fullBuild) what = `The agent leaves plan mode and may change only what the scope names: ${scopeLine(shown.scope)}.`;
+    if (shown.scope && fullBuild) what = 'The agent leaves plan mode and can change any file: the scope is lifted.';
     return h('div', { class: 'confirm', role: 'alertdialog', 'aria-labelledby': 'approve-confirm-h', 'data-confirm': 'approve' },
       h('p', { id: 'approve-confirm-h' }, h('strong', {}, `Approve revision ${shown.revision}?`)),
       h('p', {}, inherited
         ? `The session's own mode becomes build, but it stays in plan mode while ${session.mode_source} is in plan mode.`
-        : 'The agent leaves plan mode and can change files.'),
+        : what),
       h('p', { class: 'actions' },
         h('button', {
-          type: 'button', class: 'primary', 'data-action': 'confirm-approve',
+          type: 'button', class: fullBuild ? 'danger' : 'primary', 'data-action': 'confirm-approve',
           onclick: () => { confirming = false; decide('approve'); },
-        }, `Approve revision ${shown.revision}`),
+        }, approveLabel()),
         h('button', {
           type: 'button', 'data-action': 'cancel-approve',
           onclick: () => { confirming = false; drawDecision(); decision.querySelector('[data-action=approve]')?.focus(); },
@@ -448,6 +515,7 @@ export async function reviewView(main, [id], app, query) {
     const body = {};
     if (feedback.value.trim()) body.feedback = feedback.value.trim();
     if (drafts.length) body.comments = drafts.map(({ line, body: text }) => ({ line, body: text }));
+    if (kind === 'approve' && shown.scope) body.scope = fullBuild ? 'full' : 'plan';
     const sent = drafts.length;
     try {
       const res = await request(`/v1/sessions/${enc(id)}/plan/${kind}`, {
@@ -455,9 +523,11 @@ export async function reviewView(main, [id], app, query) {
       });
       session = res.data;
       const withComments = sent ? ` with ${sent} line ${sent === 1 ? 'comment' : 'comments'}` : '';
+      const granted = res.data.scope === 'plan' ? ' with its scope: the agent may change only what it names'
+        : (shown.scope ? ' for a full build: the scope is lifted' : '');
       outcome = kind === 'approve'
         ? h('p', { class: 'notice ok', role: 'status', 'data-outcome': 'approved' },
-          `Approved revision ${rev}${withComments}. The session's own mode is now ${session.mode}; its effective mode is ${session.effective_mode}.`,
+          `Approved revision ${rev}${withComments}${granted}. The session's own mode is now ${session.mode}; its effective mode is ${session.effective_mode}.`,
           res.data.note ? ` ${res.data.note}` : '')
         : h('p', { class: 'notice ok', role: 'status', 'data-outcome': 'rejected' },
           `Rejected revision ${rev}${withComments}. The session stays in plan mode and the agent gets your feedback.`);
@@ -491,7 +561,10 @@ export async function reviewView(main, [id], app, query) {
     return h('div', { 'data-outcome': 'error' }, app.errorBox(err));
   }
 
-  if (shown) await Promise.all([loadRevisions(), loadHistory()]);
+  if (shown) {
+    await Promise.all([loadRevisions(), loadHistory()]);
+    await loadScopeDiff();
+  }
   drawPlan();
   drawAll();
 
@@ -514,6 +587,7 @@ export async function reviewView(main, [id], app, query) {
         case 'session.review_approved':
         case 'session.review_rejected':
         case 'session.mode_changed':
+        case 'session.scope_changed':
         case 'session.updated':
           try {
             session = (await request(`/v1/sessions/${enc(id)}`)).data;

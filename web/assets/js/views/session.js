@@ -5,6 +5,7 @@
 import { request, listAll, enc, ApiError } from '../api.js';
 import { h, clear, time, announce, debounce } from '../dom.js';
 import { loadReviewHistory, renderReviewHistory } from '../reviews.js';
+import { renderBuildScope } from '../scope.js';
 
 export function modeBadge(s) {
   return h('span', { class: `mode mode-${s.effective_mode}` }, s.effective_mode === 'plan' ? 'plan mode' : 'build mode');
@@ -79,10 +80,17 @@ export async function sessionView(main, [id], app) {
     h('p', { class: 'muted' }, 'Every change to this session and its sub-sessions, newest first.'),
     historyList);
   const reviewsBox = h('section', { class: 'panel wide', 'aria-labelledby': 'reviews-h' });
-  main.append(heading, summary, h('div', { class: 'grid' }, modeBox, tree, planBox, todosBox), reviewsBox, historyBox);
+  // The tool calls refused against the scope, newest first.
+  const deniedList = h('ol', { class: 'denials', reversed: true });
+  const deniedBox = h('section', { class: 'panel wide', 'aria-labelledby': 'denials-h', 'data-field': 'out-of-scope' },
+    h('h2', { id: 'denials-h' }, 'Refused against the scope'),
+    h('p', { class: 'muted' }, 'Tool calls of this session and its sub-sessions that reached outside the approved scope, newest first.'),
+    deniedList);
+  main.append(heading, summary, h('div', { class: 'grid' }, modeBox, tree, planBox, todosBox), deniedBox, reviewsBox, historyBox);
 
   let session = first.data;
   let confirming = false;
+  let lifting = false;
   let modeError = null;
 
   async function loadSession() {
@@ -160,6 +168,7 @@ export async function sessionView(main, [id], app) {
       h('dt', {}, 'Own mode'), h('dd', { 'data-field': 'mode' }, s.mode),
       h('dt', {}, 'Effective mode'), h('dd', { 'data-field': 'effective_mode' }, modeBadge(s)),
       h('dt', {}, 'Where it comes from'), h('dd', { 'data-field': 'mode_source' }, modeSource(s))));
+    drawScope(s);
     if (s.effective_mode === 'plan' && s.mode_source !== s.id) {
       modeBox.append(h('p', { class: 'muted' },
         `Its own mode is ${s.mode}, but an ancestor keeps it in plan mode: switch that ancestor to change what its tools may do.`));
@@ -194,6 +203,53 @@ export async function sessionView(main, [id], app) {
         h('button', { type: 'button', class: 'danger', 'data-action': 'confirm-mode', onclick: () => setMode('build') },
           pending ? 'Leave plan mode and cancel the review' : 'Leave plan mode'),
         h('button', { type: 'button', onclick: () => { confirming = false; drawMode(); } }, 'Keep plan mode'))));
+  }
+
+  // drawScope shows what limits the session in build mode: the scope a
+  // human approved, where it comes from, and (for an admin) the way to
+  // lift it.
+  function drawScope(s) {
+    const b = s.build_scope;
+    if (s.effective_mode === 'plan') {
+      modeBox.append(h('p', { class: 'muted', 'data-field': 'scope-state' }, 'Scope: none in force while in plan mode; an approval of a plan with a scope block grants one.'));
+      return;
+    }
+    if (!b) {
+      modeBox.append(h('p', { 'data-field': 'scope-state' }, h('strong', {}, 'Full build: '), 'no approved scope limits what the agent changes.'));
+      return;
+    }
+    modeBox.append(renderBuildScope(b, s.id));
+    if (app.role !== 'admin') return;
+    if (b.session_id !== s.id) {
+      modeBox.append(h('p', { class: 'muted' }, 'To lift it, lift the scope of ', h('a', { href: `/ui/sessions/${enc(b.session_id)}` }, b.session_id), '.'));
+      return;
+    }
+    if (!lifting) {
+      modeBox.append(h('button', {
+        type: 'button', class: 'danger', 'data-action': 'lift-scope',
+        onclick: () => { lifting = true; modeError = null; drawMode(); modeBox.querySelector('[data-action=confirm-lift]')?.focus(); },
+      }, 'Lift the scope…'));
+      return;
+    }
+    modeBox.append(h('div', { class: 'confirm', role: 'alertdialog', 'aria-labelledby': 'lift-h' },
+      h('p', { id: 'lift-h' }, h('strong', {}, 'Lift the scope: full build?')),
+      h('p', {}, 'The agent may then change anything in the project, not only what the approved plan names. The decision is recorded with your name.'),
+      h('p', { class: 'actions' },
+        h('button', { type: 'button', class: 'danger', 'data-action': 'confirm-lift', onclick: () => liftScope() }, 'Lift the scope'),
+        h('button', { type: 'button', onclick: () => { lifting = false; drawMode(); } }, 'Keep the scope'))));
+  }
+
+  async function liftScope() {
+    lifting = false;
+    try {
+      session = (await request(`/v1/sessions/${enc(id)}/scope`, { method: 'DELETE', headers: { 'If-Match': `"${session.revision}"` } })).data;
+      announce(`The scope of session ${id} is lifted: full build`);
+    } catch (err) {
+      modeError = err;
+      if (err instanceof ApiError && err.status === 412) await loadSession();
+    }
+    drawHeader();
+    drawMode();
   }
 
   async function setMode(mode) {
@@ -327,6 +383,11 @@ export async function sessionView(main, [id], app) {
       case 'session.review_rejected': what = `plan revision ${d.review?.plan_revision} rejected${d.review?.feedback ? `: ${d.review.feedback}` : ''}${lineComments(d.review)}`; break;
       case 'tool_call.denied': what = `tool ${d.tool ?? d.name ?? ''} denied`; break;
       case 'tool_call.unjudged': what = `tool ${d.tool ?? ''} ran ${d.reason === 'denied' ? 'although denied' : 'with no decision'} (${d.host ?? ''})`; break;
+      case 'tool_call.out_of_scope': what = `${d.tool} refused outside the scope: ${d.path || d.command || ''}`; break;
+      case 'session.scope_changed':
+        what = { approved: `scope of plan revision ${d.grant?.plan_revision} granted`, lifted: 'scope lifted: full build',
+          inherited: `scope now ${d.build_scope ? `that of ${d.build_scope.session_id}` : 'none'}, because ${d.changed_by} changed` }[d.reason] || '';
+        break;
       case 'todos.updated': what = `${(d.todos || []).length} todos`; break;
       default: what = '';
     }
@@ -337,10 +398,25 @@ export async function sessionView(main, [id], app) {
       what ? h('span', {}, what, ' ') : null,
       h('span', { class: 'muted' }, `by ${ev.actor}`));
   }
+  function denialRow(ev) {
+    const d = ev.data || {};
+    return h('li', { 'data-denial': ev.seq },
+      time(ev.time), ' ', h('strong', {}, d.tool), ' ',
+      d.path ? h('code', { 'data-field': 'path' }, d.path) : null,
+      d.command ? h('code', { 'data-field': 'command' }, d.command) : null,
+      ' ', h('span', { class: 'muted' },
+        ev.session_id !== id ? `in ${ev.session_id}, ` : '',
+        d.agent_id ? `by a sub-agent (${d.agent_type || d.agent_id}), ` : '',
+        `${d.host}, against plan revision ${d.scope_revision}${d.scope_session && d.scope_session !== id ? ` of ${d.scope_session}` : ''}`));
+  }
   function addEvent(ev) {
     if (seen.has(ev.seq)) return;
     seen.add(ev.seq);
     historyList.prepend(eventRow(ev));
+    if (ev.type === 'tool_call.out_of_scope') {
+      deniedList.querySelector('.none')?.remove();
+      deniedList.prepend(denialRow(ev));
+    }
   }
 
   drawHeader();
@@ -358,6 +434,7 @@ export async function sessionView(main, [id], app) {
     after = page.next_after;
     if (page.events.length < 1000) break;
   }
+  if (!deniedList.children.length) deniedList.append(h('li', { class: 'none muted' }, 'None.'));
 
   const refresh = debounce(async () => {
     try {
@@ -370,14 +447,14 @@ export async function sessionView(main, [id], app) {
       throw err;
     }
     drawHeader();
-    if (!confirming) drawMode();
+    if (!confirming && !lifting) drawMode();
     await Promise.all([drawTree(), drawPlan(), drawTodos(), drawReviews()]);
   }, 150);
   const w = app.watch({ session_id: id }, {
     after: first.seq,
     onEvent: (ev) => {
       addEvent(ev);
-      if (ev.session_id === id && ev.type !== 'tool_call.denied') announce(`${ev.type} on ${id}`);
+      if (ev.session_id === id && ev.type !== 'tool_call.denied' && ev.type !== 'tool_call.out_of_scope') announce(`${ev.type} on ${id}`);
       refresh();
     },
     onExpired: () => app.navigate(location.pathname, { replace: true }),
