@@ -1,8 +1,10 @@
 // Package db is planserver's storage core. It opens the database, hands
 // out the two kinds of transaction every store uses — write transactions,
 // serialized and grouped into shared commits (Write), and reads of one
-// consistent snapshot (Read) — carries each transaction's clock, maps
-// storage faults to the error codes clients see, and migrates the schema.
+// consistent snapshot (Read) — carries each transaction's clock, says
+// which errors are storage faults (Fault: a full disk, a database that
+// cannot serve), and migrates the schema. It speaks no API: the
+// transports give a fault its answer (internal/apierr).
 // Nothing above it knows which engine runs; stores write portable SQL with
 // ? placeholders and this package adapts it.
 package db

@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,10 +10,15 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/dbtest"
 	"github.com/planserver/planserver/internal/testfs"
 )
+
+// faultOf returns err's storage fault when err is one of kind.
+func faultOf(err error, kind error) (*Fault, bool) {
+	var f *Fault
+	return f, errors.As(err, &f) && f.Kind == kind
+}
 
 func migrated(t *testing.T, path string) *DB {
 	t.Helper()
@@ -35,7 +41,8 @@ func migratedWith(t *testing.T, path string, opt Options) *DB {
 }
 
 // TestDiskFullIsInsufficientStorageUntilFreed fills the disk under a
-// database: writes fail with insufficient_storage (and Retry-After), the
+// database: writes fail with a disk-full fault (answered 507
+// insufficient_storage with Retry-After: internal/apierr), the
 // database reports itself unready, reads keep working, and once space is
 // freed writes commit and readiness returns.
 func TestDiskFullIsInsufficientStorageUntilFreed(t *testing.T) {
@@ -52,12 +59,11 @@ func TestDiskFullIsInsufficientStorageUntilFreed(t *testing.T) {
 		_, err := tx.Exec(`INSERT INTO revision_floors (kind, key, revision) VALUES ('t', ?, 1)`, big)
 		return err
 	})
-	e, ok := apierr.As(err)
-	if !ok || e.Code != apierr.InsufficientStorage || e.RetryAfter == 0 || e.Cause == nil {
-		t.Fatalf("write on a full disk: %v, want insufficient_storage with Retry-After and its cause", err)
+	if f, ok := faultOf(err, ErrDiskFull); !ok || f.Cause == nil {
+		t.Fatalf("write on a full disk: %v, want a disk-full fault with its cause", err)
 	}
-	if err := db.Ready(ctx); apierr.CodeOf(err) != apierr.InsufficientStorage {
-		t.Errorf("ready on a full disk: %v, want insufficient_storage", err)
+	if err := db.Ready(ctx); !errors.Is(err, ErrDiskFull) {
+		t.Errorf("ready on a full disk: %v, want disk full", err)
 	}
 	var n int
 	if err := db.Reader(ctx).QueryRow(`SELECT count(*) FROM revision_floors`).Scan(&n); err != nil || n != 0 {
@@ -134,12 +140,11 @@ func checkReadOnly(t *testing.T, path string) {
 		_, err := tx.Exec(`INSERT INTO revision_floors (kind, key, revision) VALUES ('t', 'k', 1)`)
 		return err
 	})
-	e, ok := apierr.As(err)
-	if !ok || e.Code != apierr.Unavailable || e.Cause == nil || !strings.Contains(e.Detail, "read-only") {
+	if f, ok := faultOf(err, ErrUnavailable); !ok || f.Cause == nil || !strings.Contains(f.Detail, "read-only") {
 		t.Fatalf("write to a read-only database: %v, want unavailable naming the cause", err)
 	}
 	t.Logf("answered: %v", err)
-	if err := db.Ready(ctx); apierr.CodeOf(err) != apierr.Unavailable {
+	if err := db.Ready(ctx); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("ready with a read-only database: %v", err)
 	}
 }

@@ -24,7 +24,6 @@ import (
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 
-	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/migrations"
 )
 
@@ -442,33 +441,34 @@ func (l *listener) wait(ctx context.Context, conn *pgx.Conn) {
 	}
 }
 
-// classifyPostgres maps the PostgreSQL errors that are storage faults to
-// their codes: a full disk is insufficient_storage; a server that cannot
-// take writes (read-only, a standby, shutting down, out of connections) or
-// cannot be reached is unavailable. ok is false for any other error.
-func classifyPostgres(err error) (code apierr.Code, detail string, ok bool) {
+// classifyPostgres returns the fault a PostgreSQL error is, or nil: a full
+// disk is ErrDiskFull; a server that cannot take writes (read-only, a
+// standby, shutting down, out of connections) or cannot be reached is
+// ErrUnavailable.
+func classifyPostgres(err error) *Fault {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return "", "", false // the caller gave up; the server is fine
+		return nil // the caller gave up; the server is fine
 	}
+	unavailable := func(detail string) *Fault { return &Fault{Kind: ErrUnavailable, Detail: detail} }
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch {
 		case pe.Code == "53100": // disk_full
-			return apierr.InsufficientStorage, "the database server's disk is full", true
+			return &Fault{Kind: ErrDiskFull, Detail: "the database server's disk is full"}
 		case pe.Code == "25006": // read_only_sql_transaction
-			return apierr.Unavailable, "the database cannot take writes: the PostgreSQL server is read-only (a standby, or default_transaction_read_only is on)", true
+			return unavailable("the database cannot take writes: the PostgreSQL server is read-only (a standby, or default_transaction_read_only is on)")
 		case pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03": // admin_shutdown, crash_shutdown, cannot_connect_now
-			return apierr.Unavailable, "the PostgreSQL server is shutting down or starting up", true
+			return unavailable("the PostgreSQL server is shutting down or starting up")
 		case strings.HasPrefix(pe.Code, "53"): // insufficient resources: memory, connections
-			return apierr.Unavailable, "the PostgreSQL server is out of resources (" + pe.Message + ")", true
+			return unavailable("the PostgreSQL server is out of resources (" + pe.Message + ")")
 		case strings.HasPrefix(pe.Code, "08"): // connection exceptions
-			return apierr.Unavailable, "the connection to the PostgreSQL server failed", true
+			return unavailable("the connection to the PostgreSQL server failed")
 		case pe.Code == "58030": // io_error
-			return apierr.Unavailable, "the PostgreSQL server's disk reports an I/O error", true
+			return unavailable("the PostgreSQL server's disk reports an I/O error")
 		case pe.Code == "XX001" || pe.Code == "XX002": // data_corrupted, index_corrupted
-			return apierr.Unavailable, "the PostgreSQL database is damaged; an operator must repair or restore it", true
+			return unavailable("the PostgreSQL database is damaged; an operator must repair or restore it")
 		}
-		return "", "", false
+		return nil
 	}
 	var ce *pgconn.ConnectError
 	var ne net.Error
@@ -476,9 +476,9 @@ func classifyPostgres(err error) (code apierr.Code, detail string, ok bool) {
 	case errors.As(err, &ce), errors.As(err, &ne), errors.Is(err, driver.ErrBadConn),
 		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed), pgconn.SafeToRetry(err),
 		isClosedConn(err):
-		return apierr.Unavailable, "the PostgreSQL server cannot be reached", true
+		return unavailable("the PostgreSQL server cannot be reached")
 	}
-	return "", "", false
+	return nil
 }
 
 // isClosedConn recognizes pgx's error for a statement on a connection it

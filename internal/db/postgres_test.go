@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/dbtest"
 	"github.com/planserver/planserver/internal/testfs"
 	"github.com/planserver/planserver/migrations"
@@ -317,7 +316,7 @@ func TestPostgresLostConnectionsRecover(t *testing.T) {
 			return err
 		})
 	}
-	if err := probe(); err != nil && apierr.CodeOf(err) != apierr.Unavailable {
+	if err := probe(); err != nil && !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("write on a terminated connection: %v, want success or unavailable", err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -352,18 +351,17 @@ func TestPostgresReadOnlyIsUnavailable(t *testing.T) {
 		_, err := tx.Exec(`INSERT INTO revision_floors (kind, key, revision) VALUES ('t', 'k', 1)`)
 		return err
 	})
-	e, ok := apierr.As(err)
-	if !ok || e.Code != apierr.Unavailable || e.Cause == nil || !strings.Contains(e.Detail, "read-only") {
+	if f, ok := faultOf(err, ErrUnavailable); !ok || f.Cause == nil || !strings.Contains(f.Detail, "read-only") {
 		t.Fatalf("write to a read-only server: %v, want unavailable naming the cause", err)
 	}
-	if err := d.Ready(ctx); apierr.CodeOf(err) != apierr.Unavailable {
+	if err := d.Ready(ctx); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("ready on a read-only server: %v", err)
 	}
 }
 
 // TestPostgresDiskFullIsInsufficientStorage puts a database's tables on a
 // small tmpfs (a tablespace: dbtest.OnSmallDisk) and fills it: a write
-// that needs new pages fails with insufficient_storage and Retry-After,
+// that needs new pages fails with a disk-full fault (507 on the wire),
 // reads go on, and once space is freed writes commit again. (Readiness
 // cannot stay down meanwhile as on SQLite: planserver cannot see the
 // server's disk, and its probe write fits in a page it already has.)
@@ -386,10 +384,9 @@ func TestPostgresDiskFullIsInsufficientStorage(t *testing.T) {
 	}
 	free := testfs.Fill(t, dir)
 	err := write()
-	e, ok := apierr.As(err)
-	if !ok || e.Code != apierr.InsufficientStorage || e.RetryAfter == 0 || e.Cause == nil {
+	if f, ok := faultOf(err, ErrDiskFull); !ok || f.Cause == nil {
 		free()
-		t.Fatalf("write on a full disk: %v, want insufficient_storage with Retry-After and its cause", err)
+		t.Fatalf("write on a full disk: %v, want a disk-full fault with its cause", err)
 	}
 	var n int
 	if err := d.Reader(ctx).QueryRow(`SELECT count(*) FROM events`).Scan(&n); err != nil || n != 1 {
