@@ -34,7 +34,7 @@ type writeReq struct {
 	queued time.Time // for its db.queue span
 	fn     func(tx *Tx) error
 	// key is the lock of a keyed write (WriteKeyed, Key.lock), and first
-	// the read it runs first, if it declared one (WriteKeyedReading).
+	// the read it runs first, if it declared one (WriteKeyedFirst).
 	key   int32
 	first *Query
 	done  chan error

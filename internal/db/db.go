@@ -230,7 +230,7 @@ type Key struct {
 // A write that reads or changes a row of another key, or one no key
 // owns, must use Write: keyed writes of other keys may be changing it.
 func (db *DB) WriteKeyed(ctx context.Context, key Key, fn func(tx *Tx) error) error {
-	return db.WriteKeyedReading(ctx, key, Query{}, fn)
+	return db.writeKeyedReading(ctx, key, Query{}, fn)
 }
 
 // Query is a statement and its arguments.
@@ -239,14 +239,24 @@ type Query struct {
 	Args []any
 }
 
-// WriteKeyedReading is WriteKeyed for a write whose first statement is
+// WriteKeyedFirst is WriteKeyed for a write whose first statement is the
+// one-row read first, such as the head of the plan it writes: fn gets
+// first's row, and scans it before it runs anything else (or never).
+// Nothing of the write ran before the read, and no other write of its
+// key runs beside it, so an engine may read it before the write runs: a
+// batch of keyed writes on PostgreSQL reads every write's first row in
+// its first round trip (pgahead.go), instead of one round trip for each
+// write. On SQLite the write simply reads it first.
+func (db *DB) WriteKeyedFirst(ctx context.Context, key Key, first Query, fn func(tx *Tx, first *Row) error) error {
+	return db.writeKeyedReading(ctx, key, first, func(tx *Tx) error {
+		return fn(tx, tx.QueryRow(first.SQL, first.Args...))
+	})
+}
+
+// writeKeyedReading is WriteKeyed for a write whose first statement is
 // the one-row read first (Tx.QueryRow with the same statement and
-// arguments), such as the head of the plan it writes. On PostgreSQL a
-// batch of keyed writes sends such reads ahead, all in its first round
-// trip (pgahead.go), instead of a round trip for each write; a write that
-// runs anything else first reads for itself, as does one that does not
-// declare its read.
-func (db *DB) WriteKeyedReading(ctx context.Context, key Key, first Query, fn func(tx *Tx) error) error {
+// arguments).
+func (db *DB) writeKeyedReading(ctx context.Context, key Key, first Query, fn func(tx *Tx) error) error {
 	if db.keyed == nil {
 		return db.commits.do(ctx, 0, nil, fn)
 	}

@@ -337,15 +337,15 @@ func keyedBatch(t *testing.T, d *DB, held func(tx *Tx) error, writes []func() er
 }
 
 // TestPostgresKeyedReadsGoAhead: a batch of keyed writes that declare
-// their first read (WriteKeyedReading) sends those reads with its BEGIN
-// and locks, so the whole batch costs two round trips however many writes
-// it holds; each write gets its own row, as of the batch's start. A write
-// of a key an earlier write of the batch changed, a write that runs
-// something else first, and a write whose read differs from the one it
-// declared each read for themselves and see what the batch did before
-// them. A write refused after its row came, or undone by a statement that
-// fails with the commit, goes alone. A declared read that fails begins
-// the batch again without reads sent ahead.
+// their first read (WriteKeyedFirst) sends those reads with its BEGIN and
+// locks, so the whole batch costs two round trips however many writes it
+// holds; each write gets its own row, as of the batch's start. A write of
+// a key an earlier write of the batch changed reads for itself and sees
+// what the batch did before it; a write's later reads, of its first row
+// again or of another, see its own changes. A write refused after its row
+// came, or undone by a statement that fails with the commit, goes alone.
+// A declared read that fails begins the batch again without reads sent
+// ahead.
 func TestPostgresKeyedReadsGoAhead(t *testing.T) {
 	dbtest.RequirePostgres(t)
 	d := migratedWith(t, dbtest.Fresh(t), Options{KeyedWriters: 1})
@@ -355,29 +355,31 @@ func TestPostgresKeyedReadsGoAhead(t *testing.T) {
 	readV := `SELECT v FROM kv WHERE k = ?`
 	// declaring is a keyed write of row k that declares read of row k as
 	// its first statement.
-	declaring := func(k int, read string, fn func(tx *Tx) error) func() error {
+	declaring := func(k int, read string, fn func(tx *Tx, first *Row) error) func() error {
 		return func() error {
-			return d.WriteKeyedReading(ctx, Key{Kind: "kv", Name: fmt.Sprint(k)}, Query{SQL: read, Args: []any{k}}, fn)
+			return d.WriteKeyedFirst(ctx, Key{Kind: "kv", Name: fmt.Sprint(k)}, Query{SQL: read, Args: []any{k}}, fn)
 		}
 	}
-	// get reads row k as declared ("(none)" when it is missing); set sets
-	// it to v, inserting it when it is missing.
-	get := func(tx *Tx, k int) (string, error) {
+	// value scans a row of readV ("(none)" when there is none); get reads
+	// row k as declared; set sets it to v, inserting it when it is
+	// missing.
+	value := func(row *Row) (string, error) {
 		var v string
-		err := tx.QueryRow(readV, k).Scan(&v)
+		err := row.Scan(&v)
 		if errors.Is(err, sql.ErrNoRows) {
 			return "(none)", nil
 		}
 		return v, err
 	}
+	get := func(tx *Tx, k int) (string, error) { return value(tx.QueryRow(readV, k)) }
 	set := func(tx *Tx, k int, v string) error {
 		_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v`, k, v)
 		return err
 	}
-	// rmw reads row k, checks it reads want, and sets it to to.
+	// rmw reads row k first, checks it reads want, and sets it to to.
 	rmw := func(k int, want, to string) func() error {
-		return declaring(k, readV, func(tx *Tx) error {
-			v, err := get(tx, k)
+		return declaring(k, readV, func(tx *Tx, first *Row) error {
+			v, err := value(first)
 			if err != nil {
 				return err
 			}
@@ -409,7 +411,10 @@ func TestPostgresKeyedReadsGoAhead(t *testing.T) {
 		errs, _ := keyedBatch(t, d, heldKV, []func() error{
 			rmw(1, "a1", "a2"),
 			rmw(1, "a2", "a3"), // key 1 again: sees the write before it
-			declaring(2, readV, func(tx *Tx) error { // something else first: sees its own change
+			declaring(2, readV, func(tx *Tx, first *Row) error { // its first read again: sees its own change
+				if v, err := value(first); err != nil || v != "b1" {
+					return fmt.Errorf("read %q, %v first, want b1", v, err)
+				}
 				if err := set(tx, 2, "b2"); err != nil {
 					return err
 				}
@@ -418,15 +423,18 @@ func TestPostgresKeyedReadsGoAhead(t *testing.T) {
 				}
 				return nil
 			}),
-			declaring(3, readV, func(tx *Tx) error { // another read than declared
+			declaring(3, readV, func(tx *Tx, first *Row) error { // another read after the declared one
+				if v, err := value(first); err != nil || v != "c1" {
+					return fmt.Errorf("read %q, %v first, want c1", v, err)
+				}
 				var v string
 				if err := tx.QueryRow(`SELECT v || '!' FROM kv WHERE k = ?`, 3).Scan(&v); err != nil || v != "c1!" {
 					return fmt.Errorf("read %q, %v, want c1!", v, err)
 				}
 				return nil
 			}),
-			declaring(4, readV, func(tx *Tx) error { // refused after its row came: undone alone
-				if _, err := get(tx, 4); err != nil {
+			declaring(4, readV, func(tx *Tx, first *Row) error { // refused after its row came: undone alone
+				if _, err := value(first); err != nil {
 					return err
 				}
 				if err := set(tx, 4, "refused"); err != nil {
@@ -434,8 +442,8 @@ func TestPostgresKeyedReadsGoAhead(t *testing.T) {
 				}
 				return refused
 			}),
-			declaring(5, readV, func(tx *Tx) error { // a duplicate found with the commit: undone alone
-				if _, err := get(tx, 5); err != nil {
+			declaring(5, readV, func(tx *Tx, first *Row) error { // a duplicate found with the commit: undone alone
+				if _, err := value(first); err != nil {
 					return err
 				}
 				if err := set(tx, 5, "undone"); err != nil {
@@ -468,9 +476,9 @@ func TestPostgresKeyedReadsGoAhead(t *testing.T) {
 		bad := `SELECT v::int FROM kv WHERE k = ?` // 'f2' is no integer
 		errs, _ := keyedBatch(t, d, heldKV, []func() error{
 			rmw(1, "a3", "a4"),
-			declaring(6, bad, func(tx *Tx) error {
+			declaring(6, bad, func(tx *Tx, first *Row) error {
 				var v int
-				return tx.QueryRow(bad, 6).Scan(&v)
+				return first.Scan(&v)
 			}),
 			rmw(2, "b2", "b3"),
 		})

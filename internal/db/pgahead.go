@@ -16,7 +16,7 @@ import (
 // could not begin before that row came back. But a keyed write reads
 // nothing outside its key (DB.WriteKeyed), so no earlier write of the
 // batch can change what the first write of each key reads first: the
-// batch sends every such read, declared by DB.WriteKeyedReading, in the
+// batch sends every such read, declared by DB.WriteKeyedFirst, in the
 // round trip of its BEGIN and locks, and each write finds its row
 // waiting. The writes' changes then travel together with the commit, and
 // a batch of any size costs about two round trips instead of one per
