@@ -7,9 +7,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	msqlite "modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // Storage faults are not the client's doing and not a bug: the disk is
@@ -73,38 +70,34 @@ func Classify(err error) error {
 	return f
 }
 
-// classify returns the fault err is, without its cause, or nil.
+// classify returns the fault err is, without its cause, or nil. A full
+// disk is a full disk whoever says so; any other error only its own
+// engine knows, and the default engine's are looked at first.
 func classify(err error) *Fault {
-	var se *msqlite.Error
-	switch {
-	case errors.As(err, &se):
-		switch se.Code() & 0xff {
-		case sqlite3.SQLITE_FULL:
-			return &Fault{Kind: ErrDiskFull, Detail: "the database's disk is full"}
-		case sqlite3.SQLITE_READONLY:
-			return &Fault{Kind: ErrUnavailable, Detail: "the database cannot take writes: its file is read-only to this server (check the file's owner and permissions, and the file system)"}
-		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
-			return &Fault{Kind: ErrUnavailable, Detail: "the database file is damaged; an operator must restore it from a backup"}
-		case sqlite3.SQLITE_IOERR:
-			return &Fault{Kind: ErrUnavailable, Detail: "the database's disk reports an I/O error"}
-		case sqlite3.SQLITE_CANTOPEN:
-			return &Fault{Kind: ErrUnavailable, Detail: "the database file cannot be opened"}
-		}
-		return nil
-	case errors.Is(err, syscall.ENOSPC):
+	if errors.Is(err, syscall.ENOSPC) {
 		return &Fault{Kind: ErrDiskFull, Detail: "the database's disk is full"}
 	}
-	return classifyPostgres(err)
+	for _, d := range append([]Driver{fallback}, drivers...) {
+		if d == nil {
+			continue
+		}
+		if f, ours := d.Classify(err); ours {
+			return f
+		}
+	}
+	return nil
 }
 
-// IsCorrupt reports whether err says the database file is damaged.
+// IsCorrupt reports whether err says the database is damaged beyond what
+// a retry or a restart fixes: a file an operator must restore
+// (Driver.IsCorrupt).
 func IsCorrupt(err error) bool {
-	var se *msqlite.Error
-	if !errors.As(err, &se) {
-		return false
+	for _, d := range append([]Driver{fallback}, drivers...) {
+		if d != nil && d.IsCorrupt(err) {
+			return true
+		}
 	}
-	code := se.Code() & 0xff
-	return code == sqlite3.SQLITE_CORRUPT || code == sqlite3.SQLITE_NOTADB
+	return false
 }
 
 // IsFault reports whether err is a storage fault (see Classify).
@@ -120,12 +113,6 @@ type health struct {
 	fault error
 	since time.Time
 }
-
-// minFreeBytes is the free space a database's file system needs, after a
-// full disk, before the database reports ready again: a probe write of a
-// page may fit into what a failed write left behind, but real writes would
-// fail again at once.
-const minFreeBytes = 1 << 20
 
 // failed records err when it is a storage fault, and returns it
 // classified.
@@ -175,7 +162,7 @@ func (db *DB) Ready(ctx context.Context) error {
 	if fault == nil {
 		return nil
 	}
-	if errors.Is(fault, ErrDiskFull) && db.eng.lowOnSpace() {
+	if errors.Is(fault, ErrDiskFull) && db.eng.LowOnSpace() {
 		return fault
 	}
 	return db.Probe(ctx)

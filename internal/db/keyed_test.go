@@ -305,7 +305,7 @@ func heldKV(tx *Tx) error {
 
 func keyedBatch(t *testing.T, d *DB, held func(tx *Tx) error, writes []func() error) ([]error, int64) {
 	t.Helper()
-	before := d.locks.trips.Load()
+	before := d.RoundTrips()
 	running, gate := make(chan struct{}), make(chan struct{})
 	var release sync.Once
 	open := func() { release.Do(func() { close(gate) }) }
@@ -333,7 +333,7 @@ func keyedBatch(t *testing.T, d *DB, held func(tx *Tx) error, writes []func() er
 	for i := range writes {
 		errs[i] = <-results[i]
 	}
-	return errs, d.locks.trips.Load() - before
+	return errs, d.RoundTrips() - before
 }
 
 // TestPostgresKeyedReadsGoAhead: a batch of keyed writes that declare

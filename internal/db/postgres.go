@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"net/url"
 	"runtime"
@@ -22,7 +21,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
-	"github.com/pressly/goose/v3/lock"
 
 	"github.com/planserver/planserver/migrations"
 )
@@ -70,18 +68,18 @@ const keyLockSpace int32 = 0x706c6e6b
 // notifyChannel is the channel of the commit notifications.
 const notifyChannel = "planserver_commit"
 
-// IsPostgres reports whether dsn names a PostgreSQL server, a postgres://
-// or postgresql:// URL, rather than a SQLite file.
-func IsPostgres(dsn string) bool {
+func init() { Register(postgresDriver{}) }
+
+// postgresDriver serves databases on a PostgreSQL server: postgres:// and
+// postgresql:// URLs.
+type postgresDriver struct{}
+
+func (postgresDriver) Accepts(dsn string) bool {
 	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
 }
 
-// Redact returns dsn fit for logs and messages: a PostgreSQL URL loses its
-// password (and a password query parameter); a SQLite path is unchanged.
-func Redact(dsn string) string {
-	if !IsPostgres(dsn) {
-		return dsn
-	}
+// Redact masks the URL's password (and a password query parameter).
+func (postgresDriver) Redact(dsn string) string {
 	u, err := url.Parse(dsn)
 	if err != nil {
 		return "postgres://(unparsable URL)"
@@ -96,9 +94,28 @@ func Redact(dsn string) string {
 	return u.String()
 }
 
+// File: a server's database is shared by any number of replicas.
+func (postgresDriver) File() bool { return false }
+func (postgresDriver) Classify(err error) (*Fault, bool) {
+	f := classifyPostgres(err)
+	return f, f != nil
+}
+
+// IsCorrupt: a damaged PostgreSQL database is the server's to report and
+// repair (its fault says so); there is no file to restore.
+func (postgresDriver) IsCorrupt(error) bool { return false }
+
+func (postgresDriver) Open(ctx context.Context, dsn string, cfg Config) (Engine, error) {
+	return openPostgres(ctx, dsn, cfg.KeyedWriters, cfg.Committed)
+}
+
 // postgresEngine is a PostgreSQL database shared by any number of
 // planserver processes.
 type postgresEngine struct {
+	// writer is the committers' connections: one, plus one per keyed
+	// writer; reader the read pool.
+	writer, reader *sql.DB
+	keyedWriters   int
 	// id names this process in its commit notifications, so that its
 	// listener skips its own (the hooks already ran after the commit).
 	id string
@@ -107,8 +124,10 @@ type postgresEngine struct {
 	bindCount atomic.Int64
 	listen    *listener
 	clock     *serverClock
-	// versions reads commit_version for DB.Version.
+	// versions reads commit_version for Version.
 	versions versionReads
+	// locks accumulates the write lock's hold and wait times.
+	locks lockStats
 }
 
 // maxCachedBinds bounds the rebind cache: statements built from filters
@@ -116,13 +135,14 @@ type postgresEngine struct {
 // ancestor has as many shapes as trees have depths.
 const maxCachedBinds = 4096
 
-// openPostgres connects the writer, the read pool and the listener, whose
-// notifications run committed.
-func openPostgres(ctx context.Context, dsn string, writers int, committed func()) (*postgresEngine, *sql.DB, *sql.DB, error) {
-	name := Redact(dsn)
+// openPostgres connects the writer (one connection, and one per keyed
+// writer), the read pool and the listener, whose notifications run
+// committed.
+func openPostgres(ctx context.Context, dsn string, keyedWriters int, committed func()) (*postgresEngine, error) {
+	name := postgresDriver{}.Redact(dsn)
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("open %s: %w", name, err)
+		return nil, fmt.Errorf("open %s: %w", name, err)
 	}
 	cfg.Tracer = pgTracer{} // spans only under a traced request (trace.go)
 	if cfg.RuntimeParams["application_name"] == "" {
@@ -130,7 +150,8 @@ func openPostgres(ctx context.Context, dsn string, writers int, committed func()
 	}
 	var idBytes [8]byte
 	_, _ = rand.Read(idBytes[:])
-	e := &postgresEngine{id: hex.EncodeToString(idBytes[:]), clock: &serverClock{}}
+	e := &postgresEngine{id: hex.EncodeToString(idBytes[:]), clock: &serverClock{}, keyedWriters: keyedWriters}
+	writers := 1 + keyedWriters
 
 	wcfg := cfg.Copy()
 	// A writer that stalls inside its transaction (a paused or partitioned
@@ -144,7 +165,7 @@ func openPostgres(ctx context.Context, dsn string, writers int, committed func()
 	writer.SetConnMaxIdleTime(0)
 	if err := checkServer(ctx, writer); err != nil {
 		writer.Close()
-		return nil, nil, nil, fmt.Errorf("open %s: %w", name, Classify(err))
+		return nil, fmt.Errorf("open %s: %w", name, Classify(err))
 	}
 	reader := stdlib.OpenDB(*cfg.Copy())
 	readers := max(4, 2*runtime.GOMAXPROCS(0))
@@ -154,15 +175,16 @@ func openPostgres(ctx context.Context, dsn string, writers int, committed func()
 	if err := reader.PingContext(ctx); err != nil {
 		writer.Close()
 		reader.Close()
-		return nil, nil, nil, fmt.Errorf("open %s for reading: %w", name, Classify(err))
+		return nil, fmt.Errorf("open %s for reading: %w", name, Classify(err))
 	}
 	e.listen, err = startListener(ctx, cfg.Copy(), e.id, committed, e.clock)
 	if err != nil {
 		writer.Close()
 		reader.Close()
-		return nil, nil, nil, fmt.Errorf("listen on %s: %w", name, Classify(err))
+		return nil, fmt.Errorf("listen on %s: %w", name, Classify(err))
 	}
-	return e, writer, reader, nil
+	e.writer, e.reader = writer, reader
+	return e, nil
 }
 
 // checkServer refuses a database whose encoding is not UTF-8: the stores
@@ -178,11 +200,22 @@ func checkServer(ctx context.Context, conn *sql.DB) error {
 	return nil
 }
 
-func (e *postgresEngine) name() string { return "postgres" }
+func (e *postgresEngine) Writer() *sql.DB { return e.writer }
+func (e *postgresEngine) Reader() *sql.DB { return e.reader }
 
-// rebind rewrites ? placeholders as $1, $2, … outside string literals,
+// Clock is the server's clock (serverClock).
+func (e *postgresEngine) Clock() func() time.Time { return e.clock.now }
+
+// KeyedWriters: keyed batches run on connections of their own, beside
+// the other writes' batches and those of other replicas (lockKeys).
+func (e *postgresEngine) KeyedWriters() int { return e.keyedWriters }
+
+// StoresNUL: PostgreSQL's text cannot hold U+0000.
+func (e *postgresEngine) StoresNUL() bool { return false }
+
+// Rebind rewrites ? placeholders as $1, $2, … outside string literals,
 // quoted identifiers and comments.
-func (e *postgresEngine) rebind(query string) string {
+func (e *postgresEngine) Rebind(query string) string {
 	if v, ok := e.binds.Load(query); ok {
 		return v.(string)
 	}
@@ -235,11 +268,10 @@ func rebindDollar(query string) string {
 	return b.String()
 }
 
-func (e *postgresEngine) readOptions() *sql.TxOptions {
+// ReadOptions: REPEATABLE READ, READ ONLY is one snapshot.
+func (e *postgresEngine) ReadOptions() *sql.TxOptions {
 	return &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
 }
-
-func (e *postgresEngine) dialect() goose.Dialect { return goose.DialectPostgres }
 
 // migrateLockKey is the session advisory lock migrations hold: replicas
 // started together would otherwise each create goose's table and apply the
@@ -260,34 +292,36 @@ func (migrationLocker) SessionUnlock(ctx context.Context, conn *sql.Conn) error 
 	return err
 }
 
-func (e *postgresEngine) migrationLock() lock.SessionLocker { return migrationLocker{} }
-func (e *postgresEngine) migrations() fs.FS                 { return migrations.Postgres }
+// Migrations take turns under an advisory lock of their own.
+func (e *postgresEngine) Migrations() Migrations {
+	return Migrations{Dialect: goose.DialectPostgres, Files: migrations.Postgres, Lock: migrationLocker{}}
+}
 
-// checkIntegrity has nothing to do: PostgreSQL checks its own pages (and
+// CheckIntegrity has nothing to do: PostgreSQL checks its own pages (and
 // its data checksums, where the cluster has them) as it reads them.
-func (e *postgresEngine) checkIntegrity(context.Context, *sql.DB) error { return nil }
+func (e *postgresEngine) CheckIntegrity(context.Context) error { return nil }
 
 // errBackupPostgres answers `planserver backup` on PostgreSQL.
 var errBackupPostgres = errors.New("planserver backup copies a SQLite database; on PostgreSQL, back up with the server's own tools " +
 	"(pg_dump --format=custom, or continuous archiving), or copy the data to a SQLite file with " +
 	"planserver copy --from postgres://... --to FILE.db")
 
-func (e *postgresEngine) backup(context.Context, string) error { return errBackupPostgres }
+func (e *postgresEngine) Backup(context.Context, string) error { return errBackupPostgres }
 
-// lowOnSpace cannot look at the server's disk: a probe write decides.
-func (e *postgresEngine) lowOnSpace() bool { return false }
+// LowOnSpace cannot look at the server's disk: a probe write decides.
+func (e *postgresEngine) LowOnSpace() bool { return false }
 
-// version: every replica commits to the one database, and counts its
+// Version: every replica commits to the one database, and counts its
 // commits in commit_version.
-func (e *postgresEngine) version(ctx context.Context, db *DB) (uint64, error) {
-	return e.versions.read(ctx, db.reader)
+func (e *postgresEngine) Version(ctx context.Context) (uint64, error) {
+	return e.versions.read(ctx, e.reader)
 }
 
-// highWater reads the identity sequences and the event seq counter
+// HighWater reads the identity sequences and the event seq counter
 // (migrations/postgres).
-func (e *postgresEngine) highWater(q Querier) (map[string]int64, error) {
+func (e *postgresEngine) HighWater(q Querier, counters map[string]string) (map[string]int64, error) {
 	marks := map[string]int64{}
-	for table, key := range counterKeys {
+	for table, key := range counters {
 		if table == "events" {
 			continue
 		}
@@ -305,8 +339,8 @@ func (e *postgresEngine) highWater(q Querier) (map[string]int64, error) {
 	return marks, nil
 }
 
-func (e *postgresEngine) setHighWater(tx *Tx, marks map[string]int64) error {
-	for table, key := range counterKeys {
+func (e *postgresEngine) SetHighWater(tx *Tx, counters map[string]string, marks map[string]int64) error {
+	for table, key := range counters {
 		if table == "events" || marks[table] == 0 {
 			continue
 		}
@@ -318,9 +352,10 @@ func (e *postgresEngine) setHighWater(tx *Tx, marks map[string]int64) error {
 	return err
 }
 
-func (e *postgresEngine) close() error {
+// Close stops the listener, then closes the pools.
+func (e *postgresEngine) Close() error {
 	e.listen.stop()
-	return nil
+	return errors.Join(e.reader.Close(), e.writer.Close())
 }
 
 // listener LISTENs for commit notifications on a connection of its own and

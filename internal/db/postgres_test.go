@@ -540,9 +540,9 @@ func TestPostgresWriteRoundTrips(t *testing.T) {
 	ctx := context.Background()
 	createKV(t, d)
 	trips := func(fn func(tx *Tx) error) (int64, error) {
-		before := d.locks.trips.Load()
+		before := d.RoundTrips()
 		err := d.Write(ctx, fn)
-		return d.locks.trips.Load() - before, err
+		return d.RoundTrips() - before, err
 	}
 	n, err := trips(func(tx *Tx) error {
 		var c int
@@ -734,7 +734,7 @@ func TestPostgresCarriedStatementsFailTheirWriteAlone(t *testing.T) {
 		}()
 	}
 	waitQueued(t, d, 3)
-	before := d.locks.trips.Load()
+	before := d.RoundTrips()
 	release()
 	if err := <-blocked; err != nil {
 		t.Fatal(err)
@@ -746,7 +746,7 @@ func TestPostgresCarriedStatementsFailTheirWriteAlone(t *testing.T) {
 		}
 	}
 	// The blocker: BEGIN to COMMIT in one round trip.
-	if n := d.locks.trips.Load() - before - 1; n != 4 {
+	if n := d.RoundTrips() - before - 1; n != 4 {
 		t.Errorf("a batch of 3 writes that read then insert took %d round trips, want 4", n)
 	}
 }

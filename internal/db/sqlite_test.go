@@ -92,7 +92,7 @@ func TestStatementCacheReusesAndNests(t *testing.T) {
 		}
 	}
 	// The writer has one connection: its cache holds the statements used.
-	conn, err := db.writer.Conn(ctx)
+	conn, err := db.eng.Writer().Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestStatementCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	dbtest.SkipOnPostgres(t, "the statement cache wraps modernc's SQLite driver; pgx caches prepared statements itself")
 	ctx := context.Background()
 	db := openTest(t)
-	conn, err := db.writer.Conn(ctx)
+	conn, err := db.eng.Writer().Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestCheckpointsOffTheWritePath(t *testing.T) {
 	}
 	defer db.Close()
 	var threshold int
-	if err := db.writer.QueryRowContext(ctx, `PRAGMA wal_autocheckpoint`).Scan(&threshold); err != nil || threshold != writerAutocheckpoint {
+	if err := db.eng.Writer().QueryRowContext(ctx, `PRAGMA wal_autocheckpoint`).Scan(&threshold); err != nil || threshold != writerAutocheckpoint {
 		t.Fatalf("the writer's wal_autocheckpoint: %d %v, want %d", threshold, err, writerAutocheckpoint)
 	}
 	fileSize := func() int64 {

@@ -24,7 +24,7 @@ import (
 // such a read is in flight share the next one, so under load one round
 // trip serves every read that queued behind it (versionReads).
 func (db *DB) Version(ctx context.Context) (uint64, error) {
-	return db.eng.version(ctx, db)
+	return db.eng.Version(ctx)
 }
 
 // versionReads coalesces the reads of commit_version. A caller never
