@@ -1,10 +1,11 @@
 package db
 
-// Migrated is migrated, for tests outside the package.
-var Migrated = migrated
-
-// MigratedWith is migratedWith, for tests outside the package.
-var MigratedWith = migratedWith
-
-// KeyedBatch is keyedBatch, for tests outside the package.
-var KeyedBatch = keyedBatch
+// CopiedColumns lists the columns Copy copies of each table, for tests
+// outside the package (db_test).
+func CopiedColumns() map[string]string {
+	out := map[string]string{}
+	for _, c := range copyTables {
+		out[c.name] = c.columns
+	}
+	return out
+}

@@ -1,4 +1,11 @@
-package db
+// Package sqlite is planserver's embedded engine, the default: a database
+// is one SQLite file (modernc.org/sqlite, no cgo) in WAL mode, written by
+// one connection whose batches commit in savepoints (Commit), read by a
+// pool of snapshots, its statements prepared once per connection
+// (stmtcache.go) and its WAL checkpointed off the write path
+// (checkpoint.go). It registers itself with internal/db for every DSN no
+// other driver takes: a program links it in by importing it.
+package sqlite
 
 import (
 	"context"
@@ -16,31 +23,32 @@ import (
 
 	"github.com/pressly/goose/v3"
 
+	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/migrations"
 )
 
-func init() { RegisterDefault(sqliteDriver{}) }
+func init() { db.RegisterDefault(sqliteDriver{}) }
 
 // sqliteDriver is the embedded default engine: a database is one file,
 // at any path no other driver claims.
 type sqliteDriver struct{}
 
-func (sqliteDriver) Accepts(string) bool               { return true }
-func (sqliteDriver) Redact(dsn string) string          { return dsn }
-func (sqliteDriver) File() bool                        { return true }
-func (sqliteDriver) IsCorrupt(err error) bool          { return isCorruptSQLite(err) }
-func (sqliteDriver) Classify(err error) (*Fault, bool) { return classifySQLite(err) }
+func (sqliteDriver) Accepts(string) bool                  { return true }
+func (sqliteDriver) Redact(dsn string) string             { return dsn }
+func (sqliteDriver) File() bool                           { return true }
+func (sqliteDriver) IsCorrupt(err error) bool             { return isCorrupt(err) }
+func (sqliteDriver) Classify(err error) (*db.Fault, bool) { return classify(err) }
 
-func (sqliteDriver) Open(ctx context.Context, path string, cfg Config) (Engine, error) {
-	return openSQLite(ctx, path, cfg.Durability)
+func (sqliteDriver) Open(ctx context.Context, path string, cfg db.Config) (db.Engine, error) {
+	return open(ctx, path, cfg.Durability)
 }
 
-// sqliteEngine is an open SQLite database: one writer connection whose
+// engine is an open SQLite database: one writer connection whose
 // transactions are BEGIN IMMEDIATE (writers queue on it instead of
 // failing with SQLITE_BUSY), a pool of readers that WAL lets read
 // committed snapshots while a write is in flight, and a connection that
 // checkpoints the WAL off the write path (checkpoint.go).
-type sqliteEngine struct {
+type engine struct {
 	path           string
 	writer, reader *sql.DB
 	ckpt           *checkpointer
@@ -49,34 +57,34 @@ type sqliteEngine struct {
 	generation atomic.Uint64
 }
 
-func (e *sqliteEngine) Writer() *sql.DB                         { return e.writer }
-func (e *sqliteEngine) Reader() *sql.DB                         { return e.reader }
-func (e *sqliteEngine) Rebind(query string) string              { return query }
-func (e *sqliteEngine) Clock() func() time.Time                 { return time.Now }
-func (e *sqliteEngine) StoresNUL() bool                         { return true }
-func (e *sqliteEngine) WriteStats() WriteStats                  { return WriteStats{} }
-func (e *sqliteEngine) Version(context.Context) (uint64, error) { return e.generation.Load(), nil }
+func (e *engine) Writer() *sql.DB                         { return e.writer }
+func (e *engine) Reader() *sql.DB                         { return e.reader }
+func (e *engine) Rebind(query string) string              { return query }
+func (e *engine) Clock() func() time.Time                 { return time.Now }
+func (e *engine) StoresNUL() bool                         { return true }
+func (e *engine) WriteStats() db.WriteStats               { return db.WriteStats{} }
+func (e *engine) Version(context.Context) (uint64, error) { return e.generation.Load(), nil }
 
 // KeyedWriters: the one writer runs every write, keyed or not.
-func (e *sqliteEngine) KeyedWriters() int { return 0 }
+func (e *engine) KeyedWriters() int { return 0 }
 
 // Migrations: SQLite's one writer already takes turns.
-func (e *sqliteEngine) Migrations() Migrations {
-	return Migrations{Dialect: goose.DialectSQLite3, Files: migrations.SQLite}
+func (e *engine) Migrations() db.Migrations {
+	return db.Migrations{Dialect: goose.DialectSQLite3, Files: migrations.SQLite}
 }
 
 // ReadOptions: a read-only transaction on a WAL reader is one snapshot.
-func (e *sqliteEngine) ReadOptions() *sql.TxOptions { return &sql.TxOptions{ReadOnly: true} }
+func (e *engine) ReadOptions() *sql.TxOptions { return &sql.TxOptions{ReadOnly: true} }
 
 // Close stops the checkpointer, then closes the pools; the writer's last
 // close checkpoints what is left, as SQLite does.
-func (e *sqliteEngine) Close() error {
+func (e *engine) Close() error {
 	return errors.Join(e.ckpt.close(), e.reader.Close(), e.writer.Close())
 }
 
 // HighWater reads AUTOINCREMENT's counters from sqlite_sequence, which
 // has a row for each such table that ever had a row.
-func (e *sqliteEngine) HighWater(q Querier, counters map[string]string) (map[string]int64, error) {
+func (e *engine) HighWater(q db.Querier, counters map[string]string) (map[string]int64, error) {
 	marks := map[string]int64{}
 	rows, err := q.Query(`SELECT name, seq FROM sqlite_sequence`)
 	if err != nil {
@@ -96,7 +104,7 @@ func (e *sqliteEngine) HighWater(q Querier, counters map[string]string) (map[str
 	return marks, rows.Err()
 }
 
-func (e *sqliteEngine) SetHighWater(tx *Tx, counters map[string]string, marks map[string]int64) error {
+func (e *engine) SetHighWater(tx *db.Tx, counters map[string]string, marks map[string]int64) error {
 	for table := range counters {
 		if marks[table] == 0 {
 			continue
@@ -114,7 +122,7 @@ func (e *sqliteEngine) SetHighWater(tx *Tx, counters map[string]string, marks ma
 // LowOnSpace reports whether the file system of the database has less than
 // minFreeBytes free: a probe write of a page may fit into what a failed
 // write left behind, but real writes would fail again at once.
-func (e *sqliteEngine) LowOnSpace() bool {
+func (e *engine) LowOnSpace() bool {
 	var st syscall.Statfs_t
 	return syscall.Statfs(filepath.Dir(e.path), &st) == nil && st.Bavail*uint64(st.Bsize) < minFreeBytes
 }
@@ -124,14 +132,14 @@ func (e *sqliteEngine) LowOnSpace() bool {
 // and tokens are nobody else's to read.
 const fileMode = 0o600
 
-// openSQLite opens the SQLite file at path with the pragmas planserver
+// open opens the SQLite file at path with the pragmas planserver
 // relies on: the writer pool (one connection) and the read pool.
-func openSQLite(ctx context.Context, path string, durability Durability) (*sqliteEngine, error) {
+func open(ctx context.Context, path string, durability db.Durability) (*engine, error) {
 	if err := createPrivate(path); err != nil {
 		return nil, err
 	}
 	sync := "NORMAL"
-	if durability == DurabilityFull {
+	if durability == db.DurabilityFull {
 		sync = "FULL"
 	}
 	// busy_timeout comes first so that the pragmas after it wait for a lock
@@ -178,7 +186,7 @@ func openSQLite(ctx context.Context, path string, durability Durability) (*sqlit
 	ckpt.SetMaxOpenConns(1)
 	ckpt.SetMaxIdleConns(1)
 	ckpt.SetConnMaxIdleTime(0)
-	return &sqliteEngine{path: path, writer: writer, reader: reader, ckpt: newCheckpointer(ckpt)}, nil
+	return &engine{path: path, writer: writer, reader: reader, ckpt: newCheckpointer(ckpt)}, nil
 }
 
 // createPrivate creates the database file with fileMode if it does not
@@ -209,7 +217,7 @@ func cloneValues(v url.Values) url.Values {
 }
 
 // CheckIntegrity runs SQLite's quick_check.
-func (e *sqliteEngine) CheckIntegrity(ctx context.Context) error {
+func (e *engine) CheckIntegrity(ctx context.Context) error {
 	rows, err := e.writer.QueryContext(ctx, `PRAGMA quick_check`)
 	if err != nil {
 		return fmt.Errorf("integrity check of %s: %w", e.path, err)
@@ -240,7 +248,7 @@ func (e *sqliteEngine) CheckIntegrity(ctx context.Context) error {
 // committed when it began. The copy is compacted, has no WAL of its own,
 // and is created with the database's private permissions.
 // (The read pool cannot do it: query_only forbids VACUUM INTO.)
-func (e *sqliteEngine) Backup(ctx context.Context, dest string) error {
+func (e *engine) Backup(ctx context.Context, dest string) error {
 	f, err := os.OpenFile(dest, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
 	if errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("backup: %s already exists; choose a new file", dest)

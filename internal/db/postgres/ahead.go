@@ -1,4 +1,4 @@
-package db
+package postgres
 
 import (
 	"database/sql"
@@ -7,6 +7,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/planserver/planserver/internal/db"
 )
 
 // Reads sent ahead, on PostgreSQL. In a batch of keyed writes each write
@@ -41,7 +43,7 @@ type aheadRead struct {
 // read of every write of batch that declared one and is its key's first
 // write in the batch, rebound. A failure is the batch's, since it aborts
 // the transaction; the caller begins again without reads sent ahead.
-func (p *pipeline) prefetch(batch []*Write, rebind func(string) string) error {
+func (p *pipeline) prefetch(batch []*db.Write, rebind func(string) string) error {
 	var (
 		ahead []*aheadRead
 		keys  = map[int32]bool{}
@@ -103,7 +105,7 @@ func (a *aheadRead) Scan(dest ...any) error {
 
 // takeAhead returns the row sent ahead for the write about to run, or
 // nil when none was (then the write reads its first row itself).
-func (p *pipeline) takeAhead() *Row {
+func (p *pipeline) takeAhead() *db.Row {
 	a := p.ahead[p.owner]
 	if a == nil {
 		return nil
@@ -112,5 +114,5 @@ func (p *pipeline) takeAhead() *Row {
 	if !a.got {
 		return nil
 	}
-	return RowOf(a)
+	return db.RowOf(a)
 }

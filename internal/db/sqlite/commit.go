@@ -1,9 +1,11 @@
-package db
+package sqlite
 
 import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/planserver/planserver/internal/db"
 )
 
 // Commit runs a batch on SQLite's one writer: one transaction (BEGIN
@@ -12,13 +14,13 @@ import (
 // failure the engine answers by rolling back the whole transaction (a
 // full disk, an I/O error) fails every write of the batch, none
 // acknowledged.
-func (e *sqliteEngine) Commit(b *Batch) {
+func (e *engine) Commit(b *db.Batch) {
 	// The batch's statements run under a context no client can cancel:
 	// interrupting one would roll back every write of the batch.
 	ctx := context.Background()
 	sqlTx, err := e.writer.BeginTx(ctx, nil)
 	if err != nil {
-		err = b.Failed(fmt.Errorf("begin write: %w", Classify(err)))
+		err = b.Failed(fmt.Errorf("begin write: %w", db.Classify(err)))
 		for _, w := range b.Writes {
 			w.Err = err
 		}
@@ -33,7 +35,7 @@ func (e *sqliteEngine) Commit(b *Batch) {
 		}
 		if !alone {
 			if _, err := sqlTx.ExecContext(ctx, "SAVEPOINT w"); err != nil {
-				abort(sqlTx, b, fmt.Errorf("savepoint: %w", Classify(err)))
+				abort(sqlTx, b, fmt.Errorf("savepoint: %w", db.Classify(err)))
 				return
 			}
 		}
@@ -59,7 +61,7 @@ func (e *sqliteEngine) Commit(b *Batch) {
 		}
 		if !alone {
 			if _, err := sqlTx.ExecContext(ctx, "RELEASE w"); err != nil {
-				abort(sqlTx, b, fmt.Errorf("release savepoint: %w", Classify(err)))
+				abort(sqlTx, b, fmt.Errorf("release savepoint: %w", db.Classify(err)))
 				return
 			}
 		}
@@ -71,12 +73,12 @@ func (e *sqliteEngine) Commit(b *Batch) {
 	}
 	commitStart := time.Now()
 	err = sqlTx.Commit()
-	b.Trace([]Span{{Name: "db.commit", Start: commitStart, End: time.Now(), Owner: WholeBatch, Err: err}})
+	b.Trace([]db.Span{{Name: "db.commit", Start: commitStart, End: time.Now(), Owner: db.WholeBatch, Err: err}})
 	// Moved whether or not the commit succeeded: a failed commit may still
 	// have reached the disk, and nothing is acknowledged before this.
 	e.generation.Add(1)
 	if err != nil {
-		err = b.Failed(fmt.Errorf("commit: %w", Classify(err)))
+		err = b.Failed(fmt.Errorf("commit: %w", db.Classify(err)))
 		for _, w := range b.Writes {
 			if w.Err == nil {
 				w.Err = err
@@ -90,7 +92,7 @@ func (e *sqliteEngine) Commit(b *Batch) {
 
 // abort rolls back a batch that cannot go on and fails every write of it
 // that had not failed already with cause.
-func abort(sqlTx interface{ Rollback() error }, b *Batch, cause error) {
+func abort(sqlTx interface{ Rollback() error }, b *db.Batch, cause error) {
 	_ = sqlTx.Rollback()
 	cause = b.Failed(cause)
 	for _, w := range b.Writes {

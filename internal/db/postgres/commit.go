@@ -1,4 +1,4 @@
-package db
+package postgres
 
 import (
 	"context"
@@ -14,11 +14,12 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/tracing"
 )
 
 // Group commit on PostgreSQL, in as few round trips as the guarantees
-// allow. The batch is the same as on SQLite (commit.go): whatever queued
+// allow. The batch is the same as on SQLite (internal/db/sqlite): whatever queued
 // while the last commit ran, each write in a savepoint, one commit, nobody
 // answered before it. What differs is how the statements travel. A round
 // trip to the server costs far more than executing a planserver statement,
@@ -39,7 +40,7 @@ import (
 //     batch, and two from BEGIN to COMMIT alone.
 //   - A keyed write's first read, when it declares it, costs none in a
 //     batch: the batch sends the declared reads with its BEGIN and locks
-//     (pgahead.go).
+//     (ahead.go).
 //   - When such a carried statement fails, nothing after it ran: the
 //     pipeline undoes its write alone (ROLLBACK TO its savepoint, which
 //     the RELEASE that did not run leaves in place) and sends again what
@@ -76,7 +77,7 @@ type pipeline struct {
 	// spans records the round trips for tracing (trace.go), when on;
 	// committing marks the flush that carries the COMMIT.
 	trace      bool
-	spans      []Span
+	spans      []db.Span
 	committing bool
 	// read is the read sent last, until its row is scanned (queryRow).
 	read *pipelineRead
@@ -103,7 +104,7 @@ type undoneWrite struct {
 }
 
 // infra owns the batch's own statements.
-const infra = WholeBatch
+const infra = db.WholeBatch
 
 type queued struct {
 	sql   string
@@ -132,11 +133,11 @@ func (r *pipeResult) LastInsertId() (int64, error) {
 func (r *pipeResult) RowsAffected() (int64, error) {
 	if !r.sent {
 		if err := r.p.flush(); err != nil && !r.sent {
-			return 0, Classify(err)
+			return 0, db.Classify(err)
 		}
 	}
 	if r.err != nil {
-		return 0, Classify(r.err)
+		return 0, db.Classify(r.err)
 	}
 	return r.tag.RowsAffected(), nil
 }
@@ -182,14 +183,14 @@ func (p *pipeline) flush() error {
 // queryRow sends what is queued and then query in one round trip, and
 // answers query's row. A failure of what was queued leaves the
 // transaction aborted, so the query fails too, and the write reports the
-// first failure (postgresEngine.Commit); the query's own failure is the write's to
+// first failure (engine.Commit); the query's own failure is the write's to
 // report, as with a read of its own.
-func (p *pipeline) queryRow(query string, args []any) *Row {
+func (p *pipeline) queryRow(query string, args []any) *db.Row {
 	read, err := p.send(query, args)
 	if read == nil {
-		return RowErr(err)
+		return db.RowErr(err)
 	}
-	return RowOf(read)
+	return db.RowOf(read)
 }
 
 // pipelineRead is the row of a read sent at the end of a batch. The
@@ -288,7 +289,7 @@ func (p *pipeline) roundTrip(ahead []*aheadRead, query string, args []any) (*pip
 	}
 	end := time.Now()
 	if p.trace {
-		sp := Span{Name: "db.round_trip", Start: start, End: end, Statements: len(b.QueuedQueries), Owner: p.owner, Err: p.err}
+		sp := db.Span{Name: "db.round_trip", Start: start, End: end, Statements: len(b.QueuedQueries), Owner: p.owner, Err: p.err}
 		switch {
 		case p.lockQueued:
 			sp.Name, sp.Owner = "db.lock_wait", infra
@@ -373,7 +374,7 @@ func (p *pipeline) dropAtEnd(owner int) {
 // before the next takes a seq. A batch that waits for the counter has
 // run every statement but its appends; batches of other keys run beside
 // it until they reach the counter too.
-func (p *pipeline) lockKeys(batch []*Write) {
+func (p *pipeline) lockKeys(batch []*db.Write) {
 	keys := make([]int32, 0, len(batch))
 	for _, w := range batch {
 		keys = append(keys, w.Key())
@@ -456,8 +457,8 @@ type lockStats struct {
 // WriteStats reports the round trips of write transactions, and how many
 // commits took the write lock, how many writes they committed, and how
 // long they held it and waited for it in total (DB.LockStats).
-func (e *postgresEngine) WriteStats() WriteStats {
-	return WriteStats{RoundTrips: e.locks.trips.Load(), LockCommits: e.locks.commits.Load(), LockWrites: e.locks.writes.Load(),
+func (e *engine) WriteStats() db.WriteStats {
+	return db.WriteStats{RoundTrips: e.locks.trips.Load(), LockCommits: e.locks.commits.Load(), LockWrites: e.locks.writes.Load(),
 		LockHeld: time.Duration(e.locks.heldNanos.Load()), LockWaited: time.Duration(e.locks.waitNanos.Load())}
 }
 
@@ -465,7 +466,7 @@ func (e *postgresEngine) WriteStats() WriteStats {
 // (db.Statements): conn is the writer's connection, for reads of several
 // rows, which go through database/sql after what is queued.
 type pipeStatements struct {
-	e    *postgresEngine
+	e    *engine
 	p    *pipeline
 	conn *sql.Conn
 }
@@ -490,13 +491,13 @@ func (s pipeStatements) Query(ctx context.Context, query string, args []any) (*s
 	return s.conn.QueryContext(ctx, s.e.Rebind(query), args...)
 }
 
-func (s pipeStatements) QueryRow(_ context.Context, query string, args []any) *Row {
+func (s pipeStatements) QueryRow(_ context.Context, query string, args []any) *db.Row {
 	return s.p.queryRow(s.e.Rebind(query), args)
 }
 
 // Commit runs a batch in one PostgreSQL transaction, its statements in as
 // few round trips as the guarantees allow (the pipeline above).
-func (e *postgresEngine) Commit(b *Batch) {
+func (e *engine) Commit(b *db.Batch) {
 	ctx := context.Background()
 	failAll := func(err error) {
 		err = b.Failed(err)
@@ -508,7 +509,7 @@ func (e *postgresEngine) Commit(b *Batch) {
 	}
 	conn, err := e.writer.Conn(ctx)
 	if err != nil {
-		failAll(fmt.Errorf("begin write: %w", Classify(err)))
+		failAll(fmt.Errorf("begin write: %w", db.Classify(err)))
 		return
 	}
 	defer conn.Close()
@@ -547,7 +548,7 @@ func (e *postgresEngine) Commit(b *Batch) {
 		for _, u := range p.takeUndone() {
 			p.dropAtEnd(u.owner)
 			w := b.Writes[u.owner]
-			w.Err = Classify(u.err)
+			w.Err = db.Classify(u.err)
 			b.SawError(w.Err)
 			succeeded--
 		}
@@ -596,10 +597,10 @@ func (e *postgresEngine) Commit(b *Batch) {
 			if p.errOwner != i {
 				// The batch's own statement failed (BEGIN, the lock, a
 				// savepoint): nothing of the batch can commit.
-				abortPipelined(p, b, fmt.Errorf("write transaction: %w", Classify(p.err)))
+				abortPipelined(p, b, fmt.Errorf("write transaction: %w", db.Classify(p.err)))
 				return
 			}
-			werr = Classify(p.err) // the write's own statement: its failure
+			werr = db.Classify(p.err) // the write's own statement: its failure
 		}
 		if werr != nil {
 			w.Err = werr
@@ -612,7 +613,7 @@ func (e *postgresEngine) Commit(b *Batch) {
 				return
 			}
 			if err := p.rollbackTo(start); err != nil {
-				abortPipelined(p, b, fmt.Errorf("roll back to savepoint: %w", Classify(err)))
+				abortPipelined(p, b, fmt.Errorf("roll back to savepoint: %w", db.Classify(err)))
 				return
 			}
 			continue
@@ -645,7 +646,7 @@ func (e *postgresEngine) Commit(b *Batch) {
 		// The write's own statement, sent with the commit, failed; the
 		// COMMIT never ran.
 		w := b.Writes[last]
-		w.Err = Classify(err)
+		w.Err = db.Classify(err)
 		b.SawError(w.Err)
 		p.rollback()
 		return
@@ -658,7 +659,7 @@ func (e *postgresEngine) Commit(b *Batch) {
 	}
 	if err != nil {
 		p.rollback()
-		failAll(fmt.Errorf("commit: %w", Classify(err)))
+		failAll(fmt.Errorf("commit: %w", db.Classify(err)))
 		return
 	}
 	e.locks.writes.Add(int64(succeeded))
@@ -675,7 +676,7 @@ func (e *postgresEngine) Commit(b *Batch) {
 // and the lock once more. last is the index of the batch's last write
 // that runs; the returned one counts the writes taken in. A batch of one
 // write runs without a savepoint and takes none in.
-func takeQueued(b *Batch, last int) int {
+func takeQueued(b *db.Batch, last int) int {
 	n := b.TakeQueued()
 	for i := len(b.Writes) - n; i < len(b.Writes); i++ {
 		if b.Writes[i].Err = b.Writes[i].Context().Err(); b.Writes[i].Err == nil {
@@ -687,7 +688,7 @@ func takeQueued(b *Batch, last int) int {
 
 // abortPipelined rolls back a batch that cannot go on and fails every
 // write of it that had not failed already with cause.
-func abortPipelined(p *pipeline, b *Batch, cause error) {
+func abortPipelined(p *pipeline, b *db.Batch, cause error) {
 	p.rollback()
 	cause = b.Failed(cause)
 	for _, w := range b.Writes {

@@ -1,4 +1,12 @@
-package db
+// Package postgres is planserver's engine for many replicas on one
+// PostgreSQL server (pgx): writes serialized across replicas by advisory
+// locks, keyed writes of different keys beside each other, each batch's
+// statements pipelined into as few round trips as the guarantees allow
+// (Commit, commit.go, ahead.go), LISTEN/NOTIFY to wake every replica, and
+// the server's clock. It registers itself with internal/db for
+// postgres:// and postgresql:// URLs: a program links it in by importing
+// it.
+package postgres
 
 import (
 	"context"
@@ -22,11 +30,12 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 
+	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/migrations"
 )
 
 // PostgreSQL runs planserver as many replicas on one database. The stores
-// are the same; what differs is here:
+// and the core are the same; what differs is here:
 //
 //   - Writes are serialized across every replica exactly as SQLite's one
 //     writer serializes them: each write transaction first takes a
@@ -60,26 +69,26 @@ import (
 // databases on one server do not wait for each other.
 const writeLockKey int64 = 0x706c616e73727672
 
-// keyLockSpace is the first half of every key's advisory lock (Key.lock
-// the second): "plnk". Two-part advisory locks never meet the one-part
+// keyLockSpace is the first half of every key's advisory lock (the key's
+// hash, db.Write.Key, the second): "plnk". Two-part advisory locks never meet the one-part
 // writeLockKey and migrateLockKey.
 const keyLockSpace int32 = 0x706c6e6b
 
 // notifyChannel is the channel of the commit notifications.
 const notifyChannel = "planserver_commit"
 
-func init() { Register(postgresDriver{}) }
+func init() { db.Register(pgDriver{}) }
 
-// postgresDriver serves databases on a PostgreSQL server: postgres:// and
+// pgDriver serves databases on a PostgreSQL server: postgres:// and
 // postgresql:// URLs.
-type postgresDriver struct{}
+type pgDriver struct{}
 
-func (postgresDriver) Accepts(dsn string) bool {
+func (pgDriver) Accepts(dsn string) bool {
 	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
 }
 
 // Redact masks the URL's password (and a password query parameter).
-func (postgresDriver) Redact(dsn string) string {
+func (pgDriver) Redact(dsn string) string {
 	u, err := url.Parse(dsn)
 	if err != nil {
 		return "postgres://(unparsable URL)"
@@ -95,23 +104,23 @@ func (postgresDriver) Redact(dsn string) string {
 }
 
 // File: a server's database is shared by any number of replicas.
-func (postgresDriver) File() bool { return false }
-func (postgresDriver) Classify(err error) (*Fault, bool) {
-	f := classifyPostgres(err)
+func (pgDriver) File() bool { return false }
+func (pgDriver) Classify(err error) (*db.Fault, bool) {
+	f := classify(err)
 	return f, f != nil
 }
 
 // IsCorrupt: a damaged PostgreSQL database is the server's to report and
 // repair (its fault says so); there is no file to restore.
-func (postgresDriver) IsCorrupt(error) bool { return false }
+func (pgDriver) IsCorrupt(error) bool { return false }
 
-func (postgresDriver) Open(ctx context.Context, dsn string, cfg Config) (Engine, error) {
-	return openPostgres(ctx, dsn, cfg.KeyedWriters, cfg.Committed)
+func (pgDriver) Open(ctx context.Context, dsn string, cfg db.Config) (db.Engine, error) {
+	return open(ctx, dsn, cfg.KeyedWriters, cfg.Committed)
 }
 
-// postgresEngine is a PostgreSQL database shared by any number of
+// engine is a PostgreSQL database shared by any number of
 // planserver processes.
-type postgresEngine struct {
+type engine struct {
 	// writer is the committers' connections: one, plus one per keyed
 	// writer; reader the read pool.
 	writer, reader *sql.DB
@@ -135,11 +144,11 @@ type postgresEngine struct {
 // ancestor has as many shapes as trees have depths.
 const maxCachedBinds = 4096
 
-// openPostgres connects the writer (one connection, and one per keyed
+// open connects the writer (one connection, and one per keyed
 // writer), the read pool and the listener, whose notifications run
 // committed.
-func openPostgres(ctx context.Context, dsn string, keyedWriters int, committed func()) (*postgresEngine, error) {
-	name := postgresDriver{}.Redact(dsn)
+func open(ctx context.Context, dsn string, keyedWriters int, committed func()) (*engine, error) {
+	name := pgDriver{}.Redact(dsn)
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", name, err)
@@ -150,7 +159,7 @@ func openPostgres(ctx context.Context, dsn string, keyedWriters int, committed f
 	}
 	var idBytes [8]byte
 	_, _ = rand.Read(idBytes[:])
-	e := &postgresEngine{id: hex.EncodeToString(idBytes[:]), clock: &serverClock{}, keyedWriters: keyedWriters}
+	e := &engine{id: hex.EncodeToString(idBytes[:]), clock: &serverClock{}, keyedWriters: keyedWriters}
 	writers := 1 + keyedWriters
 
 	wcfg := cfg.Copy()
@@ -165,7 +174,7 @@ func openPostgres(ctx context.Context, dsn string, keyedWriters int, committed f
 	writer.SetConnMaxIdleTime(0)
 	if err := checkServer(ctx, writer); err != nil {
 		writer.Close()
-		return nil, fmt.Errorf("open %s: %w", name, Classify(err))
+		return nil, fmt.Errorf("open %s: %w", name, db.Classify(err))
 	}
 	reader := stdlib.OpenDB(*cfg.Copy())
 	readers := max(4, 2*runtime.GOMAXPROCS(0))
@@ -175,13 +184,13 @@ func openPostgres(ctx context.Context, dsn string, keyedWriters int, committed f
 	if err := reader.PingContext(ctx); err != nil {
 		writer.Close()
 		reader.Close()
-		return nil, fmt.Errorf("open %s for reading: %w", name, Classify(err))
+		return nil, fmt.Errorf("open %s for reading: %w", name, db.Classify(err))
 	}
 	e.listen, err = startListener(ctx, cfg.Copy(), e.id, committed, e.clock)
 	if err != nil {
 		writer.Close()
 		reader.Close()
-		return nil, fmt.Errorf("listen on %s: %w", name, Classify(err))
+		return nil, fmt.Errorf("listen on %s: %w", name, db.Classify(err))
 	}
 	e.writer, e.reader = writer, reader
 	return e, nil
@@ -200,22 +209,22 @@ func checkServer(ctx context.Context, conn *sql.DB) error {
 	return nil
 }
 
-func (e *postgresEngine) Writer() *sql.DB { return e.writer }
-func (e *postgresEngine) Reader() *sql.DB { return e.reader }
+func (e *engine) Writer() *sql.DB { return e.writer }
+func (e *engine) Reader() *sql.DB { return e.reader }
 
 // Clock is the server's clock (serverClock).
-func (e *postgresEngine) Clock() func() time.Time { return e.clock.now }
+func (e *engine) Clock() func() time.Time { return e.clock.now }
 
 // KeyedWriters: keyed batches run on connections of their own, beside
 // the other writes' batches and those of other replicas (lockKeys).
-func (e *postgresEngine) KeyedWriters() int { return e.keyedWriters }
+func (e *engine) KeyedWriters() int { return e.keyedWriters }
 
 // StoresNUL: PostgreSQL's text cannot hold U+0000.
-func (e *postgresEngine) StoresNUL() bool { return false }
+func (e *engine) StoresNUL() bool { return false }
 
 // Rebind rewrites ? placeholders as $1, $2, … outside string literals,
 // quoted identifiers and comments.
-func (e *postgresEngine) Rebind(query string) string {
+func (e *engine) Rebind(query string) string {
 	if v, ok := e.binds.Load(query); ok {
 		return v.(string)
 	}
@@ -269,7 +278,7 @@ func rebindDollar(query string) string {
 }
 
 // ReadOptions: REPEATABLE READ, READ ONLY is one snapshot.
-func (e *postgresEngine) ReadOptions() *sql.TxOptions {
+func (e *engine) ReadOptions() *sql.TxOptions {
 	return &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
 }
 
@@ -293,33 +302,33 @@ func (migrationLocker) SessionUnlock(ctx context.Context, conn *sql.Conn) error 
 }
 
 // Migrations take turns under an advisory lock of their own.
-func (e *postgresEngine) Migrations() Migrations {
-	return Migrations{Dialect: goose.DialectPostgres, Files: migrations.Postgres, Lock: migrationLocker{}}
+func (e *engine) Migrations() db.Migrations {
+	return db.Migrations{Dialect: goose.DialectPostgres, Files: migrations.Postgres, Lock: migrationLocker{}}
 }
 
 // CheckIntegrity has nothing to do: PostgreSQL checks its own pages (and
 // its data checksums, where the cluster has them) as it reads them.
-func (e *postgresEngine) CheckIntegrity(context.Context) error { return nil }
+func (e *engine) CheckIntegrity(context.Context) error { return nil }
 
 // errBackupPostgres answers `planserver backup` on PostgreSQL.
 var errBackupPostgres = errors.New("planserver backup copies a SQLite database; on PostgreSQL, back up with the server's own tools " +
 	"(pg_dump --format=custom, or continuous archiving), or copy the data to a SQLite file with " +
 	"planserver copy --from postgres://... --to FILE.db")
 
-func (e *postgresEngine) Backup(context.Context, string) error { return errBackupPostgres }
+func (e *engine) Backup(context.Context, string) error { return errBackupPostgres }
 
 // LowOnSpace cannot look at the server's disk: a probe write decides.
-func (e *postgresEngine) LowOnSpace() bool { return false }
+func (e *engine) LowOnSpace() bool { return false }
 
 // Version: every replica commits to the one database, and counts its
 // commits in commit_version.
-func (e *postgresEngine) Version(ctx context.Context) (uint64, error) {
+func (e *engine) Version(ctx context.Context) (uint64, error) {
 	return e.versions.read(ctx, e.reader)
 }
 
 // HighWater reads the identity sequences and the event seq counter
 // (migrations/postgres).
-func (e *postgresEngine) HighWater(q Querier, counters map[string]string) (map[string]int64, error) {
+func (e *engine) HighWater(q db.Querier, counters map[string]string) (map[string]int64, error) {
 	marks := map[string]int64{}
 	for table, key := range counters {
 		if table == "events" {
@@ -339,7 +348,7 @@ func (e *postgresEngine) HighWater(q Querier, counters map[string]string) (map[s
 	return marks, nil
 }
 
-func (e *postgresEngine) SetHighWater(tx *Tx, counters map[string]string, marks map[string]int64) error {
+func (e *engine) SetHighWater(tx *db.Tx, counters map[string]string, marks map[string]int64) error {
 	for table, key := range counters {
 		if table == "events" || marks[table] == 0 {
 			continue
@@ -353,7 +362,7 @@ func (e *postgresEngine) SetHighWater(tx *Tx, counters map[string]string, marks 
 }
 
 // Close stops the listener, then closes the pools.
-func (e *postgresEngine) Close() error {
+func (e *engine) Close() error {
 	e.listen.stop()
 	return errors.Join(e.reader.Close(), e.writer.Close())
 }
@@ -476,20 +485,20 @@ func (l *listener) wait(ctx context.Context, conn *pgx.Conn) {
 	}
 }
 
-// classifyPostgres returns the fault a PostgreSQL error is, or nil: a full
+// classify returns the fault a PostgreSQL error is, or nil: a full
 // disk is ErrDiskFull; a server that cannot take writes (read-only, a
 // standby, shutting down, out of connections) or cannot be reached is
 // ErrUnavailable.
-func classifyPostgres(err error) *Fault {
+func classify(err error) *db.Fault {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return nil // the caller gave up; the server is fine
 	}
-	unavailable := func(detail string) *Fault { return &Fault{Kind: ErrUnavailable, Detail: detail} }
+	unavailable := func(detail string) *db.Fault { return &db.Fault{Kind: db.ErrUnavailable, Detail: detail} }
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch {
 		case pe.Code == "53100": // disk_full
-			return &Fault{Kind: ErrDiskFull, Detail: "the database server's disk is full"}
+			return &db.Fault{Kind: db.ErrDiskFull, Detail: "the database server's disk is full"}
 		case pe.Code == "25006": // read_only_sql_transaction
 			return unavailable("the database cannot take writes: the PostgreSQL server is read-only (a standby, or default_transaction_read_only is on)")
 		case pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03": // admin_shutdown, crash_shutdown, cannot_connect_now
