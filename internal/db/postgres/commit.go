@@ -74,7 +74,7 @@ type pipeline struct {
 	lockQueued         bool
 	lockSent, lockedAt time.Time
 	lockWaited         time.Duration
-	// spans records the round trips for tracing (trace.go), when on;
+	// spans records the round trips for tracing (db.Span), when on;
 	// committing marks the flush that carries the COMMIT.
 	trace      bool
 	spans      []db.Span
@@ -471,11 +471,11 @@ type pipeStatements struct {
 	conn *sql.Conn
 }
 
-func (s pipeStatements) Exec(_ context.Context, query string, args []any) (sql.Result, error) {
+func (s *pipeStatements) Exec(_ context.Context, query string, args []any) (sql.Result, error) {
 	return s.p.exec(s.e.Rebind(query), args), nil
 }
 
-func (s pipeStatements) ExecAtEnd(ctx context.Context, query string, args []any) error {
+func (s *pipeStatements) ExecAtEnd(ctx context.Context, query string, args []any) error {
 	if s.p.keyed {
 		s.p.execAtEnd(s.e.Rebind(query), args)
 		return nil
@@ -484,14 +484,14 @@ func (s pipeStatements) ExecAtEnd(ctx context.Context, query string, args []any)
 	return err
 }
 
-func (s pipeStatements) Query(ctx context.Context, query string, args []any) (*sql.Rows, error) {
+func (s *pipeStatements) Query(ctx context.Context, query string, args []any) (*sql.Rows, error) {
 	if err := s.p.beforeRead(); err != nil {
 		return nil, err
 	}
 	return s.conn.QueryContext(ctx, s.e.Rebind(query), args...)
 }
 
-func (s pipeStatements) QueryRow(_ context.Context, query string, args []any) *db.Row {
+func (s *pipeStatements) QueryRow(_ context.Context, query string, args []any) *db.Row {
 	return s.p.queryRow(s.e.Rebind(query), args)
 }
 
@@ -570,7 +570,7 @@ func (e *engine) Commit(b *db.Batch) {
 			begin()
 		}
 	}
-	st := pipeStatements{e: e, p: p, conn: conn}
+	st := &pipeStatements{e: e, p: p, conn: conn}
 	for i := 0; i < len(b.Writes); i++ {
 		w := b.Writes[i]
 		if w.Err != nil {
