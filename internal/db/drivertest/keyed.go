@@ -99,7 +99,7 @@ func keyedWritesGetTheirFirstRow(t *testing.T, h Harness) {
 				}
 				var v string
 				if err := tx.QueryRow(`SELECT v || '!' FROM kv WHERE k = ?`, 3).Scan(&v); err != nil || v != "c1!" {
-					return fmt.Errorf("read %q, %v, want c1!", v, err)
+					return fmt.Errorf("read %q, %v, want %q", v, err, "c1!")
 				}
 				return nil
 			}),
