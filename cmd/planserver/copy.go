@@ -61,7 +61,7 @@ func copyDB(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprint(stderr, copyUsage)
 		return errUsage
 	}
-	if !db.IsPostgres(*from) {
+	if db.IsFile(*from) {
 		// Opening a SQLite path creates the file: a typo must not copy
 		// an empty database.
 		if _, err := os.Stat(*from); err != nil {

@@ -343,7 +343,7 @@ func openAndMigrate(ctx context.Context, cfg config, holder string) (*db.DB, err
 // mustExist refuses a database path that does not exist, for commands
 // that read one and must not leave an empty file behind.
 func mustExist(path string) error {
-	if db.IsPostgres(path) {
+	if !db.IsFile(path) {
 		return nil // a server, not a file: opening it says what is wrong
 	}
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {

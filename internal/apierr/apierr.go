@@ -1,7 +1,8 @@
 // Package apierr owns the error vocabulary every planserver package speaks:
 // one Error type carrying a stable Code (the code column of API.md, defined
 // in the public api package), so a transport can map it to a status in one
-// table and clients can switch on it.
+// table and clients can switch on it. Storage speaks its own (db.Fault);
+// As and CodeOf give a storage fault its code here.
 package apierr
 
 import (
@@ -9,6 +10,7 @@ import (
 	"fmt"
 
 	"github.com/planserver/planserver/api"
+	"github.com/planserver/planserver/internal/db"
 )
 
 // Code is the stable, machine-readable error code clients switch on.
@@ -108,16 +110,49 @@ func Conflict(current int64, format string, args ...any) *Error {
 
 // CodeOf reports the Code of err, or Internal when err carries none.
 func CodeOf(err error) Code {
-	var e *Error
-	if errors.As(err, &e) {
+	if e, ok := As(err); ok {
 		return e.Code
 	}
 	return Internal
 }
 
-// As returns err as *Error when it is one.
+// As returns err as *Error when it is one, or the Error a client gets for
+// it when it is a storage fault (db.Fault, once db.Classify has said so).
 func As(err error) (*Error, bool) {
 	var e *Error
-	ok := errors.As(err, &e)
-	return e, ok
+	if errors.As(err, &e) {
+		return e, true
+	}
+	var f *db.Fault
+	if errors.As(err, &f) {
+		return storageFault(f), true
+	}
+	return nil, false
+}
+
+// Of is As for an error a transport is about to answer: an engine's error
+// that db.Classify finds to be a storage fault gets that fault's answer
+// too. An error with a code of its own keeps it, whatever it wraps.
+func Of(err error) (*Error, bool) {
+	if e, ok := As(err); ok {
+		return e, true
+	}
+	return As(db.Classify(err))
+}
+
+// retryAfterFault is the Retry-After, in seconds, of a storage fault: long
+// enough for an operator to notice, short enough for a client to resume
+// soon after the fault is fixed.
+const retryAfterFault = 30
+
+// storageFault is the answer to a storage fault: a full disk is
+// insufficient_storage (507), any other fault unavailable (503), neither
+// the client's doing nor a bug, so not internal. The detail is storage's
+// own; the cause is kept for the server's log.
+func storageFault(f *db.Fault) *Error {
+	code := Unavailable
+	if errors.Is(f.Kind, db.ErrDiskFull) {
+		code = InsufficientStorage
+	}
+	return &Error{Code: code, Detail: f.Detail, RetryAfter: retryAfterFault, Cause: f.Cause}
 }

@@ -28,6 +28,8 @@ import (
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/db"
+	_ "github.com/planserver/planserver/internal/db/postgres" // the engines its databases are on
+	_ "github.com/planserver/planserver/internal/db/sqlite"
 	"github.com/planserver/planserver/internal/dbtest"
 	planhttp "github.com/planserver/planserver/internal/http"
 )

@@ -58,7 +58,7 @@ var copyTables = []copyTable{
 
 // counterKeys are the tables whose keys come from a counter that never
 // goes back, and those keys: their high-water marks are copied
-// (engine.highWater, engine.setHighWater).
+// (Engine.HighWater, Engine.SetHighWater).
 var counterKeys = map[string]string{"sessions": "pk", "step_reports": "id", "session_reviews": "id", "events": "seq",
 	"webhook_deliveries": "id"}
 
@@ -99,12 +99,12 @@ var ErrNUL = errors.New("the source holds NUL characters (U+0000), which Postgre
 // maxNULRows bounds the rows an ErrNUL names; the count is always whole.
 const maxNULRows = 50
 
-// CopyWith is Copy with options. When to is PostgreSQL it first reads
-// every row of the snapshot for NULs, before it writes any: a copy that
-// cannot finish must not fail half way.
+// CopyWith is Copy with options. When to cannot store NUL (PostgreSQL:
+// Engine.StoresNUL) it first reads every row of the snapshot for NULs,
+// before it writes any: a copy that cannot finish must not fail half way.
 func CopyWith(ctx context.Context, from, to *DB, progress io.Writer, opt CopyOptions) (CopyStats, error) {
 	stats := CopyStats{Rows: map[string]int64{}}
-	_, noNUL := to.eng.(*postgresEngine)
+	noNUL := !to.eng.StoresNUL()
 	known := KnownVersion()
 	current, err := from.AppliedVersion(ctx)
 	if err != nil {
@@ -154,7 +154,7 @@ func CopyWith(ctx context.Context, from, to *DB, progress io.Writer, opt CopyOpt
 			if _, err := w.Exec(`UPDATE event_retention SET pruned_through = ? WHERE id = 1`, pruned); err != nil {
 				return fmt.Errorf("copy event retention: %w", err)
 			}
-			marks, err := from.eng.highWater(r)
+			marks, err := from.eng.HighWater(r, counterKeys)
 			if err != nil {
 				return fmt.Errorf("read counters: %w", err)
 			}
@@ -169,7 +169,7 @@ func CopyWith(ctx context.Context, from, to *DB, progress io.Writer, opt CopyOpt
 				marks[table] = max(marks[table], top)
 			}
 			marks["events"] = max(marks["events"], pruned)
-			if err := to.eng.setHighWater(w, marks); err != nil {
+			if err := to.eng.SetHighWater(w, counterKeys, marks); err != nil {
 				return fmt.Errorf("set counters: %w", err)
 			}
 			return nil

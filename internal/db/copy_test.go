@@ -1,4 +1,4 @@
-package db
+package db_test
 
 import (
 	"context"
@@ -6,13 +6,16 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/planserver/planserver/internal/db"
+	"github.com/planserver/planserver/internal/db/drivertest"
 )
 
 // TestCopyCoversTheSchema: Copy names every column of every table, so a
 // migration that adds one cannot leave it behind in a copy. (Both engines
 // have the same columns: TestPostgresSchemaMatchesSQLite.)
 func TestCopyCoversTheSchema(t *testing.T) {
-	d := migrated(t, filepath.Join(t.TempDir(), "schema.db"))
+	d := drivertest.Open(t, filepath.Join(t.TempDir(), "schema.db"), db.Options{})
 	rows, err := d.Reader(context.Background()).Query(`SELECT m.name, p.name FROM sqlite_master m JOIN pragma_table_info(m.name) p
 		WHERE m.type = 'table' AND m.name NOT IN ('sqlite_sequence', 'goose_db_version', 'event_retention') ORDER BY m.name, p.cid`)
 	if err != nil {
@@ -28,8 +31,8 @@ func TestCopyCoversTheSchema(t *testing.T) {
 		schema[table] = append(schema[table], col)
 	}
 	copied := map[string][]string{}
-	for _, c := range copyTables {
-		copied[c.name] = strings.Split(strings.ReplaceAll(c.columns, " ", ""), ",")
+	for table, columns := range db.CopiedColumns() {
+		copied[table] = strings.Split(strings.ReplaceAll(columns, " ", ""), ",")
 	}
 	for table, cols := range schema {
 		got := slices.Clone(copied[table])

@@ -1,20 +1,24 @@
 // Package db is planserver's storage core. It opens the database, hands
 // out the two kinds of transaction every store uses — write transactions,
 // serialized and grouped into shared commits (Write), and reads of one
-// consistent snapshot (Read) — carries each transaction's clock, maps
-// storage faults to the error codes clients see, and migrates the schema.
-// Nothing above it knows which engine runs; stores write portable SQL with
-// ? placeholders and this package adapts it.
+// consistent snapshot (Read) — carries each transaction's clock, says
+// which errors are storage faults (Fault: a full disk, a database that
+// cannot serve), migrates the schema, and copies a database between
+// engines. It speaks no API: the transports give a fault its answer
+// (internal/apierr).
+//
+// Each engine is a driver of its own (Driver, Engine: internal/db/sqlite,
+// internal/db/postgres), commit strategy included; nothing here or above
+// it asks which one runs. Stores write portable SQL with ? placeholders,
+// which the engine adapts.
 package db
 
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -79,38 +83,34 @@ const DefaultMaxBatch = 64
 
 // DB is an open planserver database.
 type DB struct {
-	// Path is the SQLite file, or the PostgreSQL URL without its password
-	// (for messages).
+	// Path is the database's DSN fit for messages: a SQLite file, or a
+	// PostgreSQL URL without its password (Redact).
 	Path string
 
-	eng engine
-	// writer is the committers' connections: one on SQLite; on
-	// PostgreSQL one more per keyed writer.
-	writer *sql.DB
-	reader *sql.DB // a pool of read-only connections
+	eng Engine
+	// reader is eng's read pool, kept at hand for every read.
+	reader *sql.DB
 
 	clockMu sync.RWMutex
 	clock   func() time.Time
 
 	hooksMu sync.Mutex
 	hooks   []func()
-	// generation counts this process's commits: the Version of a SQLite
-	// database.
-	generation atomic.Uint64
 
 	commits *committer
-	// keyed runs WriteKeyed's writes on PostgreSQL; nil on SQLite, where
-	// commits runs them.
+	// keyed runs WriteKeyed's writes where the engine runs them beside
+	// the others (Engine.KeyedWriters); nil elsewhere, where commits runs
+	// them.
 	keyed     *committer
-	locks     lockStats
 	health    health
 	closeOnce sync.Once
 }
 
-// Open opens the database at path: a PostgreSQL server when path is a
-// postgres:// (or postgresql://) URL, else a SQLite file, created if
-// needed. It does not migrate.
-func Open(ctx context.Context, path string, opt Options) (*DB, error) {
+// Open opens the database dsn with the driver that accepts it (a
+// postgres:// or postgresql:// URL is PostgreSQL's, anything else a
+// SQLite file, created if needed; the program links the drivers in). It
+// does not migrate.
+func Open(ctx context.Context, dsn string, opt Options) (*DB, error) {
 	if opt.Durability == "" {
 		opt.Durability = DurabilityNormal
 	}
@@ -120,32 +120,28 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	if opt.KeyedWriters <= 0 {
 		opt.KeyedWriters = DefaultKeyedWriters
 	}
-	db := &DB{Path: path, clock: opt.Clock}
-	if IsPostgres(path) {
-		db.Path = Redact(path)
-		eng, writer, reader, err := openPostgres(ctx, path, 1+opt.KeyedWriters, db.committed)
-		if err != nil {
-			return nil, err
-		}
-		db.eng, db.writer, db.reader = eng, writer, reader
-		if db.clock == nil {
-			db.clock = eng.clock.now
-		}
-		db.keyed = newCommitter(db, opt.MaxBatch, opt.KeyedWriters, true)
-	} else {
-		eng, writer, reader, err := openSQLite(ctx, path, opt.Durability)
-		if err != nil {
-			return nil, err
-		}
-		db.eng, db.writer, db.reader = eng, writer, reader
-		if db.clock == nil {
-			db.clock = time.Now
-		}
-		db.OnCommit(eng.ckpt.committed)
+	drv := driverFor(dsn)
+	if drv == nil {
+		return nil, fmt.Errorf("open %s: no database driver is linked into this program", dsn)
+	}
+	db := &DB{Path: drv.Redact(dsn), clock: opt.Clock}
+	eng, err := drv.Open(ctx, dsn, Config{Durability: opt.Durability, KeyedWriters: opt.KeyedWriters, Committed: db.committed})
+	if err != nil {
+		return nil, err
+	}
+	db.eng, db.reader = eng, eng.Reader()
+	if db.clock == nil {
+		db.clock = eng.Clock()
+	}
+	if n := eng.KeyedWriters(); n > 0 {
+		db.keyed = newCommitter(db, opt.MaxBatch, n, true)
 	}
 	db.commits = newCommitter(db, opt.MaxBatch, 1, false)
 	return db, nil
 }
+
+// Engine returns the engine under db, for its driver's own tests.
+func (db *DB) Engine() Engine { return db.eng }
 
 // Close stops accepting writes, finishes the ones queued, and closes both
 // pools. It is safe to call more than once.
@@ -156,7 +152,7 @@ func (db *DB) Close() error {
 		if db.keyed != nil {
 			db.keyed.stop()
 		}
-		err = errors.Join(db.eng.close(), db.reader.Close(), db.writer.Close())
+		err = db.eng.Close()
 	})
 	return err
 }
@@ -210,7 +206,7 @@ func (db *DB) committed() {
 // statement would roll back every write sharing the commit. A write whose
 // ctx ends while it waits for its turn is dropped with ctx's error.
 func (db *DB) Write(ctx context.Context, fn func(tx *Tx) error) error {
-	return db.commits.do(ctx, 0, nil, fn)
+	return db.commits.do(ctx, &Write{fn: fn})
 }
 
 // Key names what a keyed write reads and changes: the rows of one kind of
@@ -221,16 +217,17 @@ type Key struct {
 
 // WriteKeyed is Write for a write that reads and changes nothing but the
 // rows of key, and appends events (with Tx.ExecAtEnd). Keyed writes of
-// one key are serialized, and each sees every earlier write of any kind;
-// on PostgreSQL keyed writes of different keys may run at once, on
-// several connections of this replica and on other replicas, which is
-// what lets writes scale with replicas (pipeline.lockKeys). Every other
-// write still runs alone. Event seqs stay gap-free and in commit order.
+// one key are serialized, and each sees every earlier write of any kind.
+// An engine may run keyed writes of different keys at once
+// (Engine.KeyedWriters: PostgreSQL does, on several connections of this
+// replica and on other replicas, which is what lets writes scale with
+// replicas); every other write still runs alone. Event seqs stay gap-free
+// and in commit order.
 //
 // A write that reads or changes a row of another key, or one no key
 // owns, must use Write: keyed writes of other keys may be changing it.
 func (db *DB) WriteKeyed(ctx context.Context, key Key, fn func(tx *Tx) error) error {
-	return db.WriteKeyedReading(ctx, key, Query{}, fn)
+	return db.keyedCommitter().do(ctx, &Write{fn: fn, key: key.hash()})
 }
 
 // Query is a statement and its arguments.
@@ -239,28 +236,30 @@ type Query struct {
 	Args []any
 }
 
-// WriteKeyedReading is WriteKeyed for a write whose first statement is
-// the one-row read first (Tx.QueryRow with the same statement and
-// arguments), such as the head of the plan it writes. On PostgreSQL a
-// batch of keyed writes sends such reads ahead, all in its first round
-// trip (pgahead.go), instead of a round trip for each write; a write that
-// runs anything else first reads for itself, as does one that does not
-// declare its read.
-func (db *DB) WriteKeyedReading(ctx context.Context, key Key, first Query, fn func(tx *Tx) error) error {
-	if db.keyed == nil {
-		return db.commits.do(ctx, 0, nil, fn)
-	}
-	var ahead *Query
-	if first.SQL != "" {
-		ahead = &Query{SQL: db.eng.rebind(first.SQL), Args: first.Args}
-	}
-	return db.keyed.do(ctx, key.lock(), ahead, fn)
+// WriteKeyedFirst is WriteKeyed for a write whose first statement is the
+// one-row read first, such as the head of the plan it writes: fn gets
+// first's row, and scans it before it runs anything else (or never).
+// Nothing of the write ran before the read, and no other write of its
+// key runs beside it, so an engine may read it before the write runs: a
+// batch of keyed writes on PostgreSQL reads every write's first row in
+// its first round trip, instead of one round trip for each write. On
+// SQLite the write simply reads it first.
+func (db *DB) WriteKeyedFirst(ctx context.Context, key Key, first Query, fn func(tx *Tx, first *Row) error) error {
+	return db.keyedCommitter().do(ctx, &Write{first: &first, fnFirst: fn, key: key.hash()})
 }
 
-// lock is the advisory lock of k on PostgreSQL (pipeline.lockKeys): a
-// hash of it. Two keys may share one lock; their writes then take turns,
-// which costs time, never correctness.
-func (k Key) lock() int32 {
+// keyedCommitter is the committer of keyed writes.
+func (db *DB) keyedCommitter() *committer {
+	if db.keyed != nil {
+		return db.keyed
+	}
+	return db.commits
+}
+
+// hash is the number that names k to an engine (Write.Key): a hash of it.
+// Two keys may share one; their writes then take turns, which costs time,
+// never correctness.
+func (k Key) hash() int32 {
 	h := fnv.New32a()
 	h.Write([]byte(k.Kind))
 	h.Write([]byte{0})
@@ -272,12 +271,12 @@ func (k Key) lock() int32 {
 // same committed snapshot. A read that one statement answers needs no
 // transaction: use db's Query and QueryRow directly.
 func (db *DB) Read(ctx context.Context, fn func(tx *Tx) error) error {
-	tx, err := db.reader.BeginTx(ctx, db.eng.readOptions())
+	tx, err := db.reader.BeginTx(ctx, db.eng.ReadOptions())
 	if err != nil {
 		return fmt.Errorf("begin read: %w", Classify(err))
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only; nothing to keep
-	return fn(&Tx{tx: tx, eng: db.eng, now: db.Now(), ctx: ctx})
+	return fn(&Tx{r: tx, eng: db.eng, now: db.Now(), ctx: ctx})
 }
 
 // Reader returns the read pool bound to ctx, for reads that one statement
@@ -291,16 +290,32 @@ type pool struct {
 }
 
 func (p pool) Query(query string, args ...any) (*sql.Rows, error) {
-	rows, err := p.db.reader.QueryContext(p.ctx, p.db.eng.rebind(query), args...)
+	rows, err := p.db.reader.QueryContext(p.ctx, p.db.eng.Rebind(query), args...)
 	return rows, Classify(err)
 }
 
 func (p pool) QueryRow(query string, args ...any) *Row {
-	return &Row{sql: p.db.reader.QueryRowContext(p.ctx, p.db.eng.rebind(query), args...)}
+	return &Row{s: p.db.reader.QueryRowContext(p.ctx, p.db.eng.Rebind(query), args...)}
 }
 
 // Stats reports the connection pools' statistics, for metrics.
-func (db *DB) Stats() (writer, reader sql.DBStats) { return db.writer.Stats(), db.reader.Stats() }
+func (db *DB) Stats() (writer, reader sql.DBStats) { return db.eng.Writer().Stats(), db.reader.Stats() }
+
+// LockStats reports, where writes take a write lock in the database
+// (PostgreSQL), how many commits took it, how many writes they
+// committed, and how long they held it and waited for it in total. Held
+// runs from the return of the round trip that took the lock to the
+// return of the COMMIT (the lock is released by the commit); waited is
+// that first round trip, the lock's wait included. All are zero on
+// SQLite.
+func (db *DB) LockStats() (commits, writes int64, held, waited time.Duration) {
+	s := db.eng.WriteStats()
+	return s.LockCommits, s.LockWrites, s.LockHeld, s.LockWaited
+}
+
+// RoundTrips reports how many round trips to the server write
+// transactions have made so far; 0 where the database is no server.
+func (db *DB) RoundTrips() int64 { return db.eng.WriteStats().RoundTrips }
 
 // QueueLength reports how many write transactions wait for the writer.
 func (db *DB) QueueLength() int {
@@ -328,10 +343,10 @@ var (
 // planserver (SQLite's quick_check): a damaged file is refused at start
 // rather than found by the first unlucky request. PostgreSQL checks its
 // own pages; there it does nothing.
-func (db *DB) CheckIntegrity(ctx context.Context) error { return db.eng.checkIntegrity(ctx, db.writer) }
+func (db *DB) CheckIntegrity(ctx context.Context) error { return db.eng.CheckIntegrity(ctx) }
 
 // Backup writes a consistent copy of the database to dest, which must not
 // exist, while writers carry on. On SQLite it is a compacted SQLite file
 // with the database's private permissions; PostgreSQL refuses, naming the
 // tools that do it (pg_dump, planserver copy).
-func (db *DB) Backup(ctx context.Context, dest string) error { return db.eng.backup(ctx, dest) }
+func (db *DB) Backup(ctx context.Context, dest string) error { return db.eng.Backup(ctx, dest) }

@@ -1,14 +1,11 @@
 package db
 
-// RoundTrips counts the round trips of write transactions so far, for
-// tests outside the package (db_test).
-func (db *DB) RoundTrips() int64 { return db.locks.trips.Load() }
-
-// Migrated is migrated, for tests outside the package.
-var Migrated = migrated
-
-// MigratedWith is migratedWith, for tests outside the package.
-var MigratedWith = migratedWith
-
-// KeyedBatch is keyedBatch, for tests outside the package.
-var KeyedBatch = keyedBatch
+// CopiedColumns lists the columns Copy copies of each table, for tests
+// outside the package (db_test).
+func CopiedColumns() map[string]string {
+	out := map[string]string{}
+	for _, c := range copyTables {
+		out[c.name] = c.columns
+	}
+	return out
+}

@@ -7,80 +7,103 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	msqlite "modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
-
-	"github.com/planserver/planserver/internal/apierr"
 )
 
 // Storage faults are not the client's doing and not a bug: the disk is
-// full, the file is read-only or damaged. Clients get a code that says so
-// (507 insufficient_storage, 503 unavailable) instead of 500 internal, and
-// /readyz reports the database unready until a write commits again.
+// full, the file is read-only or damaged, the server cannot be reached.
+// Storage says which (a *Fault, errors.Is ErrDiskFull or ErrUnavailable);
+// the transports answer it (internal/apierr gives it its code, and
+// internal/http its status), and /readyz reports the database unready
+// until a write commits again.
 
-// retryAfterFault is the Retry-After, in seconds, of a storage fault: long
-// enough for an operator to notice, short enough for a client to resume
-// soon after the fault is fixed.
-const retryAfterFault = 30
+// The kinds of storage fault: a Fault is one of them (errors.Is).
+var (
+	// ErrDiskFull is a storage that has no room for the write.
+	ErrDiskFull = errors.New("disk full")
+	// ErrUnavailable is a database that cannot serve for now: it cannot
+	// be reached or opened, takes no writes, or is damaged.
+	ErrUnavailable = errors.New("database unavailable")
+)
 
-// Classify returns err as the apierr.Error a client should see when err is
-// a storage fault, with err as its cause; any other error is returned as
-// it is.
+// Fault is a storage fault: what kind it is, what an operator or a client
+// should know of it, and the engine's own error.
+type Fault struct {
+	// Kind is ErrDiskFull or ErrUnavailable.
+	Kind error
+	// Detail says what is wrong in words fit for a client: it names no
+	// secret and no internal path.
+	Detail string
+	// Cause is the engine's error, for the server's log.
+	Cause error
+}
+
+func (f *Fault) Error() string {
+	msg := f.Kind.Error() + ": " + f.Detail
+	if f.Cause != nil {
+		msg += " (" + f.Cause.Error() + ")"
+	}
+	return msg
+}
+
+// Unwrap returns the fault's kind and its cause, so that errors.Is finds
+// the kind and errors.As the engine's error.
+func (f *Fault) Unwrap() []error { return []error{f.Kind, f.Cause} }
+
+// Classify returns err as a *Fault when it is a storage fault, with err as
+// its cause; any other error, and one that is a fault already, is
+// returned as it is.
 func Classify(err error) error {
 	if err == nil {
 		return nil
 	}
-	if _, ok := apierr.As(err); ok {
+	var f *Fault
+	if errors.As(err, &f) {
 		return err
 	}
-	var code apierr.Code
-	var detail string
-	var se *msqlite.Error
-	switch {
-	case errors.As(err, &se):
-		switch se.Code() & 0xff {
-		case sqlite3.SQLITE_FULL:
-			code, detail = apierr.InsufficientStorage, "the database's disk is full"
-		case sqlite3.SQLITE_READONLY:
-			code, detail = apierr.Unavailable, "the database cannot take writes: its file is read-only to this server (check the file's owner and permissions, and the file system)"
-		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
-			code, detail = apierr.Unavailable, "the database file is damaged; an operator must restore it from a backup"
-		case sqlite3.SQLITE_IOERR:
-			code, detail = apierr.Unavailable, "the database's disk reports an I/O error"
-		case sqlite3.SQLITE_CANTOPEN:
-			code, detail = apierr.Unavailable, "the database file cannot be opened"
-		default:
-			return err
-		}
-	case errors.Is(err, syscall.ENOSPC):
-		code, detail = apierr.InsufficientStorage, "the database's disk is full"
-	default:
-		var ok bool
-		if code, detail, ok = classifyPostgres(err); !ok {
-			return err
-		}
+	if f = classify(err); f == nil {
+		return err
 	}
-	if code == apierr.InsufficientStorage {
-		detail += "; nothing acknowledged is lost, and this request changed nothing: retry later"
+	f.Cause = err
+	if f.Kind == ErrDiskFull {
+		f.Detail += "; nothing acknowledged is lost, and this request changed nothing: retry later"
 	}
-	return &apierr.Error{Code: code, Detail: detail, RetryAfter: retryAfterFault, Cause: err}
+	return f
 }
 
-// IsCorrupt reports whether err says the database file is damaged.
-func IsCorrupt(err error) bool {
-	var se *msqlite.Error
-	if !errors.As(err, &se) {
-		return false
+// classify returns the fault err is, without its cause, or nil. A full
+// disk is a full disk whoever says so; any other error only its own
+// engine knows, and the default engine's are looked at first.
+func classify(err error) *Fault {
+	if errors.Is(err, syscall.ENOSPC) {
+		return &Fault{Kind: ErrDiskFull, Detail: "the database's disk is full"}
 	}
-	code := se.Code() & 0xff
-	return code == sqlite3.SQLITE_CORRUPT || code == sqlite3.SQLITE_NOTADB
+	for _, d := range append([]Driver{fallback}, drivers...) {
+		if d == nil {
+			continue
+		}
+		if f, ours := d.Classify(err); ours {
+			return f
+		}
+	}
+	return nil
+}
+
+// IsCorrupt reports whether err says the database is damaged beyond what
+// a retry or a restart fixes: a file an operator must restore
+// (Driver.IsCorrupt).
+func IsCorrupt(err error) bool {
+	for _, d := range append([]Driver{fallback}, drivers...) {
+		if d != nil && d.IsCorrupt(err) {
+			return true
+		}
+	}
+	return false
 }
 
 // IsFault reports whether err is a storage fault (see Classify).
 func IsFault(err error) bool {
-	e, ok := apierr.As(Classify(err))
-	return ok && (e.Code == apierr.InsufficientStorage || e.Code == apierr.Unavailable) && e.Cause != nil
+	var f *Fault
+	return errors.As(Classify(err), &f) && f.Cause != nil
 }
 
 // health remembers the last storage fault of the write path, until a
@@ -90,12 +113,6 @@ type health struct {
 	fault error
 	since time.Time
 }
-
-// minFreeBytes is the free space a database's file system needs, after a
-// full disk, before the database reports ready again: a probe write of a
-// page may fit into what a failed write left behind, but real writes would
-// fail again at once.
-const minFreeBytes = 1 << 20
 
 // failed records err when it is a storage fault, and returns it
 // classified.
@@ -145,7 +162,7 @@ func (db *DB) Ready(ctx context.Context) error {
 	if fault == nil {
 		return nil
 	}
-	if apierr.CodeOf(fault) == apierr.InsufficientStorage && db.eng.lowOnSpace() {
+	if errors.Is(fault, ErrDiskFull) && db.eng.LowOnSpace() {
 		return fault
 	}
 	return db.Probe(ctx)

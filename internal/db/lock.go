@@ -33,11 +33,11 @@ func LockPath(path string) string { return path + ".lock" }
 // "migrate up"), without waiting: when another process holds it, the
 // error names that process's command and pid.
 //
-// On PostgreSQL there is no file to lock, and replicas share the database
-// by design: Lock takes nothing there (migrations take turns under an
-// advisory lock of their own: postgresEngine.migrationLock).
+// A database that is no file (PostgreSQL's: IsFile) has nothing to lock,
+// and replicas share it by design: Lock takes nothing there (migrations
+// take turns under a lock of their own: Migrations.Lock).
 func Lock(path, holder string) (*FileLock, error) {
-	if IsPostgres(path) {
+	if !IsFile(path) {
 		return &FileLock{}, nil
 	}
 	f, err := os.OpenFile(LockPath(path), os.O_RDWR|os.O_CREATE, 0o644)

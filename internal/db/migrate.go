@@ -25,10 +25,11 @@ func (db *DB) provider(logOut io.Writer) (*goose.Provider, error) {
 	if logOut != nil {
 		opts = append(opts, goose.WithSlog(slog.New(slog.NewTextHandler(logOut, nil))))
 	}
-	if l := db.eng.migrationLock(); l != nil {
-		opts = append(opts, goose.WithSessionLocker(l))
+	m := db.eng.Migrations()
+	if m.Lock != nil {
+		opts = append(opts, goose.WithSessionLocker(m.Lock))
 	}
-	return goose.NewProvider(db.eng.dialect(), db.writer, db.eng.migrations(), opts...)
+	return goose.NewProvider(m.Dialect, db.eng.Writer(), m.Files, opts...)
 }
 
 // SchemaVersions reports the version the database is at and the newest

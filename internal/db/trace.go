@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -18,14 +17,23 @@ import (
 // of a batch gets the batch's lock wait and commit under its own db.write
 // span, so that a trace of one slow request shows where its time went.
 
-// span is one recorded interval, made a span once the batch is over.
-type span struct {
-	name       string
-	start, end time.Time
-	statements int
-	owner      int // the write it belongs to; infra for all of the batch
-	err        error
+// Span is one interval an engine recorded of a batch (Batch.Trace), made
+// a span once the batch is over.
+type Span struct {
+	Name       string
+	Start, End time.Time
+	// Statements is how many statements a round trip carried; 0 for none
+	// to report.
+	Statements int
+	// Owner is the index of the write it belongs to in the batch, or
+	// WholeBatch.
+	Owner int
+	Err   error
 }
+
+// WholeBatch owns what a batch does for all its writes (Span.Owner): its
+// BEGIN, locks and commit.
+const WholeBatch = -1
 
 // startWrite opens the db.write span of a write, when tracing is on.
 func startWrite(ctx context.Context) (context.Context, trace.Span) {
@@ -36,10 +44,7 @@ func startWrite(ctx context.Context) (context.Context, trace.Span) {
 }
 
 // emitSpans makes the recorded spans of a batch, under each write's span.
-func emitSpans(batch []*writeReq, started time.Time, spans []span) {
-	if !tracing.Enabled() {
-		return
-	}
+func emitSpans(batch []*Write, started time.Time, spans []Span) {
 	tr := tracing.Tracer()
 	for i, r := range batch {
 		if !trace.SpanContextFromContext(r.ctx).IsValid() {
@@ -48,69 +53,18 @@ func emitSpans(batch []*writeReq, started time.Time, spans []span) {
 		_, q := tr.Start(r.ctx, "db.queue", trace.WithTimestamp(r.queued))
 		q.End(trace.WithTimestamp(started))
 		for _, s := range spans {
-			if s.owner != infra && s.owner != i {
+			if s.Owner != WholeBatch && s.Owner != i {
 				continue
 			}
 			attrs := []attribute.KeyValue{tracing.Batch.Int(len(batch))}
-			if s.statements > 0 {
-				attrs = append(attrs, tracing.Statements.Int(s.statements))
+			if s.Statements > 0 {
+				attrs = append(attrs, tracing.Statements.Int(s.Statements))
 			}
-			_, sp := tr.Start(r.ctx, s.name, trace.WithTimestamp(s.start), trace.WithAttributes(attrs...))
-			if s.err != nil {
-				sp.SetStatus(codes.Error, s.err.Error())
+			_, sp := tr.Start(r.ctx, s.Name, trace.WithTimestamp(s.Start), trace.WithAttributes(attrs...))
+			if s.Err != nil {
+				sp.SetStatus(codes.Error, s.Err.Error())
 			}
-			sp.End(trace.WithTimestamp(s.end))
+			sp.End(trace.WithTimestamp(s.End))
 		}
 	}
-}
-
-// pgTracer is pgx's tracer hook: a span per query and per batch made
-// under a traced context (a request's reads; a write's reads, under its
-// db.write span). The write pipeline's own round trips are recorded by
-// the committer instead (db.lock_wait, db.round_trip, db.commit).
-type pgTracer struct{}
-
-var (
-	_ pgx.QueryTracer = pgTracer{}
-	_ pgx.BatchTracer = pgTracer{}
-)
-
-type pgSpanKey struct{}
-
-func (pgTracer) start(ctx context.Context, name, sql string) context.Context {
-	if !tracing.Enabled() || !trace.SpanContextFromContext(ctx).IsValid() {
-		return ctx
-	}
-	ctx, sp := tracing.Tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attribute.String("db.system", "postgresql"), attribute.String("db.statement", sql)))
-	return context.WithValue(ctx, pgSpanKey{}, sp)
-}
-
-func (pgTracer) end(ctx context.Context, err error) {
-	sp, ok := ctx.Value(pgSpanKey{}).(trace.Span)
-	if !ok {
-		return
-	}
-	if err != nil {
-		sp.SetStatus(codes.Error, err.Error())
-	}
-	sp.End()
-}
-
-func (t pgTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
-	return t.start(ctx, "pg.query", data.SQL)
-}
-
-func (t pgTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryEndData) {
-	t.end(ctx, data.Err)
-}
-
-func (t pgTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchStartData) context.Context {
-	return t.start(ctx, "pg.batch", "")
-}
-
-func (pgTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
-
-func (t pgTracer) TraceBatchEnd(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchEndData) {
-	t.end(ctx, data.Err)
 }

@@ -10,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/planserver/planserver/internal/apierr"
-	"github.com/planserver/planserver/internal/db"
 )
 
 // problemStatus maps every error code to its HTTP status: the one table of
@@ -132,8 +131,7 @@ func writeProblem(w http.ResponseWriter, r *http.Request, err error) {
 // problem document, bounded in size, and notes the cause of a failure that
 // is not the client's for the request's log line.
 func problem(r *http.Request, err error) (*apierr.Error, int, map[string]any) {
-	err = db.Classify(err)
-	e, ok := apierr.As(err)
+	e, ok := apierr.Of(err)
 	if !ok || e.Code == apierr.Internal {
 		noteFailure(r, err)
 		e = &apierr.Error{Code: apierr.Internal, Detail: "internal error"}

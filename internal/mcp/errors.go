@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/planserver/planserver/internal/apierr"
-	"github.com/planserver/planserver/internal/db"
 )
 
 // rereadTool is the tool that reads what a tool writes, named in a version
@@ -21,8 +20,7 @@ var rereadTool = map[string]string{
 // conflict, the current revision and what to do. It names what to fix; an
 // internal failure says only that (its cause is logged by the caller).
 func describe(err error, tool string) string {
-	err = db.Classify(err)
-	e, ok := apierr.As(err)
+	e, ok := apierr.Of(err)
 	if !ok || e.Code == apierr.Internal {
 		return "internal error: the server failed; nothing you sent was wrong. Try again later."
 	}
@@ -65,7 +63,7 @@ func (e *Endpoint) fail(tool string, err error) error {
 	if errors.As(err, &f) {
 		return f
 	}
-	if c := apierr.CodeOf(db.Classify(err)); c == apierr.Internal {
+	if ae, ok := apierr.Of(err); !ok || ae.Code == apierr.Internal {
 		e.b.Logger.Error("mcp tool failed", "tool", tool, "error", err)
 	}
 	return failure{describe(err, tool)}

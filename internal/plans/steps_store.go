@@ -58,12 +58,18 @@ const stepsHeadSQL = `SELECT revision, content_rev, renewed, status, steps FROM 
 
 // loadSteps reads a plan's head and steps (not its content).
 func loadSteps(q db.Querier, name string) (*stepsHead, error) {
+	return scanSteps(q.QueryRow(stepsHeadSQL, name), name)
+}
+
+// scanSteps reads a plan's head and steps from row, the answer of
+// stepsHeadSQL for plan name.
+func scanSteps(row *db.Row, name string) (*stepsHead, error) {
 	var (
 		h       stepsHead
 		renewed int
 		raw     []byte
 	)
-	err := q.QueryRow(stepsHeadSQL, name).Scan(&h.revision, &h.contentRev, &renewed, &h.status, &raw)
+	err := row.Scan(&h.revision, &h.contentRev, &renewed, &h.status, &raw)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound(name)
 	}
@@ -195,10 +201,10 @@ func (st *Store) moveSteps(ctx context.Context, name string, pre revision.Precon
 	// Keyed, as a Put: a step move reads and changes only the plan's own
 	// rows (its head, history, contents, step leases and reports), so
 	// claims and reports of different plans run at once on PostgreSQL.
-	// Its head is its first read, which PostgreSQL may send ahead.
+	// Its head is its first read.
 	head := db.Query{SQL: stepsHeadSQL, Args: []any{name}}
-	err := st.db.WriteKeyedReading(ctx, planKey(name), head, func(tx *db.Tx) error {
-		h, err := loadSteps(tx, name)
+	err := st.db.WriteKeyedFirst(ctx, planKey(name), head, func(tx *db.Tx, row *db.Row) error {
+		h, err := scanSteps(row, name)
 		if err != nil {
 			return err
 		}

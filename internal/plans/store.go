@@ -150,15 +150,7 @@ func loadHead(q db.Querier, name string) (*head, error) {
 	return h, err
 }
 
-// headQuery is loadHead's read. A keyed write that reads it first declares
-// it (db.WriteKeyedReading), so that PostgreSQL may send it ahead with the
-// start of the write's batch.
-func headQuery(name string) db.Query {
-	q, _ := new(headRow).query(name, Change{})
-	return q
-}
-
-// loadHeadFor is loadHead for a write of ch, in one query. When ch
+// loadHeadFor is loadHead for a write of ch, in one query (headRead). When ch
 // replaces the steps (next, not nil) it also reads the plan's steps: such a
 // write compares them with the old ones when next would execute a step
 // (FirstExecution) or the old ones hold a claim (settleLeases); most writes
@@ -169,9 +161,48 @@ func headQuery(name string) db.Query {
 // its own, and reads what the Put answers with besides (planAfter): the
 // title, the creation time and the stored steps, undecoded.
 func loadHeadFor(q db.Querier, name string, ch Change) (*head, Steps, error) {
-	var r headRow
-	query, dest := r.query(name, ch)
-	err := q.QueryRow(query.SQL, query.Args...).Scan(dest...)
+	query, r := headRead(name, ch)
+	return r.scan(q.QueryRow(query.SQL, query.Args...), name, ch)
+}
+
+// headRow is the row loadHeadFor reads, and where in it the columns go.
+type headRow struct {
+	head    head
+	renewed int
+	raw     []byte
+	same    bool
+	dest    []any
+}
+
+// headRead is the read of loadHeadFor for a write of ch to plan name, and
+// the row that scans its answer. A keyed write of the plan declares it as
+// its first read (db.WriteKeyedFirst) and scans what it answers.
+func headRead(name string, ch Change) (db.Query, *headRow) {
+	r := new(headRow)
+	h := &r.head
+	query, dest := `SELECT p.revision, p.content_rev, p.renewed, p.status, p.author`, []any{&h.revision, &h.contentRev, &r.renewed, &h.status, &h.author}
+	var args []any
+	if ch.Steps != nil || ch.Content != nil {
+		query, dest = query+`, p.steps`, append(dest, &r.raw)
+	}
+	if ch.Content != nil {
+		query, dest = query+`, p.title, p.created_at`, append(dest, &h.title, &h.createdAt)
+		// A missing content row reads as different: the write stores
+		// the content again.
+		query, dest = query+`, coalesce(c.content = ?, false)`, append(dest, &r.same)
+		args = append(args, *ch.Content)
+		query += ` FROM plans p LEFT JOIN plan_contents c ON c.name = p.name AND c.content_rev = p.content_rev`
+	} else {
+		query += ` FROM plans p`
+	}
+	r.dest = dest
+	return db.Query{SQL: query + ` WHERE p.name = ?`, Args: append(args, name)}, r
+}
+
+// scan reads the head of plan name from row, the answer of headRead for
+// a write of ch; nil when the plan does not exist.
+func (r *headRow) scan(row *db.Row, name string, ch Change) (*head, Steps, error) {
+	err := row.Scan(r.dest...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil, nil
 	}
@@ -192,36 +223,6 @@ func loadHeadFor(q db.Querier, name string, ch Change) (*head, Steps, error) {
 		steps, _ = decodeStoredSteps(raw)
 	}
 	return &h, steps, nil
-}
-
-// headRow is the row loadHeadFor reads.
-type headRow struct {
-	head    head
-	renewed int
-	raw     []byte
-	same    bool
-}
-
-// query is the read of loadHeadFor for a write of ch to plan name, and
-// where in r its columns go.
-func (r *headRow) query(name string, ch Change) (db.Query, []any) {
-	h := &r.head
-	query, dest := `SELECT p.revision, p.content_rev, p.renewed, p.status, p.author`, []any{&h.revision, &h.contentRev, &r.renewed, &h.status, &h.author}
-	var args []any
-	if ch.Steps != nil || ch.Content != nil {
-		query, dest = query+`, p.steps`, append(dest, &r.raw)
-	}
-	if ch.Content != nil {
-		query, dest = query+`, p.title, p.created_at`, append(dest, &h.title, &h.createdAt)
-		// A missing content row reads as different: the write stores
-		// the content again.
-		query, dest = query+`, coalesce(c.content = ?, false)`, append(dest, &r.same)
-		args = append(args, *ch.Content)
-		query += ` FROM plans p LEFT JOIN plan_contents c ON c.name = p.name AND c.content_rev = p.content_rev`
-	} else {
-		query += ` FROM plans p`
-	}
-	return db.Query{SQL: query + ` WHERE p.name = ?`, Args: append(args, name)}, dest
 }
 
 func (h *head) rev() int64 {
@@ -291,10 +292,10 @@ func (st *Store) Put(ctx context.Context, name string, ch Change, pre revision.P
 	)
 	// Keyed: a Put reads and changes only the plan's own rows (its head,
 	// contents, history, step leases and revision floor). Its head is its
-	// first read, which PostgreSQL may send ahead with the batch's start.
-	head, _ := new(headRow).query(name, ch)
-	err := st.db.WriteKeyedReading(ctx, planKey(name), head, func(tx *db.Tx) error {
-		h, old, err := loadHeadFor(tx, name, ch)
+	// first read.
+	query, head := headRead(name, ch)
+	err := st.db.WriteKeyedFirst(ctx, planKey(name), query, func(tx *db.Tx, row *db.Row) error {
+		h, old, err := head.scan(row, name, ch)
 		if err != nil {
 			return err
 		}
@@ -379,8 +380,9 @@ func (st *Store) SetStatus(ctx context.Context, name, status string, pre revisio
 		return nil, err
 	}
 	var out *StatusView
-	err := st.db.WriteKeyedReading(ctx, planKey(name), headQuery(name), func(tx *db.Tx) error {
-		h, err := loadHead(tx, name)
+	query, head := headRead(name, Change{})
+	err := st.db.WriteKeyedFirst(ctx, planKey(name), query, func(tx *db.Tx, row *db.Row) error {
+		h, _, err := head.scan(row, name, Change{})
 		if err != nil {
 			return err
 		}
@@ -463,9 +465,9 @@ func (c Change) authorOf(tx *db.Tx) string {
 // claim's lease.
 func (st *Store) bump(tx *db.Tx, name string, h *head, rev int64, ch Change, renewal bool) error {
 	// A write that brings content read h with it compared (loadHeadFor):
-	// on PostgreSQL the changes then travel together after that one read
-	// (internal/db's pipeline), instead of a round trip before and after a
-	// read of its own.
+	// its changes then need no answer from the database after that one
+	// read, and an engine may send them together (db.Statements), instead
+	// of a round trip before and after a read of its own.
 	same := true
 	if ch.Content != nil {
 		if h.sameContent == nil {
@@ -539,8 +541,9 @@ func (st *Store) Delete(ctx context.Context, name string, pre revision.Precondit
 	}
 	// Keyed: what goes with the plan (history, contents, leases, reports)
 	// is its own, and so is its revision floor. Its head is its first read.
-	return st.db.WriteKeyedReading(ctx, planKey(name), headQuery(name), func(tx *db.Tx) error {
-		h, err := loadHead(tx, name)
+	query, head := headRead(name, Change{})
+	return st.db.WriteKeyedFirst(ctx, planKey(name), query, func(tx *db.Tx, row *db.Row) error {
+		h, _, err := head.scan(row, name, Change{})
 		if err != nil {
 			return err
 		}

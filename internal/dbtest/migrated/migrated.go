@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/planserver/planserver/internal/db"
+	_ "github.com/planserver/planserver/internal/db/postgres" // the engines its databases are on
+	_ "github.com/planserver/planserver/internal/db/sqlite"
 	"github.com/planserver/planserver/internal/dbtest"
 )
 

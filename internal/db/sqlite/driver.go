@@ -1,97 +1,90 @@
-package db
+// Package sqlite is planserver's embedded engine, the default: a database
+// is one SQLite file (modernc.org/sqlite, no cgo) in WAL mode, written by
+// one connection whose batches commit in savepoints (Commit), read by a
+// pool of snapshots, its statements prepared once per connection
+// (stmtcache.go) and its WAL checkpointed off the write path
+// (checkpoint.go). It registers itself with internal/db for every DSN no
+// other driver takes: a program links it in by importing it.
+package sqlite
 
 import (
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/pressly/goose/v3"
-	"github.com/pressly/goose/v3/lock"
 
+	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/migrations"
 )
 
-// engine is what differs between the engines under the stores: how SQL
-// is written, how a write transaction begins and ends, what a read
-// snapshot is, the schema's migrations, and the few operations only one
-// engine has. Everything else (group commit, clocks, faults, hooks) is the
-// same code for both.
-type engine interface {
-	// name is the engine's name, for logs and errors.
-	name() string
-	// rebind rewrites a statement written with ? placeholders into the
-	// engine's own.
-	rebind(query string) string
-	// readOptions begin a read of one consistent snapshot (DB.Read).
-	readOptions() *sql.TxOptions
-	// dialect and migrations are goose's dialect and this engine's
-	// migration files.
-	dialect() goose.Dialect
-	migrations() fs.FS
-	// migrationLock, when not nil, makes processes that migrate one
-	// database at once (replicas starting together) take turns.
-	migrationLock() lock.SessionLocker
-	// checkIntegrity checks the stored pages, where the engine leaves that
-	// to planserver.
-	checkIntegrity(ctx context.Context, writer *sql.DB) error
-	// backup writes a consistent copy of the database to dest.
-	backup(ctx context.Context, dest string) error
-	// lowOnSpace reports whether the storage is still too full to write
-	// after a disk-full fault; false when the engine cannot tell (then a
-	// probe write decides).
-	lowOnSpace() bool
-	// highWater reads the counters of the tables in counterKeys: the
-	// highest key each ever handed out (0 for none), deleted or not.
-	highWater(q Querier) (map[string]int64, error)
-	// setHighWater sets those counters, in a write transaction, so that
-	// the next key of each table is above its mark.
-	setHighWater(tx *Tx, marks map[string]int64) error
-	// version is DB.Version.
-	version(ctx context.Context, db *DB) (uint64, error)
-	// close releases what the engine holds besides the two pools.
-	close() error
+func init() { db.RegisterDefault(sqliteDriver{}) }
+
+// sqliteDriver is the embedded default engine: a database is one file,
+// at any path no other driver claims.
+type sqliteDriver struct{}
+
+func (sqliteDriver) Accepts(string) bool                  { return true }
+func (sqliteDriver) Redact(dsn string) string             { return dsn }
+func (sqliteDriver) File() bool                           { return true }
+func (sqliteDriver) IsCorrupt(err error) bool             { return isCorrupt(err) }
+func (sqliteDriver) Classify(err error) (*db.Fault, bool) { return classify(err) }
+
+func (sqliteDriver) Open(ctx context.Context, path string, cfg db.Config) (db.Engine, error) {
+	return open(ctx, path, cfg.Durability)
 }
 
-// sqliteEngine is the embedded default: one file, one writer connection
-// whose transactions are BEGIN IMMEDIATE (writers queue on it instead of
-// failing with SQLITE_BUSY), a pool of readers that WAL lets read committed
-// snapshots while a write is in flight.
-type sqliteEngine struct {
-	path string
-	// ckpt checkpoints the WAL off the write path (checkpoint.go).
-	ckpt *checkpointer
+// engine is an open SQLite database: one writer connection whose
+// transactions are BEGIN IMMEDIATE (writers queue on it instead of
+// failing with SQLITE_BUSY), a pool of readers that WAL lets read
+// committed snapshots while a write is in flight, and a connection that
+// checkpoints the WAL off the write path (checkpoint.go).
+type engine struct {
+	path           string
+	writer, reader *sql.DB
+	ckpt           *checkpointer
+	// generation counts this process's commits: the Version of a SQLite
+	// database, which has no other writer.
+	generation atomic.Uint64
 }
 
-func (sqliteEngine) name() string               { return "sqlite" }
-func (sqliteEngine) rebind(query string) string { return query }
-func (sqliteEngine) dialect() goose.Dialect     { return goose.DialectSQLite3 }
-func (sqliteEngine) migrations() fs.FS          { return migrations.SQLite }
+func (e *engine) Writer() *sql.DB                         { return e.writer }
+func (e *engine) Reader() *sql.DB                         { return e.reader }
+func (e *engine) Rebind(query string) string              { return query }
+func (e *engine) Clock() func() time.Time                 { return time.Now }
+func (e *engine) StoresNUL() bool                         { return true }
+func (e *engine) WriteStats() db.WriteStats               { return db.WriteStats{} }
+func (e *engine) Version(context.Context) (uint64, error) { return e.generation.Load(), nil }
 
-func (e sqliteEngine) close() error { return e.ckpt.close() }
+// KeyedWriters: the one writer runs every write, keyed or not.
+func (e *engine) KeyedWriters() int { return 0 }
 
-// version: this process is the file's only writer, so its own commit
-// generation counts every commit.
-func (sqliteEngine) version(_ context.Context, db *DB) (uint64, error) {
-	return db.generation.Load(), nil
+// Migrations: SQLite's one writer already takes turns.
+func (e *engine) Migrations() db.Migrations {
+	return db.Migrations{Dialect: goose.DialectSQLite3, Files: migrations.SQLite}
 }
 
-// migrationLock: SQLite's one writer already takes turns.
-func (sqliteEngine) migrationLock() lock.SessionLocker { return nil }
+// ReadOptions: a read-only transaction on a WAL reader is one snapshot.
+func (e *engine) ReadOptions() *sql.TxOptions { return &sql.TxOptions{ReadOnly: true} }
 
-// readOptions: a read-only transaction on a WAL reader is one snapshot.
-func (sqliteEngine) readOptions() *sql.TxOptions { return &sql.TxOptions{ReadOnly: true} }
+// Close stops the checkpointer, then closes the pools; the writer's last
+// close checkpoints what is left, as SQLite does.
+func (e *engine) Close() error {
+	return errors.Join(e.ckpt.close(), e.reader.Close(), e.writer.Close())
+}
 
-// highWater reads AUTOINCREMENT's counters from sqlite_sequence, which
+// HighWater reads AUTOINCREMENT's counters from sqlite_sequence, which
 // has a row for each such table that ever had a row.
-func (sqliteEngine) highWater(q Querier) (map[string]int64, error) {
+func (e *engine) HighWater(q db.Querier, counters map[string]string) (map[string]int64, error) {
 	marks := map[string]int64{}
 	rows, err := q.Query(`SELECT name, seq FROM sqlite_sequence`)
 	if err != nil {
@@ -104,15 +97,15 @@ func (sqliteEngine) highWater(q Querier) (map[string]int64, error) {
 		if err := rows.Scan(&name, &seq); err != nil {
 			return nil, err
 		}
-		if _, ok := counterKeys[name]; ok {
+		if _, ok := counters[name]; ok {
 			marks[name] = seq
 		}
 	}
 	return marks, rows.Err()
 }
 
-func (sqliteEngine) setHighWater(tx *Tx, marks map[string]int64) error {
-	for table := range counterKeys {
+func (e *engine) SetHighWater(tx *db.Tx, counters map[string]string, marks map[string]int64) error {
+	for table := range counters {
 		if marks[table] == 0 {
 			continue
 		}
@@ -126,10 +119,10 @@ func (sqliteEngine) setHighWater(tx *Tx, marks map[string]int64) error {
 	return nil
 }
 
-// lowOnSpace reports whether the file system of the database has less than
+// LowOnSpace reports whether the file system of the database has less than
 // minFreeBytes free: a probe write of a page may fit into what a failed
 // write left behind, but real writes would fail again at once.
-func (e sqliteEngine) lowOnSpace() bool {
+func (e *engine) LowOnSpace() bool {
 	var st syscall.Statfs_t
 	return syscall.Statfs(filepath.Dir(e.path), &st) == nil && st.Bavail*uint64(st.Bsize) < minFreeBytes
 }
@@ -139,14 +132,14 @@ func (e sqliteEngine) lowOnSpace() bool {
 // and tokens are nobody else's to read.
 const fileMode = 0o600
 
-// openSQLite opens the SQLite file at path with the pragmas planserver
+// open opens the SQLite file at path with the pragmas planserver
 // relies on: the writer pool (one connection) and the read pool.
-func openSQLite(ctx context.Context, path string, durability Durability) (sqliteEngine, *sql.DB, *sql.DB, error) {
+func open(ctx context.Context, path string, durability db.Durability) (*engine, error) {
 	if err := createPrivate(path); err != nil {
-		return sqliteEngine{}, nil, nil, err
+		return nil, err
 	}
 	sync := "NORMAL"
-	if durability == DurabilityFull {
+	if durability == db.DurabilityFull {
 		sync = "FULL"
 	}
 	// busy_timeout comes first so that the pragmas after it wait for a lock
@@ -160,7 +153,7 @@ func openSQLite(ctx context.Context, path string, durability Durability) (sqlite
 	wq.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", writerAutocheckpoint))
 	wc, err := newConnector("file:" + path + "?" + wq.Encode())
 	if err != nil {
-		return sqliteEngine{}, nil, nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	writer := sql.OpenDB(wc)
 	writer.SetMaxOpenConns(1)
@@ -169,14 +162,14 @@ func openSQLite(ctx context.Context, path string, durability Durability) (sqlite
 	writer.SetConnMaxIdleTime(0)
 	if err := writer.PingContext(ctx); err != nil {
 		writer.Close()
-		return sqliteEngine{}, nil, nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	rq := cloneValues(base)
 	rq.Add("_pragma", "query_only(ON)")
 	rc, err := newConnector("file:" + path + "?" + rq.Encode())
 	if err != nil {
 		writer.Close()
-		return sqliteEngine{}, nil, nil, fmt.Errorf("open %s for reading: %w", path, err)
+		return nil, fmt.Errorf("open %s for reading: %w", path, err)
 	}
 	reader := sql.OpenDB(rc)
 	readers := max(4, 2*runtime.GOMAXPROCS(0))
@@ -187,13 +180,13 @@ func openSQLite(ctx context.Context, path string, durability Durability) (sqlite
 	if err != nil {
 		writer.Close()
 		reader.Close()
-		return sqliteEngine{}, nil, nil, fmt.Errorf("open %s for checkpoints: %w", path, err)
+		return nil, fmt.Errorf("open %s for checkpoints: %w", path, err)
 	}
 	ckpt := sql.OpenDB(cc)
 	ckpt.SetMaxOpenConns(1)
 	ckpt.SetMaxIdleConns(1)
 	ckpt.SetConnMaxIdleTime(0)
-	return sqliteEngine{path: path, ckpt: newCheckpointer(ckpt)}, writer, reader, nil
+	return &engine{path: path, writer: writer, reader: reader, ckpt: newCheckpointer(ckpt)}, nil
 }
 
 // createPrivate creates the database file with fileMode if it does not
@@ -223,9 +216,9 @@ func cloneValues(v url.Values) url.Values {
 	return out
 }
 
-// checkIntegrity runs SQLite's quick_check.
-func (e sqliteEngine) checkIntegrity(ctx context.Context, writer *sql.DB) error {
-	rows, err := writer.QueryContext(ctx, `PRAGMA quick_check`)
+// CheckIntegrity runs SQLite's quick_check.
+func (e *engine) CheckIntegrity(ctx context.Context) error {
+	rows, err := e.writer.QueryContext(ctx, `PRAGMA quick_check`)
 	if err != nil {
 		return fmt.Errorf("integrity check of %s: %w", e.path, err)
 	}
@@ -249,13 +242,13 @@ func (e sqliteEngine) checkIntegrity(ctx context.Context, writer *sql.DB) error 
 	return nil
 }
 
-// backup writes a consistent copy of the database to dest, which must not
+// Backup writes a consistent copy of the database to dest, which must not
 // exist, with VACUUM INTO on a connection of its own: it reads one
 // snapshot, so writers carry on meanwhile (WAL) and the copy is what was
 // committed when it began. The copy is compacted, has no WAL of its own,
 // and is created with the database's private permissions.
 // (The read pool cannot do it: query_only forbids VACUUM INTO.)
-func (e sqliteEngine) backup(ctx context.Context, dest string) error {
+func (e *engine) Backup(ctx context.Context, dest string) error {
 	f, err := os.OpenFile(dest, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
 	if errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("backup: %s already exists; choose a new file", dest)

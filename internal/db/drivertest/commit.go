@@ -1,4 +1,4 @@
-package db
+package drivertest
 
 import (
 	"context"
@@ -8,98 +8,29 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/planserver/planserver/internal/db"
 )
 
-// kvDB opens a database with one table to write to.
-func kvDB(t *testing.T) *DB {
-	t.Helper()
-	db := openTest(t)
-	createKV(t, db)
-	return db
-}
+// Group commit and the write transaction.
 
-// createKV creates the table kv the write tests use.
-func createKV(t *testing.T, db *DB) {
-	t.Helper()
-	mustExec(t, db, `CREATE TABLE kv (k INTEGER PRIMARY KEY, v TEXT)`)
-}
-
-// mustExec runs one statement in a write of its own, and fails the test
-// if the write fails.
-func mustExec(t *testing.T, db *DB, query string, args ...any) {
-	t.Helper()
-	if err := db.Write(context.Background(), func(tx *Tx) error {
-		_, err := tx.Exec(query, args...)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func count(t *testing.T, db *DB) int {
-	t.Helper()
-	var n int
-	if err := db.Reader(context.Background()).QueryRow(`SELECT count(*) FROM kv`).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
-// blockWriter holds the writer with a write that waits for release, and
-// returns once it runs, so the writes queued meanwhile form one batch.
-func blockWriter(t *testing.T, db *DB) (release func(), done <-chan error) {
-	t.Helper()
-	return blockWriterOn(t, db, func(tx *Tx) error {
-		_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (-1, 'blocker')`)
-		return err
-	})
-}
-
-// blockWriterOn is blockWriter whose blocking write runs fn once released.
-func blockWriterOn(t *testing.T, db *DB, fn func(tx *Tx) error) (release func(), done <-chan error) {
-	t.Helper()
-	running, gate := make(chan struct{}), make(chan struct{})
-	out := make(chan error, 1)
-	go func() {
-		out <- db.Write(context.Background(), func(tx *Tx) error {
-			close(running)
-			<-gate
-			return fn(tx)
-		})
-	}()
-	<-running
-	return func() { close(gate) }, out
-}
-
-// waitQueued waits until n writes wait for the writer.
-func waitQueued(t *testing.T, db *DB, n int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for db.QueueLength() < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d writes queued, want %d", db.QueueLength(), n)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// TestWritesQueuedTogetherShareOneCommit holds the writer, queues writes
+// WritesQueuedTogetherShareOneCommit holds the writer, queues writes
 // meanwhile, and checks they are committed together in one batch, in
 // queue order, each answered only after that commit.
-func TestWritesQueuedTogetherShareOneCommit(t *testing.T) {
-	db := kvDB(t)
+func writesQueuedTogetherShareOneCommit(t *testing.T, h Harness) {
+	d := kvDB(t, h)
 	var commits atomic.Int64
-	db.OnCommit(func() { commits.Add(1) })
-	release, blocked := blockWriter(t, db)
+	d.OnCommit(func() { commits.Add(1) })
+	release, blocked := BlockWriter(t, d)
 	const n = 20
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i := 0; i < n; i++ {
-		waitQueued(t, db, i) // queue in order i
+		WaitQueued(t, d, i) // queue in order i
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = db.Write(context.Background(), func(tx *Tx) error {
+			errs[i] = d.Write(context.Background(), func(tx *db.Tx) error {
 				// Each write sees every earlier one, as with one writer.
 				var seen int
 				if err := tx.QueryRow(`SELECT count(*) FROM kv WHERE k >= 0`).Scan(&seen); err != nil {
@@ -113,7 +44,7 @@ func TestWritesQueuedTogetherShareOneCommit(t *testing.T) {
 			})
 		}()
 	}
-	waitQueued(t, db, n)
+	WaitQueued(t, d, n)
 	release()
 	if err := <-blocked; err != nil {
 		t.Fatal(err)
@@ -124,7 +55,7 @@ func TestWritesQueuedTogetherShareOneCommit(t *testing.T) {
 			t.Errorf("write %d: %v", i, err)
 		}
 	}
-	if got := count(t, db); got != n+1 {
+	if got := count(t, d); got != n+1 {
 		t.Errorf("%d rows, want %d", got, n+1)
 	}
 	// The blocker alone, then the n queued writes in one commit.
@@ -133,21 +64,21 @@ func TestWritesQueuedTogetherShareOneCommit(t *testing.T) {
 	}
 }
 
-// TestFailedWriteRollsBackAlone puts a failing write between two others
+// FailedWriteRollsBackAlone puts a failing write between two others
 // in one batch: its changes vanish, the others commit, and each gets its
 // own answer.
-func TestFailedWriteRollsBackAlone(t *testing.T) {
-	db := kvDB(t)
-	release, blocked := blockWriter(t, db)
+func failedWriteRollsBackAlone(t *testing.T, h Harness) {
+	d := kvDB(t, h)
+	release, blocked := BlockWriter(t, d)
 	refused := errors.New("refused")
 	results := make([]error, 3)
 	var wg sync.WaitGroup
 	for i := 0; i < 3; i++ {
-		waitQueued(t, db, i)
+		WaitQueued(t, d, i)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i] = db.Write(context.Background(), func(tx *Tx) error {
+			results[i] = d.Write(context.Background(), func(tx *db.Tx) error {
 				if _, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (?, 'x')`, i); err != nil {
 					return err
 				}
@@ -158,7 +89,7 @@ func TestFailedWriteRollsBackAlone(t *testing.T) {
 			})
 		}()
 	}
-	waitQueued(t, db, 3)
+	WaitQueued(t, d, 3)
 	release()
 	<-blocked
 	wg.Wait()
@@ -166,7 +97,7 @@ func TestFailedWriteRollsBackAlone(t *testing.T) {
 		t.Fatalf("results %v", results)
 	}
 	var keys []int
-	rows, err := db.Reader(context.Background()).Query(`SELECT k FROM kv WHERE k >= 0 ORDER BY k`)
+	rows, err := d.Reader(context.Background()).Query(`SELECT k FROM kv WHERE k >= 0 ORDER BY k`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,11 +114,11 @@ func TestFailedWriteRollsBackAlone(t *testing.T) {
 	}
 }
 
-// TestPanicInWriteIsAnError: a write that panics fails alone; the writer
+// PanicInWriteIsAnError: a write that panics fails alone; the writer
 // serves the next one.
-func TestPanicInWriteIsAnError(t *testing.T) {
-	db := kvDB(t)
-	err := db.Write(context.Background(), func(tx *Tx) error {
+func panicInWriteIsAnError(t *testing.T, h Harness) {
+	d := kvDB(t, h)
+	err := d.Write(context.Background(), func(tx *db.Tx) error {
 		if _, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (1, 'x')`); err != nil {
 			return err
 		}
@@ -196,32 +127,32 @@ func TestPanicInWriteIsAnError(t *testing.T) {
 	if err == nil {
 		t.Fatal("a panicking write succeeded")
 	}
-	if err := db.Write(context.Background(), func(tx *Tx) error {
+	if err := d.Write(context.Background(), func(tx *db.Tx) error {
 		_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (2, 'y')`)
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if got := count(t, db); got != 1 {
+	if got := count(t, d); got != 1 {
 		t.Errorf("%d rows, want only the second write's", got)
 	}
 }
 
-// TestWriteCancelledWhileQueuedNeverRuns: a caller that gives up while its
+// WriteCancelledWhileQueuedNeverRuns: a caller that gives up while its
 // write waits gets its context's error, and the write never runs.
-func TestWriteCancelledWhileQueuedNeverRuns(t *testing.T) {
-	db := kvDB(t)
-	release, blocked := blockWriter(t, db)
+func writeCancelledWhileQueuedNeverRuns(t *testing.T, h Harness) {
+	d := kvDB(t, h)
+	release, blocked := BlockWriter(t, d)
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := atomic.Bool{}
 	out := make(chan error, 1)
 	go func() {
-		out <- db.Write(ctx, func(tx *Tx) error {
+		out <- d.Write(ctx, func(tx *db.Tx) error {
 			ran.Store(true)
 			return nil
 		})
 	}()
-	waitQueued(t, db, 1)
+	WaitQueued(t, d, 1)
 	cancel()
 	release()
 	<-blocked
@@ -233,13 +164,13 @@ func TestWriteCancelledWhileQueuedNeverRuns(t *testing.T) {
 	}
 }
 
-// TestTransactionClock: every statement of a transaction reads one
+// TransactionClock: every statement of a transaction reads one
 // clock, the database's, which tests may replace.
-func TestTransactionClock(t *testing.T) {
-	db := kvDB(t)
+func transactionClock(t *testing.T, h Harness) {
+	d := kvDB(t, h)
 	at := time.Date(2030, 1, 2, 3, 4, 5, 6e6, time.UTC)
-	db.SetClock(func() time.Time { return at })
-	if err := db.Write(context.Background(), func(tx *Tx) error {
+	d.SetClock(func() time.Time { return at })
+	if err := d.Write(context.Background(), func(tx *db.Tx) error {
 		if !tx.Now().Equal(at) || tx.NowText() != "2030-01-02T03:04:05.006Z" {
 			return fmt.Errorf("tx clock %v %s", tx.Now(), tx.NowText())
 		}
@@ -249,30 +180,27 @@ func TestTransactionClock(t *testing.T) {
 	}
 }
 
-// TestEventSeqsStayContiguousWhenAWriteRollsBack: a write that appended an
+// EventSeqsStayContiguousWhenAWriteRollsBack: a write that appended an
 // event and then failed inside a shared commit leaves no hole in the log:
 // the next event takes the seq the failed one had, on every engine. (A
 // PostgreSQL sequence would not give it back.)
-func TestEventSeqsStayContiguousWhenAWriteRollsBack(t *testing.T) {
-	db := openTest(t)
-	if _, _, err := db.MigrateUp(context.Background(), nil); err != nil {
-		t.Fatal(err)
-	}
-	appendEvent := func(tx *Tx) (int64, error) {
+func eventSeqsStayContiguousWhenAWriteRollsBack(t *testing.T, h Harness) {
+	d := h.open(t)
+	appendEvent := func(tx *db.Tx) (int64, error) {
 		var seq int64
 		err := tx.QueryRow(`INSERT INTO events (type, time, actor) VALUES ('test', ?, 'test') RETURNING seq`, tx.NowText()).Scan(&seq)
 		return seq, err
 	}
-	release, blocked := blockWriterOn(t, db, func(tx *Tx) error { _, err := appendEvent(tx); return err })
+	release, blocked := BlockWriterOn(t, d, func(tx *db.Tx) error { _, err := appendEvent(tx); return err })
 	refused := errors.New("refused")
 	results := make([]error, 3)
 	var wg sync.WaitGroup
 	for i := 0; i < 3; i++ {
-		waitQueued(t, db, i)
+		WaitQueued(t, d, i)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i] = db.Write(context.Background(), func(tx *Tx) error {
+			results[i] = d.Write(context.Background(), func(tx *db.Tx) error {
 				if _, err := appendEvent(tx); err != nil {
 					return err
 				}
@@ -283,7 +211,7 @@ func TestEventSeqsStayContiguousWhenAWriteRollsBack(t *testing.T) {
 			})
 		}()
 	}
-	waitQueued(t, db, 3)
+	WaitQueued(t, d, 3)
 	release()
 	if err := <-blocked; err != nil {
 		t.Fatal(err)
@@ -293,11 +221,11 @@ func TestEventSeqsStayContiguousWhenAWriteRollsBack(t *testing.T) {
 		t.Fatalf("results %v", results)
 	}
 	var next int64
-	if err := db.Write(context.Background(), func(tx *Tx) (err error) { next, err = appendEvent(tx); return err }); err != nil {
+	if err := d.Write(context.Background(), func(tx *db.Tx) (err error) { next, err = appendEvent(tx); return err }); err != nil {
 		t.Fatal(err)
 	}
 	var n, lo, hi int64
-	if err := db.Reader(context.Background()).QueryRow(`SELECT count(*), min(seq), max(seq) FROM events`).Scan(&n, &lo, &hi); err != nil {
+	if err := d.Reader(context.Background()).QueryRow(`SELECT count(*), min(seq), max(seq) FROM events`).Scan(&n, &lo, &hi); err != nil {
 		t.Fatal(err)
 	}
 	if n != 4 || lo != 1 || hi != 4 || next != 4 {
@@ -305,17 +233,17 @@ func TestEventSeqsStayContiguousWhenAWriteRollsBack(t *testing.T) {
 	}
 }
 
-// TestStatementFailuresStayTheirWrites: statements whose rows nobody reads
-// may reach a PostgreSQL server later than they are made (pgcommit.go):
+// StatementFailuresStayTheirWrites: statements whose rows nobody reads
+// may reach a PostgreSQL server later than they are made (its pipeline):
 // with the next write's first round trip, or with the commit. A duplicate
 // key found there still fails only the write that made it, on both
 // engines, alone or in a batch, and RowsAffected still counts.
-func TestStatementFailuresStayTheirWrites(t *testing.T) {
-	db := kvDB(t)
+func statementFailuresStayTheirWrites(t *testing.T, h Harness) {
+	d := kvDB(t, h)
 	ctx := context.Background()
-	mustExec(t, db, `INSERT INTO kv (k, v) VALUES (100, 'taken')`)
+	MustExec(t, d, `INSERT INTO kv (k, v) VALUES (100, 'taken')`)
 	// Alone: the duplicate goes with the commit.
-	if err := db.Write(ctx, func(tx *Tx) error {
+	if err := d.Write(ctx, func(tx *db.Tx) error {
 		if _, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (50, 'lost')`); err != nil {
 			return err
 		}
@@ -324,15 +252,15 @@ func TestStatementFailuresStayTheirWrites(t *testing.T) {
 	}); err == nil {
 		t.Fatal("a duplicate key alone was acknowledged")
 	}
-	release, blocked := blockWriter(t, db)
+	release, blocked := BlockWriter(t, d)
 	results := make([]error, 4)
 	var wg sync.WaitGroup
 	for i := 0; i < 4; i++ {
-		waitQueued(t, db, i)
+		WaitQueued(t, d, i)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i] = db.Write(ctx, func(tx *Tx) error {
+			results[i] = d.Write(ctx, func(tx *db.Tx) error {
 				if _, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (?, 'x')`, i); err != nil {
 					return err
 				}
@@ -351,7 +279,7 @@ func TestStatementFailuresStayTheirWrites(t *testing.T) {
 			})
 		}()
 	}
-	waitQueued(t, db, 4)
+	WaitQueued(t, d, 4)
 	release()
 	if err := <-blocked; err != nil {
 		t.Fatal(err)
@@ -360,7 +288,7 @@ func TestStatementFailuresStayTheirWrites(t *testing.T) {
 	if results[0] != nil || results[2] != nil || results[1] == nil || results[3] == nil {
 		t.Fatalf("results %v; want 1 and 3 to fail alone", results)
 	}
-	rows, err := db.Reader(ctx).Query(`SELECT k, v FROM kv WHERE k >= 0 ORDER BY k`)
+	rows, err := d.Reader(ctx).Query(`SELECT k, v FROM kv WHERE k >= 0 ORDER BY k`)
 	if err != nil {
 		t.Fatal(err)
 	}

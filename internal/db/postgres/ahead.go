@@ -1,13 +1,14 @@
-package db
+package postgres
 
 import (
 	"database/sql"
-	"reflect"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/planserver/planserver/internal/db"
 )
 
 // Reads sent ahead, on PostgreSQL. In a batch of keyed writes each write
@@ -16,16 +17,14 @@ import (
 // could not begin before that row came back. But a keyed write reads
 // nothing outside its key (DB.WriteKeyed), so no earlier write of the
 // batch can change what the first write of each key reads first: the
-// batch sends every such read, declared by DB.WriteKeyedReading, in the
-// round trip of its BEGIN and locks, and each write finds its row
-// waiting. The writes' changes then travel together with the commit, and
-// a batch of any size costs about two round trips instead of one per
-// write.
+// batch sends every such read, declared by DB.WriteKeyedFirst, in the
+// round trip of its BEGIN and locks, and each write is handed its row
+// when it starts (Write.RunOn). The writes' changes then travel together
+// with the commit, and a batch of any size costs about two round trips
+// instead of one per write.
 //
-// A row sent ahead is the write's only if the write reads it first, with
-// the same statement and arguments: a write that runs any other
-// statement before it reads for itself (forgetAhead). A write of a key
-// that an earlier write of the batch has reads for itself too.
+// A write of a key that an earlier write of the batch has reads for
+// itself: that write may have changed what it reads.
 
 // aheadRead is a read sent ahead for one write, and its row once back.
 type aheadRead struct {
@@ -42,21 +41,21 @@ type aheadRead struct {
 
 // prefetch sends, with what is queued (BEGIN and the locks), the first
 // read of every write of batch that declared one and is its key's first
-// write in the batch. A failure is the batch's, since it aborts the
-// transaction; the caller begins again without reads sent ahead.
-func (p *pipeline) prefetch(batch []*writeReq, errs []error) error {
+// write in the batch, rebound. A failure is the batch's, since it aborts
+// the transaction; the caller begins again without reads sent ahead.
+func (p *pipeline) prefetch(batch []*db.Write, rebind func(string) string) error {
 	var (
 		ahead []*aheadRead
 		keys  = map[int32]bool{}
 	)
-	for i, r := range batch {
-		if errs[i] != nil {
+	for i, w := range batch {
+		if w.Err != nil {
 			continue
 		}
-		first := !keys[r.key]
-		keys[r.key] = true
-		if r.first != nil && first {
-			ahead = append(ahead, &aheadRead{owner: i, sql: r.first.SQL, args: r.first.Args})
+		first := !keys[w.Key()]
+		keys[w.Key()] = true
+		if q := w.First(); q != nil && first {
+			ahead = append(ahead, &aheadRead{owner: i, sql: rebind(q.SQL), args: q.Args})
 		}
 	}
 	if len(ahead) == 0 {
@@ -95,33 +94,25 @@ func (a *aheadRead) receive(br pgx.BatchResults) error {
 	return nil
 }
 
-// scan copies the row's columns into dest, converted as a row read in
+// Scan copies the row's columns into dest, converted as a row read in
 // the pipeline is (pgx).
-func (a *aheadRead) scan(dest []any) error {
+func (a *aheadRead) Scan(dest ...any) error {
 	if a.values == nil {
 		return sql.ErrNoRows
 	}
 	return pgx.ScanRow(a.typeMap, a.fields, a.values, dest...)
 }
 
-// takeAhead returns the row sent ahead for the write running now if
-// query with args is the read it was sent for, and forgets it either
-// way: only a write's first statement may use it.
-func (p *pipeline) takeAhead(query string, args []any) *aheadRead {
+// takeAhead returns the row sent ahead for the write about to run, or
+// nil when none was (then the write reads its first row itself).
+func (p *pipeline) takeAhead() *db.Row {
 	a := p.ahead[p.owner]
 	if a == nil {
 		return nil
 	}
 	delete(p.ahead, p.owner)
-	if !a.got || a.sql != query || !reflect.DeepEqual(a.args, args) {
+	if !a.got {
 		return nil
 	}
-	return a
-}
-
-// forgetAhead drops the row sent ahead for the write running now, which
-// is about to run another statement first: what it reads after that
-// must see its own changes.
-func (p *pipeline) forgetAhead() {
-	delete(p.ahead, p.owner)
+	return db.RowOf(a)
 }

@@ -1,4 +1,4 @@
-package db
+package postgres
 
 import (
 	"context"
@@ -14,11 +14,12 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/tracing"
 )
 
 // Group commit on PostgreSQL, in as few round trips as the guarantees
-// allow. The batch is the same as on SQLite (commit.go): whatever queued
+// allow. The batch is the same as on SQLite (internal/db/sqlite): whatever queued
 // while the last commit ran, each write in a savepoint, one commit, nobody
 // answered before it. What differs is how the statements travel. A round
 // trip to the server costs far more than executing a planserver statement,
@@ -39,7 +40,7 @@ import (
 //     batch, and two from BEGIN to COMMIT alone.
 //   - A keyed write's first read, when it declares it, costs none in a
 //     batch: the batch sends the declared reads with its BEGIN and locks
-//     (pgahead.go).
+//     (ahead.go).
 //   - When such a carried statement fails, nothing after it ran: the
 //     pipeline undoes its write alone (ROLLBACK TO its savepoint, which
 //     the RELEASE that did not run leaves in place) and sends again what
@@ -73,10 +74,10 @@ type pipeline struct {
 	lockQueued         bool
 	lockSent, lockedAt time.Time
 	lockWaited         time.Duration
-	// spans records the round trips for tracing (trace.go), when on;
+	// spans records the round trips for tracing (db.Span), when on;
 	// committing marks the flush that carries the COMMIT.
 	trace      bool
-	spans      []span
+	spans      []db.Span
 	committing bool
 	// read is the read sent last, until its row is scanned (queryRow).
 	read *pipelineRead
@@ -103,7 +104,7 @@ type undoneWrite struct {
 }
 
 // infra owns the batch's own statements.
-const infra = -1
+const infra = db.WholeBatch
 
 type queued struct {
 	sql   string
@@ -132,18 +133,17 @@ func (r *pipeResult) LastInsertId() (int64, error) {
 func (r *pipeResult) RowsAffected() (int64, error) {
 	if !r.sent {
 		if err := r.p.flush(); err != nil && !r.sent {
-			return 0, Classify(err)
+			return 0, db.Classify(err)
 		}
 	}
 	if r.err != nil {
-		return 0, Classify(r.err)
+		return 0, db.Classify(r.err)
 	}
 	return r.tag.RowsAffected(), nil
 }
 
 // exec queues a statement of the write running now.
 func (p *pipeline) exec(query string, args []any) sql.Result {
-	p.forgetAhead()
 	res := &pipeResult{p: p}
 	p.queue = append(p.queue, queued{sql: query, args: args, owner: p.owner, res: res})
 	if isDDL(query) {
@@ -183,17 +183,14 @@ func (p *pipeline) flush() error {
 // queryRow sends what is queued and then query in one round trip, and
 // answers query's row. A failure of what was queued leaves the
 // transaction aborted, so the query fails too, and the write reports the
-// first failure (runPipelined); the query's own failure is the write's to
+// first failure (engine.Commit); the query's own failure is the write's to
 // report, as with a read of its own.
-func (p *pipeline) queryRow(query string, args []any) *Row {
-	if a := p.takeAhead(query, args); a != nil {
-		return &Row{ahead: a}
-	}
+func (p *pipeline) queryRow(query string, args []any) *db.Row {
 	read, err := p.send(query, args)
 	if read == nil {
-		return &Row{err: err}
+		return db.RowErr(err)
 	}
-	return &Row{read: read}
+	return db.RowOf(read)
 }
 
 // pipelineRead is the row of a read sent at the end of a batch. The
@@ -205,7 +202,8 @@ type pipelineRead struct {
 	hasRow bool
 }
 
-func (r *pipelineRead) scan(dest []any) error {
+// Scan scans the row; only while its write has not gone on.
+func (r *pipelineRead) Scan(dest ...any) error {
 	defer r.p.finishRead()
 	switch {
 	case r.p.read != r:
@@ -291,12 +289,12 @@ func (p *pipeline) roundTrip(ahead []*aheadRead, query string, args []any) (*pip
 	}
 	end := time.Now()
 	if p.trace {
-		sp := span{name: "db.round_trip", start: start, end: end, statements: len(b.QueuedQueries), owner: p.owner, err: p.err}
+		sp := db.Span{Name: "db.round_trip", Start: start, End: end, Statements: len(b.QueuedQueries), Owner: p.owner, Err: p.err}
 		switch {
 		case p.lockQueued:
-			sp.name, sp.owner = "db.lock_wait", infra
+			sp.Name, sp.Owner = "db.lock_wait", infra
 		case p.committing:
-			sp.name, sp.owner = "db.commit", infra
+			sp.Name, sp.Owner = "db.commit", infra
 		}
 		p.spans = append(p.spans, sp)
 	}
@@ -346,7 +344,6 @@ func (p *pipeline) undoCarried(query string, args []any) (*pipelineRead, error) 
 // execAtEnd queues a statement of the write running now for the end of
 // the batch (Tx.ExecAtEnd).
 func (p *pipeline) execAtEnd(query string, args []any) {
-	p.forgetAhead()
 	p.atEnd = append(p.atEnd, queued{sql: query, args: args, owner: p.owner})
 }
 
@@ -377,10 +374,10 @@ func (p *pipeline) dropAtEnd(owner int) {
 // before the next takes a seq. A batch that waits for the counter has
 // run every statement but its appends; batches of other keys run beside
 // it until they reach the counter too.
-func (p *pipeline) lockKeys(batch []*writeReq) {
+func (p *pipeline) lockKeys(batch []*db.Write) {
 	keys := make([]int32, 0, len(batch))
-	for _, r := range batch {
-		keys = append(keys, r.key)
+	for _, w := range batch {
+		keys = append(keys, w.Key())
 	}
 	slices.Sort(keys)
 	keys = slices.Compact(keys)
@@ -399,7 +396,6 @@ func (p *pipeline) takeUndone() []undoneWrite {
 // beforeRead sends what is queued ahead of a read, which then reaches the
 // server too.
 func (p *pipeline) beforeRead() error {
-	p.forgetAhead()
 	err := p.flush()
 	p.flushes++
 	return err
@@ -447,9 +443,10 @@ func (p *pipeline) rollback() {
 	}
 }
 
-// lockStats accumulates the write lock's hold and wait times (LockStats).
+// lockStats accumulates the write lock's hold and wait times
+// (WriteStats).
 type lockStats struct {
-	// trips counts the round trips of write transactions (tests).
+	// trips counts the round trips of write transactions.
 	trips     atomic.Int64
 	commits   atomic.Int64
 	writes    atomic.Int64
@@ -457,44 +454,68 @@ type lockStats struct {
 	waitNanos atomic.Int64
 }
 
-// LockStats reports, for PostgreSQL, how many commits took the write lock,
-// how many writes they committed, and how long they held it and waited
-// for it in total. Held runs from
-// the return of the round trip that took the lock to the return of the
-// COMMIT (the lock is released by the commit); waited is that first
-// round trip, the lock's wait included. Both are zero on SQLite.
-func (db *DB) LockStats() (commits, writes int64, held, waited time.Duration) {
-	return db.locks.commits.Load(), db.locks.writes.Load(), time.Duration(db.locks.heldNanos.Load()), time.Duration(db.locks.waitNanos.Load())
+// WriteStats reports the round trips of write transactions, and how many
+// commits took the write lock, how many writes they committed, and how
+// long they held it and waited for it in total (DB.LockStats).
+func (e *engine) WriteStats() db.WriteStats {
+	return db.WriteStats{RoundTrips: e.locks.trips.Load(), LockCommits: e.locks.commits.Load(), LockWrites: e.locks.writes.Load(),
+		LockHeld: time.Duration(e.locks.heldNanos.Load()), LockWaited: time.Duration(e.locks.waitNanos.Load())}
 }
 
-// runPipelined is committer.run on PostgreSQL.
-func (c *committer) runPipelined(batch []*writeReq) {
-	errs := make([]error, len(batch))
-	defer func() {
-		for i, r := range batch {
-			r.done <- errs[i]
-		}
-	}()
-	db := c.db
+// pipeStatements are a write's statements on the batch's pipeline
+// (db.Statements): conn is the writer's connection, for reads of several
+// rows, which go through database/sql after what is queued.
+type pipeStatements struct {
+	e    *engine
+	p    *pipeline
+	conn *sql.Conn
+}
+
+func (s *pipeStatements) Exec(_ context.Context, query string, args []any) (sql.Result, error) {
+	return s.p.exec(s.e.Rebind(query), args), nil
+}
+
+func (s *pipeStatements) ExecAtEnd(ctx context.Context, query string, args []any) error {
+	if s.p.keyed {
+		s.p.execAtEnd(s.e.Rebind(query), args)
+		return nil
+	}
+	_, err := s.Exec(ctx, query, args)
+	return err
+}
+
+func (s *pipeStatements) Query(ctx context.Context, query string, args []any) (*sql.Rows, error) {
+	if err := s.p.beforeRead(); err != nil {
+		return nil, err
+	}
+	return s.conn.QueryContext(ctx, s.e.Rebind(query), args...)
+}
+
+func (s *pipeStatements) QueryRow(_ context.Context, query string, args []any) *db.Row {
+	return s.p.queryRow(s.e.Rebind(query), args)
+}
+
+// Commit runs a batch in one PostgreSQL transaction, its statements in as
+// few round trips as the guarantees allow (the pipeline above).
+func (e *engine) Commit(b *db.Batch) {
 	ctx := context.Background()
 	failAll := func(err error) {
-		err = db.health.failed(err)
-		for i := range errs {
-			if errs[i] == nil {
-				errs[i] = err
+		err = b.Failed(err)
+		for _, w := range b.Writes {
+			if w.Err == nil {
+				w.Err = err
 			}
 		}
 	}
-	conn, err := db.writer.Conn(ctx)
+	conn, err := e.writer.Conn(ctx)
 	if err != nil {
-		failAll(fmt.Errorf("begin write: %w", Classify(err)))
+		failAll(fmt.Errorf("begin write: %w", db.Classify(err)))
 		return
 	}
 	defer conn.Close()
 	p := &pipeline{ctx: ctx, trace: tracing.Enabled()}
-	started := time.Now()
-	defer func() { emitSpans(batch, started, p.spans) }()
-	defer func() { db.locks.trips.Add(int64(p.flushes)) }()
+	defer func() { b.Trace(p.spans) }()
+	defer func() { e.locks.trips.Add(int64(p.flushes)) }()
 	if err := conn.Raw(func(dc any) error {
 		sc, ok := dc.(*stdlib.Conn)
 		if !ok {
@@ -510,8 +531,8 @@ func (c *committer) runPipelined(batch []*writeReq) {
 	// out until this batch ends, and this goroutine is its only user.
 	begin := func() {
 		p.queueInfra(`BEGIN`)
-		if c.keyed {
-			p.lockKeys(batch)
+		if b.Keyed {
+			p.lockKeys(b.Writes)
 		} else {
 			p.queueInfra(`SELECT pg_advisory_xact_lock($1)`, writeLockKey)
 		}
@@ -519,27 +540,28 @@ func (c *committer) runPipelined(batch []*writeReq) {
 	}
 	begin()
 
-	alone := len(batch) == 1
+	alone := len(b.Writes) == 1
 	p.undo = !alone
 	succeeded, last := 0, -1
 	// settleUndone fails the writes a round trip undone after their end.
 	settleUndone := func() {
 		for _, u := range p.takeUndone() {
 			p.dropAtEnd(u.owner)
-			errs[u.owner] = Classify(u.err)
-			db.health.sawError(errs[u.owner])
+			w := b.Writes[u.owner]
+			w.Err = db.Classify(u.err)
+			b.SawError(w.Err)
 			succeeded--
 		}
 	}
-	for i, r := range batch {
-		if err := r.ctx.Err(); err != nil {
-			errs[i] = err // gave up while queued; nothing of it ran
+	for i, w := range b.Writes {
+		if err := w.Context().Err(); err != nil {
+			w.Err = err // gave up while queued; nothing of it ran
 			continue
 		}
 		last = i
 	}
-	if c.keyed && !alone {
-		if err := p.prefetch(batch, errs); err != nil {
+	if b.Keyed && !alone {
+		if err := p.prefetch(b.Writes, e.Rebind); err != nil {
 			// A read sent ahead failed, and the transaction with it
 			// (or BEGIN or a lock did, which fails again below): begin
 			// again, each write reading for itself.
@@ -548,9 +570,10 @@ func (c *committer) runPipelined(batch []*writeReq) {
 			begin()
 		}
 	}
-	for i := 0; i < len(batch); i++ {
-		r := batch[i]
-		if errs[i] != nil {
+	st := &pipeStatements{e: e, p: p, conn: conn}
+	for i := 0; i < len(b.Writes); i++ {
+		w := b.Writes[i]
+		if w.Err != nil {
 			continue
 		}
 		p.owner = i
@@ -558,40 +581,39 @@ func (c *committer) runPipelined(batch []*writeReq) {
 			p.queueInfra(`SAVEPOINT w`)
 		}
 		start := p.flushes
-		tx := &Tx{tx: conn, eng: db.eng, now: db.Now(), ctx: context.WithoutCancel(r.ctx), pipe: p}
-		werr := runWrite(r.fn, tx)
+		werr := w.RunOn(st, p.takeAhead())
 		settleUndone()
 		if werr == nil && p.err == nil && !alone {
 			// Its statements still queued go with the next round trip
 			// (undoCarried if one fails).
 			p.queueInfra(`RELEASE w`)
-			if i == last && !c.keyed {
+			if i == last && !b.Keyed {
 				// A keyed batch took its keys' locks at its start, and
 				// no others (lockKeys).
-				batch, errs, last = c.takeQueued(batch, errs, last)
+				last = takeQueued(b, last)
 			}
 		}
 		if p.err != nil {
 			if p.errOwner != i {
 				// The batch's own statement failed (BEGIN, the lock, a
 				// savepoint): nothing of the batch can commit.
-				c.abortPipelined(p, errs, fmt.Errorf("write transaction: %w", Classify(p.err)))
+				abortPipelined(p, b, fmt.Errorf("write transaction: %w", db.Classify(p.err)))
 				return
 			}
-			werr = Classify(p.err) // the write's own statement: its failure
+			werr = db.Classify(p.err) // the write's own statement: its failure
 		}
 		if werr != nil {
-			errs[i] = werr
+			w.Err = werr
 			p.dropAtEnd(i)
 			if alone {
 				if p.flushes > 0 {
 					p.rollback()
 				}
-				db.health.sawError(werr)
+				b.SawError(werr)
 				return
 			}
 			if err := p.rollbackTo(start); err != nil {
-				c.abortPipelined(p, errs, fmt.Errorf("roll back to savepoint: %w", Classify(err)))
+				abortPipelined(p, b, fmt.Errorf("roll back to savepoint: %w", db.Classify(err)))
 				return
 			}
 			continue
@@ -614,7 +636,7 @@ func (c *committer) runPipelined(batch []*writeReq) {
 		p.queue = append(p.queue, q)
 	}
 	p.queueInfra(`UPDATE commit_version SET version = version + 1 WHERE id = 1`)
-	p.queueInfra(`SELECT pg_notify($1, $2)`, notifyChannel, db.eng.(*postgresEngine).id)
+	p.queueInfra(`SELECT pg_notify($1, $2)`, notifyChannel, e.id)
 	p.queueInfra(`COMMIT`)
 	p.committing = true
 	err = p.flush()
@@ -623,61 +645,55 @@ func (c *committer) runPipelined(batch []*writeReq) {
 	if err != nil && alone && p.errOwner == last {
 		// The write's own statement, sent with the commit, failed; the
 		// COMMIT never ran.
-		errs[last] = Classify(err)
-		db.health.sawError(errs[last])
+		w := b.Writes[last]
+		w.Err = db.Classify(err)
+		b.SawError(w.Err)
 		p.rollback()
 		return
 	}
 	committed := time.Now()
 	if !p.lockedAt.IsZero() {
-		db.locks.commits.Add(1)
-		db.locks.heldNanos.Add(int64(committed.Sub(p.lockedAt)))
-		db.locks.waitNanos.Add(int64(p.lockWaited))
+		e.locks.commits.Add(1)
+		e.locks.heldNanos.Add(int64(committed.Sub(p.lockedAt)))
+		e.locks.waitNanos.Add(int64(p.lockWaited))
 	}
 	if err != nil {
 		p.rollback()
-		failAll(fmt.Errorf("commit: %w", Classify(err)))
+		failAll(fmt.Errorf("commit: %w", db.Classify(err)))
 		return
 	}
-	db.locks.writes.Add(int64(succeeded))
-	db.health.ok()
-	db.committed()
+	e.locks.writes.Add(int64(succeeded))
+	b.Committed()
 }
 
 // takeQueued adds to a batch the writes that queued while it ran (up to
-// maxBatch), as if they had been queued before it began: they run after
-// every write of it, in queue order. On PostgreSQL a batch spends most of
-// its time waiting for the write lock and in round trips, during which
-// this replica's writers queue again; taking them in makes fewer, larger
-// commits, each paying the lock's hand-over and the commit's fsync once,
-// where they would otherwise wait for the next batch and the lock once
-// more. last is the index of the batch's last write that runs; the
-// returned one counts the writes taken in. A batch of one write runs
-// without a savepoint and takes none in.
-func (c *committer) takeQueued(batch []*writeReq, errs []error, last int) ([]*writeReq, []error, int) {
-	for len(batch) < c.maxBatch {
-		select {
-		case r := <-c.queue:
-			c.waiting.Add(-1)
-			batch, errs = append(batch, r), append(errs, r.ctx.Err())
-			if errs[len(errs)-1] == nil {
-				last = len(batch) - 1
-			}
-		default:
-			return batch, errs, last
+// the largest batch), as if they had been queued before it began: they
+// run after every write of it, in queue order. On PostgreSQL a batch
+// spends most of its time waiting for the write lock and in round trips,
+// during which this replica's writers queue again; taking them in makes
+// fewer, larger commits, each paying the lock's hand-over and the
+// commit's fsync once, where they would otherwise wait for the next batch
+// and the lock once more. last is the index of the batch's last write
+// that runs; the returned one counts the writes taken in. A batch of one
+// write runs without a savepoint and takes none in.
+func takeQueued(b *db.Batch, last int) int {
+	n := b.TakeQueued()
+	for i := len(b.Writes) - n; i < len(b.Writes); i++ {
+		if b.Writes[i].Err = b.Writes[i].Context().Err(); b.Writes[i].Err == nil {
+			last = i
 		}
 	}
-	return batch, errs, last
+	return last
 }
 
 // abortPipelined rolls back a batch that cannot go on and fails every
 // write of it that had not failed already with cause.
-func (c *committer) abortPipelined(p *pipeline, errs []error, cause error) {
+func abortPipelined(p *pipeline, b *db.Batch, cause error) {
 	p.rollback()
-	cause = c.db.health.failed(cause)
-	for i := range errs {
-		if errs[i] == nil {
-			errs[i] = cause
+	cause = b.Failed(cause)
+	for _, w := range b.Writes {
+		if w.Err == nil {
+			w.Err = cause
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package db
+package sqlite
 
 import (
 	"context"
@@ -8,21 +8,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planserver/planserver/internal/dbtest"
+	"github.com/planserver/planserver/internal/db"
 )
 
-// openTest opens a fresh database on the engine under test (dbtest).
-func openTest(t *testing.T) *DB {
+// openTest opens a fresh SQLite file, not migrated, and returns it with
+// its engine.
+func openTest(t *testing.T) (*db.DB, *engine) {
 	t.Helper()
-	if dbtest.Postgres() {
-		return migrated(t, dbtest.Fresh(t))
-	}
-	db, err := Open(context.Background(), dbtest.Fresh(t), Options{})
+	d, err := db.Open(context.Background(), filepath.Join(t.TempDir(), "planserver.db"), db.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
-	return db
+	t.Cleanup(func() { d.Close() })
+	return d, d.Engine().(*engine)
 }
 
 // TestStatementCacheReusesAndNests runs the same query over and over, and
@@ -30,10 +28,9 @@ func openTest(t *testing.T) *DB {
 // must serve the repeats and fall back to a fresh statement for the nested
 // one, with right answers throughout.
 func TestStatementCacheReusesAndNests(t *testing.T) {
-	dbtest.SkipOnPostgres(t, "the statement cache wraps modernc's SQLite driver; pgx caches prepared statements itself")
 	ctx := context.Background()
-	db := openTest(t)
-	err := db.Write(ctx, func(tx *Tx) error {
+	d, e := openTest(t)
+	err := d.Write(ctx, func(tx *db.Tx) error {
 		if _, err := tx.Exec(`CREATE TABLE kv (k INTEGER PRIMARY KEY, v TEXT)`); err != nil {
 			return err
 		}
@@ -48,7 +45,7 @@ func TestStatementCacheReusesAndNests(t *testing.T) {
 		t.Fatal(err)
 	}
 	const q = `SELECT k, v FROM kv WHERE k >= ? ORDER BY k`
-	err = db.Read(ctx, func(tx *Tx) error {
+	err = d.Read(ctx, func(tx *db.Tx) error {
 		outer, err := tx.Query(q, 5)
 		if err != nil {
 			return err
@@ -84,7 +81,7 @@ func TestStatementCacheReusesAndNests(t *testing.T) {
 	}
 	for i := 0; i < 50; i++ {
 		var v string
-		if err := db.Reader(ctx).QueryRow(`SELECT v FROM kv WHERE k = ?`, i%10).Scan(&v); err != nil {
+		if err := d.Reader(ctx).QueryRow(`SELECT v FROM kv WHERE k = ?`, i%10).Scan(&v); err != nil {
 			t.Fatal(err)
 		}
 		if v != string(rune('a'+i%10)) {
@@ -92,7 +89,7 @@ func TestStatementCacheReusesAndNests(t *testing.T) {
 		}
 	}
 	// The writer has one connection: its cache holds the statements used.
-	conn, err := db.writer.Conn(ctx)
+	conn, err := e.writer.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,13 +111,16 @@ func TestStatementCacheReusesAndNests(t *testing.T) {
 	}
 }
 
+// TestSyntaxErrorsStillSurface: a statement that cannot be prepared, and
+// so is not cached, fails through the uncached path, and the connection
+// serves the next one.
 func TestSyntaxErrorsStillSurface(t *testing.T) {
-	db := openTest(t)
-	if _, err := db.reader.Exec(`SELEKT 1`); err == nil {
+	_, e := openTest(t)
+	if _, err := e.reader.Exec(`SELEKT 1`); err == nil {
 		t.Fatal("a syntax error was swallowed")
 	}
 	var n int
-	if err := db.reader.QueryRow(`SELECT 1`).Scan(&n); err != nil || n != 1 {
+	if err := e.reader.QueryRow(`SELECT 1`).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("after a syntax error: %d, %v", n, err)
 	}
 }
@@ -130,10 +130,9 @@ func TestSyntaxErrorsStillSurface(t *testing.T) {
 // newest statements are cached, the oldest evicted), so no client can
 // fill it and turn it off.
 func TestStatementCacheEvictsLeastRecentlyUsed(t *testing.T) {
-	dbtest.SkipOnPostgres(t, "the statement cache wraps modernc's SQLite driver; pgx caches prepared statements itself")
 	ctx := context.Background()
-	db := openTest(t)
-	conn, err := db.writer.Conn(ctx)
+	_, e := openTest(t)
+	conn, err := e.writer.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,16 +167,15 @@ func TestStatementCacheEvictsLeastRecentlyUsed(t *testing.T) {
 // file soon after it by the background checkpoint, though it is far below
 // the 1,000 pages at which SQLite would checkpoint inside a commit.
 func TestCheckpointsOffTheWritePath(t *testing.T) {
-	dbtest.SkipOnPostgres(t, "WAL checkpoints are SQLite's")
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ckpt.db")
-	db, err := Open(ctx, path, Options{})
+	d, err := db.Open(ctx, path, db.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	defer d.Close()
 	var threshold int
-	if err := db.writer.QueryRowContext(ctx, `PRAGMA wal_autocheckpoint`).Scan(&threshold); err != nil || threshold != writerAutocheckpoint {
+	if err := d.Engine().(*engine).writer.QueryRowContext(ctx, `PRAGMA wal_autocheckpoint`).Scan(&threshold); err != nil || threshold != writerAutocheckpoint {
 		t.Fatalf("the writer's wal_autocheckpoint: %d %v, want %d", threshold, err, writerAutocheckpoint)
 	}
 	fileSize := func() int64 {
@@ -189,7 +187,7 @@ func TestCheckpointsOffTheWritePath(t *testing.T) {
 	}
 	before := fileSize()
 	const blob = 256 << 10 // 64 pages
-	err = db.Write(ctx, func(tx *Tx) error {
+	err = d.Write(ctx, func(tx *db.Tx) error {
 		if _, err := tx.Exec(`CREATE TABLE b (v BLOB)`); err != nil {
 			return err
 		}

@@ -1,9 +1,7 @@
-package db
+package postgres
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -13,10 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/dbtest"
-	"github.com/planserver/planserver/internal/testfs"
-	"github.com/planserver/planserver/migrations"
 )
 
 func TestRebindDollar(t *testing.T) {
@@ -39,28 +35,6 @@ func TestRebindDollar(t *testing.T) {
 	q := "VALUES (?" + strings.Repeat(", ?", 11) + ")"
 	if got := rebindDollar(q); !strings.HasSuffix(got, "$11, $12)") {
 		t.Errorf("twelve placeholders: %s", got)
-	}
-}
-
-func TestRedactHidesPasswords(t *testing.T) {
-	cases := map[string]string{
-		"postgres://u:secret@db:5432/p?sslmode=disable": "postgres://u:xxxxx@db:5432/p?sslmode=disable",
-		"postgresql://u@db/p?password=secret":           "postgresql://u@db/p?password=xxxxx",
-		"postgres://db/p":                               "postgres://db/p",
-		"/var/lib/planserver/planserver.db":             "/var/lib/planserver/planserver.db",
-	}
-	for in, want := range cases {
-		if got := Redact(in); got != want || strings.Contains(got, "secret") {
-			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
-// TestEnginesEndAtTheSameVersion: a version means one schema on every
-// engine, so both directories end at the version this binary reports.
-func TestEnginesEndAtTheSameVersion(t *testing.T) {
-	if s, p := newestVersion(migrations.SQLite), newestVersion(migrations.Postgres); s != p || KnownVersion() != s {
-		t.Fatalf("SQLite migrations end at %d, PostgreSQL's at %d (KnownVersion %d): add the missing one", s, p, KnownVersion())
 	}
 }
 
@@ -111,8 +85,9 @@ func TestPostgresSchemaMatchesSQLite(t *testing.T) {
 			t.Errorf("%s.%s collates %q; every text column must be COLLATE \"C\" (byte order, as on SQLite)", table, col, collation)
 		}
 		// SQLite's INTEGER PRIMARY KEY has no declared default; its
-		// identity is the rowid.
-		if _, ok := counterKeys[table]; ok && counterKeys[table] == col && table != "events" {
+		// identity is the rowid. (A counter table missing here shows as a
+		// difference below.)
+		if identityKeys[table] == col {
 			hasDefault = false
 		}
 		pgCols[table+"."+col] = fmt.Sprintf("not null %v, default %v", notNull, hasDefault)
@@ -133,6 +108,11 @@ func TestPostgresSchemaMatchesSQLite(t *testing.T) {
 		}
 	}
 }
+
+// identityKeys are the tables whose key is an identity column on
+// PostgreSQL and an AUTOINCREMENT rowid on SQLite (events take theirs
+// from a counter row on both: migrations/postgres).
+var identityKeys = map[string]string{"sessions": "pk", "step_reports": "id", "session_reviews": "id", "webhook_deliveries": "id"}
 
 func isPrimaryKey(col string) bool {
 	switch col {
@@ -184,7 +164,7 @@ func TestPostgresWritesAreSerializedAcrossReplicas(t *testing.T) {
 	dsn := dbtest.Fresh(t)
 	a, b := migrated(t, dsn), migrated(t, dsn)
 	ctx := context.Background()
-	if err := a.Write(ctx, func(tx *Tx) error {
+	if err := a.Write(ctx, func(tx *db.Tx) error {
 		if _, err := tx.Exec(`CREATE TABLE counter (id INTEGER PRIMARY KEY, n BIGINT NOT NULL)`); err != nil {
 			return err
 		}
@@ -196,12 +176,12 @@ func TestPostgresWritesAreSerializedAcrossReplicas(t *testing.T) {
 	const perWorker = 50
 	var wg sync.WaitGroup
 	for w := 0; w < 8; w++ {
-		d := []*DB{a, b}[w%2]
+		d := []*db.DB{a, b}[w%2]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := 0; i < perWorker; i++ {
-				err := d.Write(ctx, func(tx *Tx) error {
+				err := d.Write(ctx, func(tx *db.Tx) error {
 					var n int64
 					if err := tx.QueryRow(`SELECT n FROM counter WHERE id = 1`).Scan(&n); err != nil {
 						return err
@@ -223,37 +203,6 @@ func TestPostgresWritesAreSerializedAcrossReplicas(t *testing.T) {
 	}
 }
 
-// TestPostgresReadIsOneSnapshot: every statement of a Read sees the same
-// committed state, even when writes commit between them.
-func TestPostgresReadIsOneSnapshot(t *testing.T) {
-	dbtest.RequirePostgres(t)
-	d := kvDB(t)
-	ctx := context.Background()
-	err := d.Read(ctx, func(tx *Tx) error {
-		before := 0
-		if err := tx.QueryRow(`SELECT count(*) FROM kv`).Scan(&before); err != nil {
-			return err
-		}
-		if err := d.Write(ctx, func(w *Tx) error {
-			_, err := w.Exec(`INSERT INTO kv (k, v) VALUES (1, 'new')`)
-			return err
-		}); err != nil {
-			return err
-		}
-		after := 0
-		if err := tx.QueryRow(`SELECT count(*) FROM kv`).Scan(&after); err != nil {
-			return err
-		}
-		if after != before {
-			return fmt.Errorf("one read saw %d rows, then %d", before, after)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestPostgresCommitsWakeOtherReplicas: a commit through one handle runs
 // the OnCommit hooks of another handle on the same database (NOTIFY), and
 // a handle is not woken twice by its own commits.
@@ -265,7 +214,7 @@ func TestPostgresCommitsWakeOtherReplicas(t *testing.T) {
 	a.OnCommit(func() { woken <- struct{}{} })
 	var bHooks atomic.Int64
 	b.OnCommit(func() { bHooks.Add(1) })
-	if err := b.Write(context.Background(), func(tx *Tx) error {
+	if err := b.Write(context.Background(), func(tx *db.Tx) error {
 		_, err := tx.Exec(`CREATE TABLE w (x INTEGER)`)
 		return err
 	}); err != nil {
@@ -281,7 +230,7 @@ func TestPostgresCommitsWakeOtherReplicas(t *testing.T) {
 		t.Errorf("b's hooks ran %d times for its one commit", n)
 	}
 	// A write that changes nothing commits nothing and wakes nobody.
-	if err := b.Write(context.Background(), func(tx *Tx) error { return errors.New("no") }); err == nil {
+	if err := b.Write(context.Background(), func(tx *db.Tx) error { return errors.New("no") }); err == nil {
 		t.Fatal("failing write succeeded")
 	}
 	select {
@@ -312,12 +261,12 @@ func TestPostgresLostConnectionsRecover(t *testing.T) {
 		t.Fatal("the listener did not come back (or did not run the hooks when it did)")
 	}
 	probe := func() error {
-		return d.Write(ctx, func(tx *Tx) error {
+		return d.Write(ctx, func(tx *db.Tx) error {
 			_, err := tx.Exec(`UPDATE event_retention SET pruned_through = pruned_through WHERE id = 1`)
 			return err
 		})
 	}
-	if err := probe(); err != nil && apierr.CodeOf(err) != apierr.Unavailable {
+	if err := probe(); err != nil && !errors.Is(err, db.ErrUnavailable) {
 		t.Fatalf("write on a terminated connection: %v, want success or unavailable", err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -348,59 +297,15 @@ func TestPostgresReadOnlyIsUnavailable(t *testing.T) {
 	}
 	d := migrated(t, dsn)
 	ctx := context.Background()
-	err := d.Write(ctx, func(tx *Tx) error {
+	err := d.Write(ctx, func(tx *db.Tx) error {
 		_, err := tx.Exec(`INSERT INTO revision_floors (kind, key, revision) VALUES ('t', 'k', 1)`)
 		return err
 	})
-	e, ok := apierr.As(err)
-	if !ok || e.Code != apierr.Unavailable || e.Cause == nil || !strings.Contains(e.Detail, "read-only") {
+	if f, ok := faultOf(err, db.ErrUnavailable); !ok || f.Cause == nil || !strings.Contains(f.Detail, "read-only") {
 		t.Fatalf("write to a read-only server: %v, want unavailable naming the cause", err)
 	}
-	if err := d.Ready(ctx); apierr.CodeOf(err) != apierr.Unavailable {
+	if err := d.Ready(ctx); !errors.Is(err, db.ErrUnavailable) {
 		t.Errorf("ready on a read-only server: %v", err)
-	}
-}
-
-// TestPostgresDiskFullIsInsufficientStorage puts a database's tables on a
-// small tmpfs (a tablespace: dbtest.OnSmallDisk) and fills it: a write
-// that needs new pages fails with insufficient_storage and Retry-After,
-// reads go on, and once space is freed writes commit again. (Readiness
-// cannot stay down meanwhile as on SQLite: planserver cannot see the
-// server's disk, and its probe write fits in a page it already has.)
-func TestPostgresDiskFullIsInsufficientStorage(t *testing.T) {
-	dbtest.RequirePostgres(t)
-	dsn, dir := dbtest.OnSmallDisk(t, "4m")
-	d := migrated(t, dsn)
-	ctx := context.Background()
-	big := make([]byte, 1<<20)
-	_, _ = rand.Read(big)
-	bigText := base64.StdEncoding.EncodeToString(big) // incompressible: it must take pages
-	write := func() error {
-		return d.Write(ctx, func(tx *Tx) error {
-			_, err := tx.Exec(`INSERT INTO events (type, time, actor, data) VALUES ('t', '', 'test', ?)`, bigText)
-			return err
-		})
-	}
-	if err := write(); err != nil {
-		t.Fatalf("write before the disk filled: %v", err)
-	}
-	free := testfs.Fill(t, dir)
-	err := write()
-	e, ok := apierr.As(err)
-	if !ok || e.Code != apierr.InsufficientStorage || e.RetryAfter == 0 || e.Cause == nil {
-		free()
-		t.Fatalf("write on a full disk: %v, want insufficient_storage with Retry-After and its cause", err)
-	}
-	var n int
-	if err := d.Reader(ctx).QueryRow(`SELECT count(*) FROM events`).Scan(&n); err != nil || n != 1 {
-		t.Errorf("read on a full disk: %d events, %v", n, err)
-	}
-	free()
-	if err := write(); err != nil {
-		t.Errorf("write after space was freed: %v", err)
-	}
-	if err := d.Ready(ctx); err != nil {
-		t.Errorf("ready after space was freed: %v", err)
 	}
 }
 
@@ -426,7 +331,7 @@ func TestPostgresRefusesANonUTF8Database(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = admin.Exec(`DROP DATABASE IF EXISTS "` + name + `_latin1" WITH (FORCE)`) })
-	d, err := Open(context.Background(), latin, Options{})
+	d, err := db.Open(context.Background(), latin, db.Options{})
 	if err == nil {
 		d.Close()
 		t.Fatal("opened a LATIN1 database")
@@ -439,9 +344,9 @@ func TestPostgresRefusesANonUTF8Database(t *testing.T) {
 // openUnmigrated opens dsn as it is. On PostgreSQL every commit moves
 // commit_version (DB.Version), so a handle that writes needs the schema:
 // migrated.
-func openUnmigrated(t *testing.T, dsn string) *DB {
+func openUnmigrated(t *testing.T, dsn string) *db.DB {
 	t.Helper()
-	d, err := Open(context.Background(), dsn, Options{})
+	d, err := db.Open(context.Background(), dsn, db.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,7 +378,7 @@ func TestPostgresReplicasMigrateAtOnce(t *testing.T) {
 	}
 	d := migrated(t, dsn)
 	st, err := d.MigrateStatus(context.Background())
-	if err != nil || len(st) == 0 || !st[len(st)-1].Applied || st[len(st)-1].Version != KnownVersion() {
+	if err != nil || len(st) == 0 || !st[len(st)-1].Applied || st[len(st)-1].Version != db.KnownVersion() {
 		t.Errorf("status after concurrent migrations: %+v, %v", st, err)
 	}
 }
@@ -491,13 +396,13 @@ func TestPostgresTimeIsTheServers(t *testing.T) {
 		t.Fatalf("a replica an hour ahead reads a time %s off the server's", skew)
 	}
 	var stamped string
-	if err := d.Write(context.Background(), func(tx *Tx) error {
+	if err := d.Write(context.Background(), func(tx *db.Tx) error {
 		stamped = tx.NowText()
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if at, err := time.Parse(TimeFormat, stamped); err != nil || time.Since(at).Abs() > 2*time.Second {
+	if at, err := time.Parse(db.TimeFormat, stamped); err != nil || time.Since(at).Abs() > 2*time.Second {
 		t.Errorf("a write was stamped %s (%v)", stamped, err)
 	}
 }
@@ -519,7 +424,7 @@ func TestPostgresListenerOutlivesIdleWaits(t *testing.T) {
 		t.Fatal("woken while idle: the listener lost its connection and reconnected")
 	default:
 	}
-	if err := b.Write(context.Background(), func(tx *Tx) error {
+	if err := b.Write(context.Background(), func(tx *db.Tx) error {
 		_, err := tx.Exec(`CREATE TABLE idle (x INTEGER)`)
 		return err
 	}); err != nil {
@@ -542,12 +447,12 @@ func TestPostgresWriteRoundTrips(t *testing.T) {
 	d := migrated(t, dbtest.Fresh(t))
 	ctx := context.Background()
 	createKV(t, d)
-	trips := func(fn func(tx *Tx) error) (int64, error) {
-		before := d.locks.trips.Load()
+	trips := func(fn func(tx *db.Tx) error) (int64, error) {
+		before := d.RoundTrips()
 		err := d.Write(ctx, fn)
-		return d.locks.trips.Load() - before, err
+		return d.RoundTrips() - before, err
 	}
-	n, err := trips(func(tx *Tx) error {
+	n, err := trips(func(tx *db.Tx) error {
 		var c int
 		if err := tx.QueryRow(`SELECT count(*) FROM kv`).Scan(&c); err != nil {
 			return err
@@ -562,14 +467,14 @@ func TestPostgresWriteRoundTrips(t *testing.T) {
 	if err != nil || n != 2 {
 		t.Errorf("read then 5 inserts: %d round trips, %v; want 2", n, err)
 	}
-	if n, err = trips(func(tx *Tx) error {
+	if n, err = trips(func(tx *db.Tx) error {
 		_, err := tx.Exec(`UPDATE kv SET v = 'y'`)
 		return err
 	}); err != nil || n != 1 {
 		t.Errorf("an update alone: %d round trips, %v; want 1", n, err)
 	}
 	refused := errors.New("refused")
-	if n, err = trips(func(tx *Tx) error { return refused }); !errors.Is(err, refused) || n != 0 {
+	if n, err = trips(func(tx *db.Tx) error { return refused }); !errors.Is(err, refused) || n != 0 {
 		t.Errorf("a write refused before reading: %d round trips, %v; want 0", n, err)
 	}
 	var count int
@@ -591,8 +496,8 @@ func TestPostgresBatchTakesInWritesQueuedWhileItRuns(t *testing.T) {
 	ctx := context.Background()
 	var commits atomic.Int64
 	d.OnCommit(func() { commits.Add(1) })
-	insert := func(k int) func(tx *Tx) error {
-		return func(tx *Tx) error {
+	insert := func(k int) func(tx *db.Tx) error {
+		return func(tx *db.Tx) error {
 			var seen int
 			if err := tx.QueryRow(`SELECT count(*) FROM kv WHERE k >= 0`).Scan(&seen); err != nil {
 				return err
@@ -610,7 +515,7 @@ func TestPostgresBatchTakesInWritesQueuedWhileItRuns(t *testing.T) {
 	running, gate := make(chan struct{}), make(chan struct{})
 	results := make(chan error, 3)
 	go func() {
-		results <- d.Write(ctx, func(tx *Tx) error {
+		results <- d.Write(ctx, func(tx *db.Tx) error {
 			close(running)
 			<-gate
 			return insert(0)(tx)
@@ -639,7 +544,7 @@ func TestPostgresBatchTakesInWritesQueuedWhileItRuns(t *testing.T) {
 
 // TestPostgresCarriedStatementsFailTheirWriteAlone: a write's last
 // statements travel with the next write's first round trip, or with the
-// commit (pgcommit.go). A duplicate key found there undoes its own write
+// commit (commit.go). A duplicate key found there undoes its own write
 // alone: the write that carried it goes on as if nothing happened, no
 // write function runs twice, later writes do not see the undone one, and
 // a batch without failures costs one round trip per write plus the lock's.
@@ -650,7 +555,7 @@ func TestPostgresCarriedStatementsFailTheirWriteAlone(t *testing.T) {
 	mustExec(t, d, `INSERT INTO kv (k, v) VALUES (100, 'taken')`)
 	var runs [5]atomic.Int64
 	// insert inserts write i's row, and a duplicate of 100 when dup.
-	insert := func(tx *Tx, i int, dup bool) error {
+	insert := func(tx *db.Tx, i int, dup bool) error {
 		if _, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (?, 'x')`, 10+i); err != nil {
 			return err
 		}
@@ -661,8 +566,8 @@ func TestPostgresCarriedStatementsFailTheirWriteAlone(t *testing.T) {
 		return nil
 	}
 	// readThenInsert reads how many of the batch's rows it sees first.
-	readThenInsert := func(i, wantSeen int, dup bool) func(tx *Tx) error {
-		return func(tx *Tx) error {
+	readThenInsert := func(i, wantSeen int, dup bool) func(tx *db.Tx) error {
+		return func(tx *db.Tx) error {
 			runs[i].Add(1)
 			var seen int
 			if err := tx.QueryRow(`SELECT count(*) FROM kv WHERE k >= 10 AND k < 100`).Scan(&seen); err != nil {
@@ -674,13 +579,13 @@ func TestPostgresCarriedStatementsFailTheirWriteAlone(t *testing.T) {
 			return insert(tx, i, dup)
 		}
 	}
-	insertOnly := func(i int, dup bool) func(tx *Tx) error {
-		return func(tx *Tx) error {
+	insertOnly := func(i int, dup bool) func(tx *db.Tx) error {
+		return func(tx *db.Tx) error {
 			runs[i].Add(1)
 			return insert(tx, i, dup)
 		}
 	}
-	writes := []func(tx *Tx) error{
+	writes := []func(tx *db.Tx) error{
 		readThenInsert(0, 0, false),
 		readThenInsert(1, 1, true), // found by write 2's read
 		readThenInsert(2, 1, false),
@@ -724,7 +629,7 @@ func TestPostgresCarriedStatementsFailTheirWriteAlone(t *testing.T) {
 	// per later write (its predecessor's statements with its read), and
 	// the last write's statements with the commit.
 	mustExec(t, d, `DELETE FROM kv WHERE k >= 10 AND k < 100`)
-	release, blocked = blockWriterOn(t, d, func(tx *Tx) error {
+	release, blocked = blockWriterOn(t, d, func(tx *db.Tx) error {
 		_, err := tx.Exec(`UPDATE kv SET v = 'blocker' WHERE k = -1`)
 		return err
 	})
@@ -737,7 +642,7 @@ func TestPostgresCarriedStatementsFailTheirWriteAlone(t *testing.T) {
 		}()
 	}
 	waitQueued(t, d, 3)
-	before := d.locks.trips.Load()
+	before := d.RoundTrips()
 	release()
 	if err := <-blocked; err != nil {
 		t.Fatal(err)
@@ -749,7 +654,47 @@ func TestPostgresCarriedStatementsFailTheirWriteAlone(t *testing.T) {
 		}
 	}
 	// The blocker: BEGIN to COMMIT in one round trip.
-	if n := d.locks.trips.Load() - before - 1; n != 4 {
+	if n := d.RoundTrips() - before - 1; n != 4 {
 		t.Errorf("a batch of 3 writes that read then insert took %d round trips, want 4", n)
+	}
+}
+
+// TestPostgresVersionSeesOtherReplicasCommits: a Version call that starts
+// after a commit was acknowledged on another replica always reflects it,
+// while other callers keep reads of the version in flight all along, so a
+// call that shared a read sent before it began would be caught.
+func TestPostgresVersionSeesOtherReplicasCommits(t *testing.T) {
+	dbtest.RequirePostgres(t)
+	dsn := dbtest.Fresh(t)
+	a, b := migrated(t, dsn), migrated(t, dsn)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if _, err := a.Version(ctx); err != nil && ctx.Err() == nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	defer func() { cancel(); wg.Wait() }()
+	last, err := a.Version(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		mustExec(t, b, `UPDATE event_retention SET pruned_through = pruned_through WHERE id = 1`)
+		v, err := a.Version(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v <= last {
+			t.Fatalf("commit %d on b, acknowledged, then a's version is %d, as before it (%d)", i, v, last)
+		}
+		last = v
 	}
 }

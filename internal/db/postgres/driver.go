@@ -1,4 +1,12 @@
-package db
+// Package postgres is planserver's engine for many replicas on one
+// PostgreSQL server (pgx): writes serialized across replicas by advisory
+// locks, keyed writes of different keys beside each other, each batch's
+// statements pipelined into as few round trips as the guarantees allow
+// (Commit, commit.go, ahead.go), LISTEN/NOTIFY to wake every replica, and
+// the server's clock. It registers itself with internal/db for
+// postgres:// and postgresql:// URLs: a program links it in by importing
+// it.
+package postgres
 
 import (
 	"context"
@@ -9,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"net/url"
 	"runtime"
@@ -22,14 +29,13 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
-	"github.com/pressly/goose/v3/lock"
 
-	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/migrations"
 )
 
 // PostgreSQL runs planserver as many replicas on one database. The stores
-// are the same; what differs is here:
+// and the core are the same; what differs is here:
 //
 //   - Writes are serialized across every replica exactly as SQLite's one
 //     writer serializes them: each write transaction first takes a
@@ -63,26 +69,26 @@ import (
 // databases on one server do not wait for each other.
 const writeLockKey int64 = 0x706c616e73727672
 
-// keyLockSpace is the first half of every key's advisory lock (Key.lock
-// the second): "plnk". Two-part advisory locks never meet the one-part
+// keyLockSpace is the first half of every key's advisory lock (the key's
+// hash, db.Write.Key, the second): "plnk". Two-part advisory locks never meet the one-part
 // writeLockKey and migrateLockKey.
 const keyLockSpace int32 = 0x706c6e6b
 
 // notifyChannel is the channel of the commit notifications.
 const notifyChannel = "planserver_commit"
 
-// IsPostgres reports whether dsn names a PostgreSQL server, a postgres://
-// or postgresql:// URL, rather than a SQLite file.
-func IsPostgres(dsn string) bool {
+func init() { db.Register(pgDriver{}) }
+
+// pgDriver serves databases on a PostgreSQL server: postgres:// and
+// postgresql:// URLs.
+type pgDriver struct{}
+
+func (pgDriver) Accepts(dsn string) bool {
 	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
 }
 
-// Redact returns dsn fit for logs and messages: a PostgreSQL URL loses its
-// password (and a password query parameter); a SQLite path is unchanged.
-func Redact(dsn string) string {
-	if !IsPostgres(dsn) {
-		return dsn
-	}
+// Redact masks the URL's password (and a password query parameter).
+func (pgDriver) Redact(dsn string) string {
 	u, err := url.Parse(dsn)
 	if err != nil {
 		return "postgres://(unparsable URL)"
@@ -97,9 +103,28 @@ func Redact(dsn string) string {
 	return u.String()
 }
 
-// postgresEngine is a PostgreSQL database shared by any number of
+// File: a server's database is shared by any number of replicas.
+func (pgDriver) File() bool { return false }
+func (pgDriver) Classify(err error) (*db.Fault, bool) {
+	f := classify(err)
+	return f, f != nil
+}
+
+// IsCorrupt: a damaged PostgreSQL database is the server's to report and
+// repair (its fault says so); there is no file to restore.
+func (pgDriver) IsCorrupt(error) bool { return false }
+
+func (pgDriver) Open(ctx context.Context, dsn string, cfg db.Config) (db.Engine, error) {
+	return open(ctx, dsn, cfg.KeyedWriters, cfg.Committed)
+}
+
+// engine is a PostgreSQL database shared by any number of
 // planserver processes.
-type postgresEngine struct {
+type engine struct {
+	// writer is the committers' connections: one, plus one per keyed
+	// writer; reader the read pool.
+	writer, reader *sql.DB
+	keyedWriters   int
 	// id names this process in its commit notifications, so that its
 	// listener skips its own (the hooks already ran after the commit).
 	id string
@@ -108,8 +133,10 @@ type postgresEngine struct {
 	bindCount atomic.Int64
 	listen    *listener
 	clock     *serverClock
-	// versions reads commit_version for DB.Version.
+	// versions reads commit_version for Version.
 	versions versionReads
+	// locks accumulates the write lock's hold and wait times.
+	locks lockStats
 }
 
 // maxCachedBinds bounds the rebind cache: statements built from filters
@@ -117,13 +144,14 @@ type postgresEngine struct {
 // ancestor has as many shapes as trees have depths.
 const maxCachedBinds = 4096
 
-// openPostgres connects the writer, the read pool and the listener, whose
-// notifications run committed.
-func openPostgres(ctx context.Context, dsn string, writers int, committed func()) (*postgresEngine, *sql.DB, *sql.DB, error) {
-	name := Redact(dsn)
+// open connects the writer (one connection, and one per keyed
+// writer), the read pool and the listener, whose notifications run
+// committed.
+func open(ctx context.Context, dsn string, keyedWriters int, committed func()) (*engine, error) {
+	name := pgDriver{}.Redact(dsn)
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("open %s: %w", name, err)
+		return nil, fmt.Errorf("open %s: %w", name, err)
 	}
 	cfg.Tracer = pgTracer{} // spans only under a traced request (trace.go)
 	if cfg.RuntimeParams["application_name"] == "" {
@@ -131,7 +159,8 @@ func openPostgres(ctx context.Context, dsn string, writers int, committed func()
 	}
 	var idBytes [8]byte
 	_, _ = rand.Read(idBytes[:])
-	e := &postgresEngine{id: hex.EncodeToString(idBytes[:]), clock: &serverClock{}}
+	e := &engine{id: hex.EncodeToString(idBytes[:]), clock: &serverClock{}, keyedWriters: keyedWriters}
+	writers := 1 + keyedWriters
 
 	wcfg := cfg.Copy()
 	// A writer that stalls inside its transaction (a paused or partitioned
@@ -145,7 +174,7 @@ func openPostgres(ctx context.Context, dsn string, writers int, committed func()
 	writer.SetConnMaxIdleTime(0)
 	if err := checkServer(ctx, writer); err != nil {
 		writer.Close()
-		return nil, nil, nil, fmt.Errorf("open %s: %w", name, Classify(err))
+		return nil, fmt.Errorf("open %s: %w", name, db.Classify(err))
 	}
 	reader := stdlib.OpenDB(*cfg.Copy())
 	readers := max(4, 2*runtime.GOMAXPROCS(0))
@@ -155,15 +184,16 @@ func openPostgres(ctx context.Context, dsn string, writers int, committed func()
 	if err := reader.PingContext(ctx); err != nil {
 		writer.Close()
 		reader.Close()
-		return nil, nil, nil, fmt.Errorf("open %s for reading: %w", name, Classify(err))
+		return nil, fmt.Errorf("open %s for reading: %w", name, db.Classify(err))
 	}
 	e.listen, err = startListener(ctx, cfg.Copy(), e.id, committed, e.clock)
 	if err != nil {
 		writer.Close()
 		reader.Close()
-		return nil, nil, nil, fmt.Errorf("listen on %s: %w", name, Classify(err))
+		return nil, fmt.Errorf("listen on %s: %w", name, db.Classify(err))
 	}
-	return e, writer, reader, nil
+	e.writer, e.reader = writer, reader
+	return e, nil
 }
 
 // checkServer refuses a database whose encoding is not UTF-8: the stores
@@ -179,11 +209,22 @@ func checkServer(ctx context.Context, conn *sql.DB) error {
 	return nil
 }
 
-func (e *postgresEngine) name() string { return "postgres" }
+func (e *engine) Writer() *sql.DB { return e.writer }
+func (e *engine) Reader() *sql.DB { return e.reader }
 
-// rebind rewrites ? placeholders as $1, $2, … outside string literals,
+// Clock is the server's clock (serverClock).
+func (e *engine) Clock() func() time.Time { return e.clock.now }
+
+// KeyedWriters: keyed batches run on connections of their own, beside
+// the other writes' batches and those of other replicas (lockKeys).
+func (e *engine) KeyedWriters() int { return e.keyedWriters }
+
+// StoresNUL: PostgreSQL's text cannot hold U+0000.
+func (e *engine) StoresNUL() bool { return false }
+
+// Rebind rewrites ? placeholders as $1, $2, … outside string literals,
 // quoted identifiers and comments.
-func (e *postgresEngine) rebind(query string) string {
+func (e *engine) Rebind(query string) string {
 	if v, ok := e.binds.Load(query); ok {
 		return v.(string)
 	}
@@ -236,11 +277,10 @@ func rebindDollar(query string) string {
 	return b.String()
 }
 
-func (e *postgresEngine) readOptions() *sql.TxOptions {
+// ReadOptions: REPEATABLE READ, READ ONLY is one snapshot.
+func (e *engine) ReadOptions() *sql.TxOptions {
 	return &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
 }
-
-func (e *postgresEngine) dialect() goose.Dialect { return goose.DialectPostgres }
 
 // migrateLockKey is the session advisory lock migrations hold: replicas
 // started together would otherwise each create goose's table and apply the
@@ -261,34 +301,36 @@ func (migrationLocker) SessionUnlock(ctx context.Context, conn *sql.Conn) error 
 	return err
 }
 
-func (e *postgresEngine) migrationLock() lock.SessionLocker { return migrationLocker{} }
-func (e *postgresEngine) migrations() fs.FS                 { return migrations.Postgres }
+// Migrations take turns under an advisory lock of their own.
+func (e *engine) Migrations() db.Migrations {
+	return db.Migrations{Dialect: goose.DialectPostgres, Files: migrations.Postgres, Lock: migrationLocker{}}
+}
 
-// checkIntegrity has nothing to do: PostgreSQL checks its own pages (and
+// CheckIntegrity has nothing to do: PostgreSQL checks its own pages (and
 // its data checksums, where the cluster has them) as it reads them.
-func (e *postgresEngine) checkIntegrity(context.Context, *sql.DB) error { return nil }
+func (e *engine) CheckIntegrity(context.Context) error { return nil }
 
 // errBackupPostgres answers `planserver backup` on PostgreSQL.
 var errBackupPostgres = errors.New("planserver backup copies a SQLite database; on PostgreSQL, back up with the server's own tools " +
 	"(pg_dump --format=custom, or continuous archiving), or copy the data to a SQLite file with " +
 	"planserver copy --from postgres://... --to FILE.db")
 
-func (e *postgresEngine) backup(context.Context, string) error { return errBackupPostgres }
+func (e *engine) Backup(context.Context, string) error { return errBackupPostgres }
 
-// lowOnSpace cannot look at the server's disk: a probe write decides.
-func (e *postgresEngine) lowOnSpace() bool { return false }
+// LowOnSpace cannot look at the server's disk: a probe write decides.
+func (e *engine) LowOnSpace() bool { return false }
 
-// version: every replica commits to the one database, and counts its
+// Version: every replica commits to the one database, and counts its
 // commits in commit_version.
-func (e *postgresEngine) version(ctx context.Context, db *DB) (uint64, error) {
-	return e.versions.read(ctx, db.reader)
+func (e *engine) Version(ctx context.Context) (uint64, error) {
+	return e.versions.read(ctx, e.reader)
 }
 
-// highWater reads the identity sequences and the event seq counter
+// HighWater reads the identity sequences and the event seq counter
 // (migrations/postgres).
-func (e *postgresEngine) highWater(q Querier) (map[string]int64, error) {
+func (e *engine) HighWater(q db.Querier, counters map[string]string) (map[string]int64, error) {
 	marks := map[string]int64{}
-	for table, key := range counterKeys {
+	for table, key := range counters {
 		if table == "events" {
 			continue
 		}
@@ -306,8 +348,8 @@ func (e *postgresEngine) highWater(q Querier) (map[string]int64, error) {
 	return marks, nil
 }
 
-func (e *postgresEngine) setHighWater(tx *Tx, marks map[string]int64) error {
-	for table, key := range counterKeys {
+func (e *engine) SetHighWater(tx *db.Tx, counters map[string]string, marks map[string]int64) error {
+	for table, key := range counters {
 		if table == "events" || marks[table] == 0 {
 			continue
 		}
@@ -319,9 +361,10 @@ func (e *postgresEngine) setHighWater(tx *Tx, marks map[string]int64) error {
 	return err
 }
 
-func (e *postgresEngine) close() error {
+// Close stops the listener, then closes the pools.
+func (e *engine) Close() error {
 	e.listen.stop()
-	return nil
+	return errors.Join(e.reader.Close(), e.writer.Close())
 }
 
 // listener LISTENs for commit notifications on a connection of its own and
@@ -442,33 +485,34 @@ func (l *listener) wait(ctx context.Context, conn *pgx.Conn) {
 	}
 }
 
-// classifyPostgres maps the PostgreSQL errors that are storage faults to
-// their codes: a full disk is insufficient_storage; a server that cannot
-// take writes (read-only, a standby, shutting down, out of connections) or
-// cannot be reached is unavailable. ok is false for any other error.
-func classifyPostgres(err error) (code apierr.Code, detail string, ok bool) {
+// classify returns the fault a PostgreSQL error is, or nil: a full
+// disk is ErrDiskFull; a server that cannot take writes (read-only, a
+// standby, shutting down, out of connections) or cannot be reached is
+// ErrUnavailable.
+func classify(err error) *db.Fault {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return "", "", false // the caller gave up; the server is fine
+		return nil // the caller gave up; the server is fine
 	}
+	unavailable := func(detail string) *db.Fault { return &db.Fault{Kind: db.ErrUnavailable, Detail: detail} }
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch {
 		case pe.Code == "53100": // disk_full
-			return apierr.InsufficientStorage, "the database server's disk is full", true
+			return &db.Fault{Kind: db.ErrDiskFull, Detail: "the database server's disk is full"}
 		case pe.Code == "25006": // read_only_sql_transaction
-			return apierr.Unavailable, "the database cannot take writes: the PostgreSQL server is read-only (a standby, or default_transaction_read_only is on)", true
+			return unavailable("the database cannot take writes: the PostgreSQL server is read-only (a standby, or default_transaction_read_only is on)")
 		case pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03": // admin_shutdown, crash_shutdown, cannot_connect_now
-			return apierr.Unavailable, "the PostgreSQL server is shutting down or starting up", true
+			return unavailable("the PostgreSQL server is shutting down or starting up")
 		case strings.HasPrefix(pe.Code, "53"): // insufficient resources: memory, connections
-			return apierr.Unavailable, "the PostgreSQL server is out of resources (" + pe.Message + ")", true
+			return unavailable("the PostgreSQL server is out of resources (" + pe.Message + ")")
 		case strings.HasPrefix(pe.Code, "08"): // connection exceptions
-			return apierr.Unavailable, "the connection to the PostgreSQL server failed", true
+			return unavailable("the connection to the PostgreSQL server failed")
 		case pe.Code == "58030": // io_error
-			return apierr.Unavailable, "the PostgreSQL server's disk reports an I/O error", true
+			return unavailable("the PostgreSQL server's disk reports an I/O error")
 		case pe.Code == "XX001" || pe.Code == "XX002": // data_corrupted, index_corrupted
-			return apierr.Unavailable, "the PostgreSQL database is damaged; an operator must repair or restore it", true
+			return unavailable("the PostgreSQL database is damaged; an operator must repair or restore it")
 		}
-		return "", "", false
+		return nil
 	}
 	var ce *pgconn.ConnectError
 	var ne net.Error
@@ -476,9 +520,9 @@ func classifyPostgres(err error) (code apierr.Code, detail string, ok bool) {
 	case errors.As(err, &ce), errors.As(err, &ne), errors.Is(err, driver.ErrBadConn),
 		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed), pgconn.SafeToRetry(err),
 		isClosedConn(err):
-		return apierr.Unavailable, "the PostgreSQL server cannot be reached", true
+		return unavailable("the PostgreSQL server cannot be reached")
 	}
-	return "", "", false
+	return nil
 }
 
 // isClosedConn recognizes pgx's error for a statement on a connection it

@@ -1,4 +1,4 @@
-package db_test
+package postgres_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/db"
+	"github.com/planserver/planserver/internal/db/drivertest"
 	"github.com/planserver/planserver/internal/dbtest"
 	"github.com/planserver/planserver/internal/plans"
 	"github.com/planserver/planserver/internal/revision"
@@ -23,7 +24,7 @@ import (
 func TestPostgresPlanPutRoundTrips(t *testing.T) {
 	dbtest.RequirePostgres(t)
 	ctx := context.Background()
-	d := db.Migrated(t, dbtest.Fresh(t))
+	d := drivertest.Open(t, dbtest.Fresh(t), db.Options{})
 	st := plans.NewStore(d, plans.Config{})
 	for i, content := range []string{"# one", "# two", "# two"} {
 		before := d.RoundTrips()
@@ -41,13 +42,13 @@ func TestPostgresPlanPutRoundTrips(t *testing.T) {
 
 // TestPostgresPlanWriteBatchRoundTrips: writes of different plans that
 // queue together share a batch of the keyed writer, which sends every
-// plan's head read with its BEGIN and locks (pgahead.go), so the batch
+// plan's head read with its BEGIN and locks (ahead.go), so the batch
 // costs 2 round trips however many writes it holds: PUTs, status changes
 // and deletes alike (one per write and one more before reads went ahead).
 func TestPostgresPlanWriteBatchRoundTrips(t *testing.T) {
 	dbtest.RequirePostgres(t)
 	ctx := context.Background()
-	d := db.MigratedWith(t, dbtest.Fresh(t), db.Options{KeyedWriters: 1})
+	d := drivertest.Open(t, dbtest.Fresh(t), db.Options{KeyedWriters: 1})
 	st := plans.NewStore(d, plans.Config{})
 	put := func(name, content string) error {
 		_, _, err := st.Put(ctx, name, plans.Change{Content: &content}, revision.Precondition{})
@@ -87,7 +88,7 @@ func TestPostgresPlanWriteBatchRoundTrips(t *testing.T) {
 	for i, w := range writes {
 		queued[i] = func() error { return w.write(w.name) }
 	}
-	errs, trips := db.KeyedBatch(t, d, func(*db.Tx) error { return nil }, queued)
+	errs, trips := drivertest.KeyedBatch(t, d, func(*db.Tx) error { return nil }, queued)
 	for i, err := range errs {
 		if err != nil {
 			t.Fatalf("%s: %v", writes[i].name, err)
@@ -122,7 +123,7 @@ func TestPostgresPlanWriteBatchRoundTrips(t *testing.T) {
 func TestPostgresSessionWriteRoundTrips(t *testing.T) {
 	dbtest.RequirePostgres(t)
 	ctx := context.Background()
-	d := db.Migrated(t, dbtest.Fresh(t))
+	d := drivertest.Open(t, dbtest.Fresh(t), db.Options{})
 	st := sessions.NewStore(d, sessions.Config{})
 	var none revision.Precondition
 	trips := func(what string, want int64, write func() error) {
