@@ -209,7 +209,7 @@ func SandboxHere(allowConnect []string, ownPort string) hooks.Sandbox {
 			o.AllowWrite, o.Project, o.Scoped = sc.Files, sc.Project, true
 		}
 		return sandbox.Wrap(self, command, o)
-	}}
+	}, Unwrap: sandbox.Unwrap}
 }
 
 // askPlanserver sends the host's input to POST /v1/hooks/{host} and

@@ -184,6 +184,29 @@ type Sandbox struct {
 	// (read-only, or limited to a scope), or an error when it cannot be
 	// wrapped (a NUL byte).
 	Wrap func(command string, w Wrap) (string, error)
+	// Unwrap returns the command and explanation inside a line of Wrap's
+	// shape (sandbox.Unwrap); nil lets no wrapped line through where the
+	// host cannot rewrite.
+	Unwrap func(line string) (command, explain string, ok bool)
+}
+
+// Rewritten says whether line is exactly what Wrap gives, under the mode
+// w describes, for the command inside it: the line a host's second hook
+// sees after its first hook rewrote the command (Cursor's
+// beforeShellExecution after preToolUse). Wrapping again and comparing
+// byte for byte lets no other line through, whatever the parse found: not
+// another binary, not another flag, nothing after the command.
+func (sb Sandbox) Rewritten(line string, w Wrap) bool {
+	if !sb.Available || sb.Wrap == nil || sb.Unwrap == nil {
+		return false
+	}
+	command, explain, ok := sb.Unwrap(line)
+	if !ok {
+		return false
+	}
+	w.Explain = explain
+	again, err := sb.Wrap(command, w)
+	return err == nil && again == line
 }
 
 // Wrap is how one command runs in the sandbox.
@@ -322,6 +345,10 @@ func Decide(c Call, s Mode, p Policy, f Facts) Decision {
 func decideShell(c Call, s Mode, p Policy) Decision {
 	if strings.TrimSpace(c.Command) == "" {
 		return Decision{Outcome: Deny, Reason: fmt.Sprintf("[planserver: plan mode] %s carried no command.", c.Tool)}
+	}
+	if !c.CanRewrite && p.Sandbox.Rewritten(c.Command, Wrap{}) {
+		return Decision{Outcome: Allow, Reason: "plan mode: the command already runs inside planserver's read-only sandbox " +
+			"(this host's earlier hook rewrote it), where every write and network connection fails"}
 	}
 	if p.Writes != nil {
 		if writes, why := p.Writes(c.Command); writes {

@@ -59,9 +59,13 @@ func decideScopedShell(c Call, s Mode, p Policy) Decision {
 	if strings.TrimSpace(c.Command) == "" {
 		return Decision{Outcome: Deny, Reason: fmt.Sprintf("[planserver: scoped build] %s carried no command.", c.Tool)}
 	}
+	w := Wrap{Scope: &ScopeWrap{Project: c.Project, Files: s.Scope.Files, Connect: s.Scope.Connect}}
+	if !c.CanRewrite && p.Sandbox.Rewritten(c.Command, w) {
+		// The host's earlier hook put it in the scoped sandbox already.
+		return Decision{Outcome: None}
+	}
 	if c.CanRewrite && p.Sandbox.Available && p.Sandbox.Wrap != nil && c.CommandField != "" {
-		explain := fmt.Sprintf("[planserver] %s %s", scopeSentence(s), widen(c.Host, s))
-		w := Wrap{Explain: explain, Scope: &ScopeWrap{Project: c.Project, Files: s.Scope.Files, Connect: s.Scope.Connect}}
+		w.Explain = fmt.Sprintf("[planserver] %s %s", scopeSentence(s), widen(c.Host, s))
 		wrapped, err := p.Sandbox.Wrap(c.Command, w)
 		if err != nil {
 			return outOfScope(c, s, fmt.Sprintf("the command cannot run in planserver's sandbox (%v)", err), "")

@@ -609,3 +609,74 @@ func TestHookScopedBuild(t *testing.T) {
 		t.Errorf("after lifting: %s", dec)
 	}
 }
+
+// TestCursorSecondHookSeesTheRewrite: Cursor runs beforeShellExecution on
+// the command its preToolUse hook returned. That command, exactly as the
+// rewrite made it, runs (it is in the sandbox already); any other line that
+// looks like it (another binary, another flag, something after it) is
+// judged like any command, and the allowlist refuses it. In scoped build
+// the same holds with the scope's sandbox.
+func TestCursorSecondHookSeesTheRewrite(t *testing.T) {
+	wrap := func(cmd string, w hooks.Wrap) (string, error) {
+		o := sandbox.WrapOptions{Explain: w.Explain}
+		if w.Scope != nil {
+			o.AllowWrite, o.Project, o.AllowConnect, o.Scoped = w.Scope.Files, w.Scope.Project, w.Scope.Connect, true
+		}
+		return sandbox.Wrap("/opt/planserver", cmd, o)
+	}
+	env := apitest.New(t, func(c *planhttp.Config) {
+		c.Hooks.Shell.Sandbox = hooks.Sandbox{Available: true, Wrap: wrap, Unwrap: sandbox.Unwrap}
+	})
+	createSession(t, env, map[string]any{"id": "p", "mode": "plan"})
+	rewritten := func(session, command string) string {
+		t.Helper()
+		dec, out := hookCall(t, env, "cursor", "session="+session, withCommand(t, "cursor", "pre_tool_shell", "tool_input", command))
+		in, _ := out["updated_input"].(map[string]any)
+		line, _ := in["command"].(string)
+		if dec != "rewrite" || line == "" {
+			t.Fatalf("preToolUse did not rewrite %q: %s %v", command, dec, out)
+		}
+		return line
+	}
+	second := func(session, line string) string {
+		t.Helper()
+		dec, _ := hookCall(t, env, "cursor", "session="+session, withCommand(t, "cursor", "before_shell_ls", "", line))
+		return dec
+	}
+	line := rewritten("p", "python3 tools/probe.py --dry && cat go.mod")
+	if dec := second("p", line); dec != "allow" {
+		t.Errorf("the rewritten command in beforeShellExecution: %s", dec)
+	}
+	plain, _ := sandbox.Wrap("/opt/planserver", "touch x", sandbox.WrapOptions{})
+	for name, forged := range map[string]string{
+		"another binary":   strings.Replace(line, "/opt/planserver", "/tmp/planserver", 1),
+		"a flag added":     strings.Replace(line, "--read-only", "--read-only --allow-write '/'", 1),
+		"a network opened": strings.Replace(line, "--read-only", "--read-only --allow-connect '127.0.0.1:9'", 1),
+		"a command after":  line + "; touch x",
+		"a command before": "touch x; " + line,
+		"a redirection":    line + " > x",
+		"not a sandbox":    strings.Replace(plain, "sandbox --read-only", "--read-only", 1),
+	} {
+		if dec := second("p", forged); dec != "deny" {
+			t.Errorf("%s: %s for %q", name, dec, forged)
+		}
+	}
+
+	// Scoped build: the scope's sandbox line passes, plan mode's does not.
+	createSession(t, env, map[string]any{"id": "s", "mode": "plan"})
+	pendingWith(t, env, "s", scopedPlan)
+	act(t, env, "s", "approve", nil, 200, "If-Match", `"1"`)
+	scoped := rewritten("s", "sed -i s/1/2/ src/app.go")
+	if !strings.Contains(scoped, "--build-scope") {
+		t.Fatalf("no scoped sandbox: %s", scoped)
+	}
+	if dec := second("s", scoped); dec != "none" {
+		t.Errorf("the scoped rewrite in beforeShellExecution: %s", dec)
+	}
+	if dec := second("s", strings.Replace(scoped, "--allow-write 'src/app.go'", "--allow-write 'src/app.go' --allow-write 'README.md'", 1)); dec != "deny" {
+		t.Errorf("a scoped line with a path added: %s", dec)
+	}
+	if dec := second("s", line); dec != "deny" {
+		t.Errorf("plan mode's line in scoped build: %s", dec)
+	}
+}

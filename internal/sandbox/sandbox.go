@@ -224,6 +224,79 @@ func Wrap(planserverPath, command string, o WrapOptions) (string, error) {
 	return strings.Join(parts, " "), nil
 }
 
+// Unwrap reads a line of Wrap's shape back into the command and the
+// explanation inside it, for a host whose second hook sees the command its
+// first hook rewrote (Cursor runs beforeShellExecution on what preToolUse
+// returned). It only takes the line apart: the words must be bare or
+// single-quoted as Quote writes them, separated by single spaces, and end
+// in -- bash -c 'command'. Whether the line runs in the sandbox a mode
+// asks for is not its answer: a caller wraps the command again and
+// compares byte for byte (hooks.Sandbox.Rewritten), so no other line, and
+// no other binary or flag, can pass for a wrapped one.
+func Unwrap(line string) (command, explain string, ok bool) {
+	words, ok := unquoteWords(line)
+	if !ok || len(words) < 5 {
+		return "", "", false
+	}
+	n := len(words)
+	if words[n-4] != "--" || words[n-3] != "bash" || words[n-2] != "-c" {
+		return "", "", false
+	}
+	for i := 0; i < n-4; i++ {
+		if words[i] == "--explain" && i+1 < n-4 {
+			explain = words[i+1]
+		}
+	}
+	return words[n-1], explain, true
+}
+
+// unquoteWords splits a line into the words bash would see, for lines made
+// of bare words and Quote's single quoting alone (a quote inside a quoted
+// word is closed, escaped with a backslash and reopened); any other shell
+// syntax makes it fail.
+func unquoteWords(line string) ([]string, bool) {
+	var words []string
+	var w strings.Builder
+	inWord := false
+	for i := 0; i < len(line); {
+		switch c := line[i]; {
+		case c == ' ':
+			if !inWord || i+1 < len(line) && line[i+1] == ' ' {
+				return nil, false
+			}
+			words = append(words, w.String())
+			w.Reset()
+			inWord = false
+			i++
+		case c == '\\':
+			if i+1 >= len(line) || line[i+1] != '\'' {
+				return nil, false
+			}
+			w.WriteByte('\'')
+			inWord = true
+			i += 2
+		case c == '\'':
+			end := strings.IndexByte(line[i+1:], '\'')
+			if end < 0 {
+				return nil, false
+			}
+			w.WriteString(line[i+1 : i+1+end])
+			inWord = true
+			i += end + 2
+		case strings.IndexByte("\"$`;&|<>(){}[]*?!~#=%\t\n", c) >= 0:
+			return nil, false
+		default:
+			w.WriteByte(c)
+			inWord = true
+			i++
+		}
+	}
+	if !inWord {
+		return nil, false
+	}
+	return append(words, w.String()), true
+}
+
 // LeanBeside returns the lean planserver-sandbox in planserver's own
 // directory, as make build and the release put it, or "" when there is no
 // executable file there.

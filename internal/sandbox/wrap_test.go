@@ -158,3 +158,53 @@ func TestWrapCommandRefusesNUL(t *testing.T) {
 		t.Error("an empty planserver path was wrapped")
 	}
 }
+
+// TestUnwrap: Unwrap gives back the command and explanation of every line
+// Wrap makes, and takes it apart into the very words bash hands the
+// sandbox (a stand-in prints them); a line with any other shell syntax is
+// not of Wrap's shape.
+func TestUnwrap(t *testing.T) {
+	dir := t.TempDir()
+	dump := filepath.Join(dir, "it's a planserver")
+	if err := os.WriteFile(dump, []byte("#!/bin/sh\nfor a; do printf '%s\\0' \"$a\"; done\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	options := []WrapOptions{
+		{},
+		{AllowConnect: []string{"127.0.0.1:8080"}, Explain: "[planserver] plan mode: it's read-only; write the plan"},
+		{Project: "/p q", AllowWrite: []string{"src/*.go", "it's.md"}, Scoped: true, Explain: "scoped"},
+	}
+	for name, command := range wrapCases {
+		for _, o := range options {
+			line, err := Wrap(dump, command, o)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			got, explain, ok := Unwrap(line)
+			if !ok || got != command || explain != o.Explain {
+				t.Errorf("%s: Unwrap(%q) = %q, %q, %v", name, line, got, explain, ok)
+				continue
+			}
+			out, err := exec.Command("bash", "-c", line).Output()
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			words, _ := unquoteWords(line)
+			bash := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+			if strings.Join(words[1:], "\x00") != strings.Join(bash, "\x00") {
+				t.Errorf("%s: unquoteWords %q, bash %q", name, words[1:], bash)
+			}
+		}
+	}
+	line, _ := Wrap(dump, "ls", WrapOptions{})
+	for _, bad := range []string{
+		line + "; touch x", line + " && touch x", line + " > f", "touch x; " + line, "$(touch x) " + line,
+		line + " `touch x`", line + "\ntouch x", line + " ", " " + line, strings.Replace(line, " --read-only", "  --read-only", 1),
+		"FOO=1 " + line, line[:len(line)-1], `"` + dump + `" --read-only -- bash -c 'ls'`,
+		"ls", "", "-- bash -c", "x -- bash -c 'ls' 'more'",
+	} {
+		if command, _, ok := Unwrap(bad); ok {
+			t.Errorf("Unwrap(%q) = %q, ok: not Wrap's shape", bad, command)
+		}
+	}
+}
