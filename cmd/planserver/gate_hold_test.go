@@ -13,7 +13,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/planserver/planserver/internal/sandbox"
+	"github.com/planserver/planserver/internal/sandbox/sandboxtest"
 )
 
 var lying struct {
@@ -67,9 +67,7 @@ func startHeldGate(t *testing.T, p *proc, session, dir string, extra ...string) 
 // approval with scope, and writes anywhere after a full approval; each
 // change restarts it, and a call in flight gets an error saying why.
 func TestGateHoldsALyingServer(t *testing.T) {
-	if _, err := sandbox.Available(); err != nil {
-		t.Skipf("no kernel sandbox here: %v", err)
-	}
+	sandboxtest.Need(t, "the kernel holding a lying tool server")
 	p := start(t, filepath.Join(t.TempDir(), "p.db"))
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, "inside"), 0o755); err != nil {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planserver/planserver/internal/sandbox"
+	"github.com/planserver/planserver/internal/sandbox/sandboxtest"
 )
 
 // The hook command is tested as a host runs it: the built binary, its input
@@ -285,9 +285,7 @@ func TestHookCommandTokenFile(t *testing.T) {
 // reach planserver, while its output comes back; any text survives the
 // quoting.
 func TestHookCommandSandboxes(t *testing.T) {
-	if _, err := sandbox.Available(); err != nil {
-		t.Skipf("this kernel cannot run the sandbox, so the hook denies instead (TestHookSandboxRewrite covers that): %v", err)
-	}
+	sandboxtest.Need(t, "the hook denies instead there (TestHookSandboxRewrite covers that)")
 	p := start(t, filepath.Join(t.TempDir(), "p.db"))
 	mustCall(t, p, "POST", "/v1/sessions", `{"id":"s","mode":"plan"}`, 201)
 	dir := t.TempDir()

@@ -111,6 +111,16 @@ type route struct {
 	// only, when set, picks the cases the route runs (the allow-connect
 	// route runs the network classes only).
 	only func(Case) bool
+	// then, when set, is the host's second hook on the same call, asked
+	// with what the first would run (Cursor: preToolUse may rewrite the
+	// command, then beforeShellExecution sees the rewritten line); the
+	// command runs only when both let it.
+	then func(cmd, dir string) map[string]any
+	// sandboxed says every command this route runs is rewritten into the
+	// sandbox; PLANSERVER_REQUIRE_SANDBOX=1 (CI) makes a command it runs
+	// as it is an error, where it could otherwise fall back to the
+	// allowlist on a kernel without the sandbox.
+	sandboxed bool
 }
 
 func claudeEvent(cmd, dir string) map[string]any {
@@ -118,6 +128,13 @@ func claudeEvent(cmd, dir string) map[string]any {
 		"session_id": "attack-conversation", "transcript_path": filepath.Join(dir, "..", "transcript.jsonl"),
 		"cwd": dir, "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": "Bash",
 		"tool_input": map[string]any{"command": cmd, "description": "attack"}, "tool_use_id": "toolu_attack",
+	}
+}
+
+func cursorPreToolEvent(cmd, dir string) map[string]any {
+	return map[string]any{
+		"hook_event_name": "preToolUse", "conversation_id": "attack-conversation", "generation_id": "g1",
+		"tool_name": "Shell", "tool_input": map[string]any{"command": cmd, "cwd": dir}, "workspace_roots": []string{dir},
 	}
 }
 
@@ -139,7 +156,19 @@ type verdict struct {
 // ask runs the hook command for cmd and reads its answer as the host would.
 func (r route) ask(t *testing.T, cmd, dir string) verdict {
 	t.Helper()
-	in, err := json.Marshal(r.event(cmd, dir))
+	v := r.askOne(t, r.event, cmd, dir)
+	if r.then == nil || v.run == "" {
+		return v
+	}
+	second := r.askOne(t, r.then, v.run, dir)
+	second.raw = v.raw + "\nthen: " + second.raw
+	return second
+}
+
+// askOne runs the hook command for one event of the call.
+func (r route) askOne(t *testing.T, event func(cmd, dir string) map[string]any, cmd, dir string) verdict {
+	t.Helper()
+	in, err := json.Marshal(event(cmd, dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,8 +244,13 @@ func routes(t *testing.T) []route {
 	// server without the sandbox is the allowlist of Cursor's route; the
 	// hook alone sandboxes as the server does) take every fourth case.
 	return []route{
-		{name: "claude-code", host: "claude-code", event: claudeEvent, srv: sandboxed, binary: []string{hookBinary}},
+		{name: "claude-code", host: "claude-code", event: claudeEvent, srv: sandboxed, binary: []string{hookBinary}, sandboxed: true},
 		{name: "cursor-shell", host: "cursor", event: cursorShellEvent, srv: sandboxed, binary: []string{hookBinary}},
+		// Cursor's two hooks on one shell call: preToolUse rewrites into
+		// the sandbox, beforeShellExecution must then let exactly that
+		// line run.
+		{name: "cursor-two-hooks", host: "cursor", event: cursorPreToolEvent, then: cursorShellEvent, srv: sandboxed,
+			binary: []string{hookBinary}, only: everyNth(2), sandboxed: true},
 		{name: "claude-code-no-sandbox", host: "claude-code", event: claudeEvent, srv: strict, binary: []string{hookBinary},
 			only: everyNth(4)},
 		{name: "claude-code-offline", host: "claude-code", event: claudeEvent, binary: []string{binary, "hook"}, only: everyNth(4)},
@@ -293,6 +327,9 @@ func attack(t *testing.T, r route, c Case) {
 	}
 	before := e.snapshot(t)
 	v := r.ask(t, cmd, e.repo)
+	if r.sandboxed && v.run != "" && os.Getenv("PLANSERVER_REQUIRE_SANDBOX") == "1" && !strings.Contains(v.run, " --read-only ") {
+		t.Errorf("route %s let %q run outside the sandbox (PLANSERVER_REQUIRE_SANDBOX=1): %s", r.name, cmd, v.raw)
+	}
 	var out string
 	if v.run != "" {
 		out, _ = e.shell(v.run, true)
@@ -319,7 +356,10 @@ func clip(s string, n int) string {
 // outside the sandbox: the same bytes, status 0.
 func TestReadsStillWork(t *testing.T) {
 	srv := startServer(t, "sandboxed")
-	r := route{name: "claude-code", host: "claude-code", event: claudeEvent, srv: srv, binary: []string{hookBinary}}
+	rs := []route{
+		{name: "claude-code", host: "claude-code", event: claudeEvent, srv: srv, binary: []string{hookBinary}},
+		{name: "cursor-two-hooks", host: "cursor", event: cursorPreToolEvent, then: cursorShellEvent, srv: srv, binary: []string{hookBinary}},
+	}
 	reads := []string{
 		"ls -la",
 		"ls -R src dir",
@@ -353,29 +393,45 @@ func TestReadsStillWork(t *testing.T) {
 		"env | grep -c '^PATH='",
 	}
 	for _, cmd := range reads {
-		t.Run(cmd, func(t *testing.T) {
-			t.Parallel()
-			e := newScene(t, srv)
-			want, err := e.shell(cmd, false)
-			if err != nil {
-				t.Fatalf("outside the sandbox: %v\n%s", err, want)
+		for _, r := range rs {
+			if r.then != nil && strings.HasPrefix(cmd, "go ") {
+				// The Go tool's reads prove the sandbox, not the route:
+				// they run once, on Claude Code's, to keep the test quick.
+				continue
 			}
-			before := e.snapshot(t)
-			v := r.ask(t, cmd, e.repo)
-			if v.run == "" {
-				t.Fatalf("plan mode refused a read: %s", v.reason)
-			}
-			got, err := e.shell(v.run, false)
-			if err != nil {
-				t.Fatalf("in plan mode: %v\nran: %s\n%s", err, v.run, got)
-			}
-			if got != want {
-				t.Fatalf("in plan mode the output differs\nran: %s\noutside:\n%s\ninside:\n%s", v.run, want, got)
-			}
-			if problems := e.check(t, before); len(problems) > 0 {
-				t.Fatalf("the read changed something:\n- %s", strings.Join(problems, "\n- "))
-			}
-		})
+			t.Run(r.name+"/"+cmd, func(t *testing.T) {
+				t.Parallel()
+				readStillWorks(t, r, srv, cmd)
+			})
+		}
+	}
+}
+
+// readStillWorks runs one read outside, then through route r, and
+// compares.
+func readStillWorks(t *testing.T, r route, srv *server, cmd string) {
+	e := newScene(t, srv)
+	want, err := e.shell(cmd, false)
+	if err != nil {
+		t.Fatalf("outside the sandbox: %v\n%s", err, want)
+	}
+	before := e.snapshot(t)
+	v := r.ask(t, cmd, e.repo)
+	if v.run == "" {
+		t.Fatalf("plan mode refused a read: %s", v.reason)
+	}
+	got, err := e.shell(v.run, false)
+	if err != nil {
+		t.Fatalf("in plan mode: %v\nran: %s\n%s", err, v.run, got)
+	}
+	if got != want {
+		t.Fatalf("in plan mode the output differs\nran: %s\noutside:\n%s\ninside:\n%s", v.run, want, got)
+	}
+	if !strings.Contains(v.run, " --read-only ") {
+		t.Fatalf("the read ran outside the sandbox: %s", v.run)
+	}
+	if problems := e.check(t, before); len(problems) > 0 {
+		t.Fatalf("the read changed something:\n- %s", strings.Join(problems, "\n- "))
 	}
 }
 
