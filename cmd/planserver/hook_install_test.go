@@ -606,3 +606,54 @@ func TestHookInstallWithoutLeanBinary(t *testing.T) {
 		t.Errorf("uninstall left the lean entry: %v", err)
 	}
 }
+
+// TestHookInstallLeavesOthersBinaries: a planserver the user keeps in the
+// folder named by --bin-dir is neither replaced by install nor removed by
+// uninstall; the binaries install copied there itself are replaced by the
+// next install and removed by uninstall, and the folder's other files
+// stay.
+func TestHookInstallLeavesOthersBinaries(t *testing.T) {
+	p := start(t, filepath.Join(t.TempDir(), "p.db"))
+	planSessionAt(t, p, "s1", true)
+	e := newInstallEnv(t, p)
+	userBin := filepath.Join(e.home, "bin")
+	if err := os.MkdirAll(userBin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mine := filepath.Join(userBin, "planserver")
+	const script = "#!/bin/sh\necho the user's own planserver\n"
+	if err := os.WriteFile(mine, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(userBin, "tool")
+	if err := os.WriteFile(other, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, code := e.hook(t, "install", "claude-code", "--session", "s1", "--bin-dir", userBin)
+	if code == 0 || !strings.Contains(out, mine+" is already there") || !strings.Contains(out, "--bin-dir") {
+		t.Fatalf("install over the user's planserver: exit %d\n%s", code, out)
+	}
+	if readText(t, mine) != script {
+		t.Fatal("install replaced the user's planserver")
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, ".claude", "settings.json")); !os.IsNotExist(err) {
+		t.Fatalf("a refused install wrote the settings: %v", err)
+	}
+
+	// Elsewhere it installs; again into the same folder replaces its own.
+	ours := filepath.Join(e.home, "tools")
+	e.ok(t, "install", "claude-code", "--session", "s1", "--bin-dir", ours)
+	e.ok(t, "install", "claude-code", "--session", "s1", "--bin-dir", ours)
+	if err := os.WriteFile(filepath.Join(ours, "notes.txt"), []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out = e.ok(t, "uninstall", "claude-code")
+	for _, name := range []string{"planserver-hook", "planserver"} {
+		if _, err := os.Stat(filepath.Join(ours, name)); !os.IsNotExist(err) || !strings.Contains(out, "removed "+filepath.Join(ours, name)) {
+			t.Errorf("uninstall left %s: %v\n%s", name, err, out)
+		}
+	}
+	if readText(t, filepath.Join(ours, "notes.txt")) != "mine\n" || readText(t, mine) != script || readText(t, other) != "#!/bin/sh\n" {
+		t.Error("uninstall touched a file install did not put there")
+	}
+}

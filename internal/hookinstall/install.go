@@ -199,6 +199,9 @@ func Install(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	if err := o.refuseOthersBinaries(copies); err != nil {
+		return err
+	}
 	m := Manifest{Host: string(o.Host), Scope: o.Scope, Server: o.Server, Session: o.Session, Parent: o.Parent,
 		BinDir: o.BinDir, Settings: o.paths().settings}
 	if o.Scope == "project" {
@@ -317,6 +320,29 @@ func (o *Options) binaries() ([][2]string, string, error) {
 		hookBin = filepath.Join(dst, "planserver")
 	}
 	return copies, hookBin, nil
+}
+
+// refuseOthersBinaries refuses to copy over a file that no installation
+// put in the bin folder: uninstall takes out exactly what install put in,
+// so a planserver the user already keeps in --bin-dir must neither be
+// replaced nor, later, removed with the hooks.
+func (o *Options) refuseOthersBinaries(copies [][2]string) error {
+	ours := map[string]bool{}
+	records, _ := filepath.Glob(filepath.Join(o.dataDir(), "installs", "*.json"))
+	for _, r := range records {
+		if m, err := readManifest(r); err == nil && m != nil && filepath.Clean(m.BinDir) == filepath.Clean(o.BinDir) {
+			for _, b := range m.Binaries {
+				ours[b] = true
+			}
+		}
+	}
+	for _, c := range copies {
+		if _, err := os.Lstat(c[1]); err == nil && !ours[filepath.Base(c[1])] {
+			return fmt.Errorf("%s is already there, and no planserver hook install put it there: install would replace it "+
+				"and uninstall would remove it. Move it away, or put planserver's binaries in another folder with --bin-dir", c[1])
+		}
+	}
+	return nil
 }
 
 // settingsChanges computes the changes to the host's files: the hooks (or
