@@ -24,7 +24,8 @@ import (
 //
 //	StageCommand …                  the stage, as planserver's main hands it over
 //	sandbox --read-only … -- CMD    planserver sandbox's command line (with SANDBOX_TEST_CLI=1;
-//	                                SANDBOX_TEST_FALLBACK=1 forces the fallback without namespaces)
+//	                                SANDBOX_TEST_FALLBACK=1 forces the fallback without namespaces,
+//	                                SANDBOX_TEST_LACK=FEATURE stands for a kernel without it)
 //	sandbox-test-helper ATTACK …    the raw system calls of helper_test.go
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 {
@@ -35,6 +36,7 @@ func TestMain(m *testing.M) {
 			os.Exit(helper(os.Args[2:]))
 		case "sandbox":
 			if os.Getenv("SANDBOX_TEST_CLI") == "1" {
+				lackKernelFeature(os.Getenv("SANDBOX_TEST_LACK"))
 				o := Options{NoNamespaces: os.Getenv("SANDBOX_TEST_FALLBACK") == "1"}
 				code, _ := cli("planserver sandbox", os.Args[2:], os.Stdout, os.Stderr, o)
 				os.Exit(code)

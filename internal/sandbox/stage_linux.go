@@ -28,9 +28,16 @@ func available() (int, error) {
 	return abi, nil
 }
 
+// The kernel probes, variables so that a test can stand for a kernel that
+// lacks a feature (TestMissingKernelFeature): this one cannot be made to.
+var (
+	landlockVersion    = ll.LandlockGetABIVersion
+	seccompActionsFile = "/proc/sys/kernel/seccomp/actions_avail"
+)
+
 // landlockABI is the kernel's Landlock ABI, or why it is not enough.
 func landlockABI() (int, error) {
-	abi, err := ll.LandlockGetABIVersion()
+	abi, err := landlockVersion()
 	if err != nil {
 		return 0, fmt.Errorf("%w: Landlock is not enabled in this kernel (%v); it needs Linux 6.12 or later with lsm=landlock", ErrUnavailable, err)
 	}
@@ -43,7 +50,7 @@ func landlockABI() (int, error) {
 // seccompActions checks that the kernel's seccomp filters can return each
 // of the actions.
 func seccompActions(actions ...string) error {
-	avail, err := os.ReadFile("/proc/sys/kernel/seccomp/actions_avail")
+	avail, err := os.ReadFile(seccompActionsFile)
 	if err != nil {
 		return fmt.Errorf("%w: the kernel has no seccomp filters (%v)", ErrUnavailable, err)
 	}
