@@ -35,17 +35,15 @@ type Store struct {
 // Config tunes a Store.
 type Config struct {
 	// History is how many revisions of a session plan stay readable, the
-	// current one included (--plan-history); DefaultHistory when 0.
+	// current one included (--plan-history); versioned.DefaultHistory
+	// when 0.
 	History int
 }
-
-// DefaultHistory is the session plan revisions kept by default.
-const DefaultHistory = 100
 
 // NewStore returns a Store on d.
 func NewStore(d *db.DB, cfg Config) *Store {
 	if cfg.History <= 0 {
-		cfg.History = DefaultHistory
+		cfg.History = versioned.DefaultHistory
 	}
 	return &Store{db: d, cfg: cfg}
 }
