@@ -1,6 +1,7 @@
 package revision
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/planserver/planserver/internal/apierr"
@@ -43,22 +44,10 @@ func TestParseMatch(t *testing.T) {
 			t.Errorf("%q: %v", c.in, err)
 			continue
 		}
-		if m.Present != c.present || m.Any != c.any || !equal(m.Revisions, c.revs) {
+		if m.Present != c.present || m.Any != c.any || !slices.Equal(m.Revisions, c.revs) {
 			t.Errorf("%q = %+v", c.in, m)
 		}
 	}
-}
-
-func equal(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func i64(n int64) *int64 { return &n }
