@@ -3,8 +3,9 @@ package api
 import "net/http"
 
 // Code is the stable, machine-readable error code of a problem document:
-// the field clients switch on. The HTTP status of each is listed in
-// API.md's error table (and served by internal/http).
+// the field clients switch on. The contract lists them (api/openapi.yaml,
+// the Problem schema's code) and internal/http's status table gives the
+// HTTP status of each.
 type Code string
 
 // Every code the server answers with.

@@ -40,7 +40,8 @@ const (
 	EventToolCallOutOfScope = "tool_call.out_of_scope"
 )
 
-// EventTypes lists every event type, in API.md's order.
+// EventTypes lists every event type, in the order of the contract's
+// EventType enum (api/openapi.yaml).
 var EventTypes = []string{
 	EventSessionCreated, EventSessionUpdated, EventSessionModeChanged, EventSessionDeleted,
 	EventSessionPlanUpdated, EventSessionReviewRequested, EventSessionReviewApproved,

@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { startServer, launchBrowser, watchPage, eventually, shoot } from './harness.mjs';
+import { startServer, launchBrowser, newPage, signIn, eventually, shoot } from './harness.mjs';
 
 let srv;
 let browser;
@@ -26,27 +26,6 @@ after(async () => {
   await browser?.close();
   await srv?.stop();
 });
-
-// newPage opens a tab at 1280×800 (or the given size) that records
-// console errors, CSP violations and requests to any other origin, and
-// every URL it requests (to prove no token is ever put in one).
-async function newPage(viewport = { width: 1280, height: 800 }) {
-  // One time zone and locale, so what the pages show does not depend on
-  // the machine that runs the tests.
-  const context = await browser.newContext({ viewport, timezoneId: 'UTC', locale: 'en-GB' });
-  const page = await context.newPage();
-  const problems = watchPage(page, [srv.url]);
-  const urls = [];
-  page.on('request', (req) => urls.push(req.url()));
-  return { page, context, problems, urls };
-}
-
-async function signIn(page, token) {
-  await page.goto(`${srv.url}/ui/`);
-  await page.getByLabel('Token').fill(token);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'Plans waiting for review' }).waitFor();
-}
 
 // agentSession makes a session in plan mode with an agent token bound to
 // it, the way a host sets up its agent.
@@ -104,7 +83,7 @@ function noProblems(problems, urls) {
 }
 
 test('sign-in refuses a bad token and keeps a good one out of URLs and localStorage', async () => {
-  const { page, context, problems, urls } = await newPage();
+  const { page, context, problems, urls } = await newPage(browser, srv);
   await page.goto(`${srv.url}/ui/sessions`);
   await page.getByLabel('Token').fill('ps_not-a-real-token');
   await page.getByRole('button', { name: 'Sign in' }).click();
@@ -134,8 +113,8 @@ test('sign-in refuses a bad token and keeps a good one out of URLs and localStor
 });
 
 test('a plan written through the API appears in the inbox live, without a reload or polling', async () => {
-  const { page, context, problems, urls } = await newPage();
-  await signIn(page, adminToken);
+  const { page, context, problems, urls } = await newPage(browser, srv);
+  await signIn(page, srv, adminToken);
   await page.locator('#feed[data-state="live"]').waitFor();
   // A marker in the page's memory survives only if the page never reloads.
   await page.evaluate(() => { window.notReloaded = true; });
@@ -175,8 +154,8 @@ test('a plan written through the API appears in the inbox live, without a reload
 test('approve by keyboard: the session goes back to build mode', async () => {
   const agent = await agentSession('approve-me', 'Fix the rounding bug');
   const rev = await planAndAsk(agent, 'approve-me', '# Plan\n1. Round half to even in billing/round.go\n2. Run go test ./billing/...\n');
-  const { page, context, problems, urls } = await newPage();
-  await signIn(page, adminToken);
+  const { page, context, problems, urls } = await newPage(browser, srv);
+  await signIn(page, srv, adminToken);
   await page.goto(`${srv.url}/ui/sessions/approve-me/review?revision=${rev}`);
   await page.getByRole('heading', { name: `Plan revision ${rev}` }).waitFor();
   await page.locator('#feed[data-state="live"]').waitFor();
@@ -219,8 +198,8 @@ test('the plan changes while the review page is open: the change is shown and th
   const v1 = '# Plan\n1. Add Redis\n2. Move sessions to Redis\n3. Remove the old cache\n';
   const v2 = '# Plan\n1. Add Redis behind a flag\n2. Move sessions to Redis\n3. Remove the old cache after a week\n4. Roll back by turning the flag off\n';
   await planAndAsk(agent, 'rewrite', v1, 'One cache instead of two.');
-  const { page, context, problems, urls } = await newPage();
-  await signIn(page, adminToken);
+  const { page, context, problems, urls } = await newPage(browser, srv);
+  await signIn(page, srv, adminToken);
   await page.goto(`${srv.url}/ui/sessions/rewrite/review?revision=1`);
   await page.getByRole('heading', { name: 'Plan revision 1' }).waitFor();
   await page.locator('#feed[data-state="live"]').waitFor();
@@ -265,11 +244,11 @@ test('the plan changes while the review page is open: the change is shown and th
 test('without the event feed, an approval of a rewritten plan is refused by the server and the page says so', async () => {
   const agent = await agentSession('offline', 'Rotate the keys');
   await planAndAsk(agent, 'offline', '# Plan\n1. Rotate the signing key\n');
-  const { page, context, problems, urls } = await newPage();
+  const { page, context, problems, urls } = await newPage(browser, srv);
   // Cut the page off from the feed: it cannot learn of the rewrite, so
   // only the If-Match of its approval protects the human.
   await page.route('**/v1/events?**', (route) => (route.request().headers().accept === 'text/event-stream' ? route.abort() : route.continue()));
-  await signIn(page, adminToken);
+  await signIn(page, srv, adminToken);
   await page.goto(`${srv.url}/ui/sessions/offline/review?revision=1`);
   await page.getByRole('heading', { name: 'Plan revision 1' }).waitFor();
   await agent.must(200, 'PUT', '/v1/sessions/offline/plan', { content: '# Plan\n1. Rotate the signing key\n2. Delete the old key at once\n' });
@@ -305,8 +284,8 @@ test('without the event feed, an approval of a rewritten plan is refused by the 
 test('reject with feedback: the agent reads it through the API', async () => {
   const agent = await agentSession('reject-me', 'Drop the legacy API');
   await planAndAsk(agent, 'reject-me', '# Plan\n1. Delete /v0 handlers\n');
-  const { page, context, problems, urls } = await newPage();
-  await signIn(page, adminToken);
+  const { page, context, problems, urls } = await newPage(browser, srv);
+  await signIn(page, srv, adminToken);
   await page.goto(`${srv.url}/ui/sessions/reject-me/review?revision=1`);
   await page.getByRole('heading', { name: 'Plan revision 1' }).waitFor();
   await page.getByLabel('Feedback for the agent').fill('Announce the removal first; two clients still call /v0.');
@@ -343,8 +322,8 @@ const cachePlan = [
 test('reject with line comments: written by click and by keyboard, edited before sending; the agent reads them', async () => {
   const agent = await agentSession('comment-me', 'Cache the product pages');
   await planAndAsk(agent, 'comment-me', cachePlan, 'The price lookup dominates.');
-  const { page, context, problems, urls } = await newPage();
-  await signIn(page, adminToken);
+  const { page, context, problems, urls } = await newPage(browser, srv);
+  await signIn(page, srv, adminToken);
   await page.goto(`${srv.url}/ui/sessions/comment-me/review?revision=1`);
   await page.getByRole('heading', { name: 'Plan revision 1' }).waitFor();
   await page.locator('#feed[data-state="live"]').waitFor();
@@ -443,8 +422,8 @@ test('after a rewrite the diff is against the last decided revision; any two rev
   await agent.must(200, 'PUT', '/v1/sessions/comment-me/plan', { content: v3 });
   await agent.must(200, 'POST', '/v1/sessions/comment-me/plan/review', { rationale: 'Shorter TTL, and a measurement step.' });
 
-  const { page, context, problems, urls } = await newPage();
-  await signIn(page, adminToken);
+  const { page, context, problems, urls } = await newPage(browser, srv);
+  await signIn(page, srv, adminToken);
   await page.goto(`${srv.url}/ui/sessions/comment-me/review?revision=3`);
   await page.getByRole('heading', { name: 'Plan revision 3' }).waitFor();
   // Against revision 1, the one a human decided on, not revision 2.
@@ -504,8 +483,8 @@ test('after a rewrite the diff is against the last decided revision; any two rev
 test('a viewer sees everything read-only, and the API refuses its approval', async () => {
   const agent = await agentSession('viewed', 'Tune the GC');
   await planAndAsk(agent, 'viewed', '# Plan\nSet GOGC=200 on the workers.\n');
-  const { page, context, problems, urls } = await newPage();
-  await signIn(page, viewerToken);
+  const { page, context, problems, urls } = await newPage(browser, srv);
+  await signIn(page, srv, viewerToken);
   await page.getByText('read-only', { exact: false }).first().waitFor();
   await page.locator('[data-session="viewed"]').waitFor();
   await page.goto(`${srv.url}/ui/sessions/viewed/review?revision=1`);
@@ -529,8 +508,8 @@ test('a viewer sees everything read-only, and the API refuses its approval', asy
 test('the header names the token: an agent token is told from a viewer token, both read-only', async () => {
   const agentToken = srv.token('agent', 'label-agent', 'viewed');
   for (const [token, label] of [[adminToken, 'admin'], [viewerToken, 'viewer · read-only'], [agentToken, 'agent · read-only']]) {
-    const { page, context, problems, urls } = await newPage();
-    await signIn(page, token);
+    const { page, context, problems, urls } = await newPage(browser, srv);
+    await signIn(page, srv, token);
     assert.equal(await page.locator('#who .badge').textContent(), label);
     if (token === agentToken) {
       // Its own session, read-only: an agent never decides its own review.
@@ -563,8 +542,8 @@ test('plan Markdown is rendered sanitised: no HTML, no scripts, no loaded images
     '```',
   ].join('\n');
   await planAndAsk(agent, 'hostile', content);
-  const { page, context, problems, urls } = await newPage();
-  await signIn(page, adminToken);
+  const { page, context, problems, urls } = await newPage(browser, srv);
+  await signIn(page, srv, adminToken);
   await page.goto(`${srv.url}/ui/sessions/hostile/review?revision=1`);
   await page.getByRole('heading', { name: 'Plan revision 1' }).waitFor();
   const plan = page.locator('article.plan .markdown');
@@ -611,8 +590,8 @@ test('shared plans: list with progress, and the step graph drawn as a DAG, live'
     worker: 'ui-worker-1', outcome: 'failure', details: 'The results table does not render on Safari.',
   });
 
-  const { page, context, problems, urls } = await newPage();
-  await signIn(page, adminToken);
+  const { page, context, problems, urls } = await newPage(browser, srv);
+  await signIn(page, srv, adminToken);
   await page.getByRole('link', { name: 'Shared plans' }).click();
   const row = page.locator('[data-plan="csv-upload"]');
   await row.waitFor();
@@ -707,8 +686,8 @@ test('a tool run nobody judged is a red alarm on the session page, live, and Enf
   await hook({ hook_event_name: 'PreToolUse', ...read });
   await hook({ hook_event_name: 'PostToolUse', tool_response: {}, ...read });
 
-  const { page, context, problems, urls } = await newPage();
-  await signIn(page, adminToken);
+  const { page, context, problems, urls } = await newPage(browser, srv);
+  await signIn(page, srv, adminToken);
   await page.goto(`${srv.url}/ui/sessions/slipped`);
   await page.getByRole('heading', { name: 'Hooks that slipped' }).waitFor();
   assert.match(await page.locator('[data-field="enforcement"]').textContent(), /claude-code \(http: last decision .+, last report .+\)/);
@@ -751,8 +730,8 @@ test('the session page: tree, where plan mode comes from, mode switch with its w
   const agent = srv.api(srv.token('agent', 'tree-agent', 'tree'));
   await planAndAsk(agent, 'tree', '# Plan\n1. Cut the release branch\n');
 
-  const { page, context, problems, urls } = await newPage();
-  await signIn(page, adminToken);
+  const { page, context, problems, urls } = await newPage(browser, srv);
+  await signIn(page, srv, adminToken);
   await page.goto(`${srv.url}/ui/sessions/tree.worker`);
   await page.getByRole('heading', { name: 'Worker' }).waitFor();
   // Own mode build, effective plan, and where it comes from.
@@ -811,8 +790,8 @@ test('the session page: tree, where plan mode comes from, mode switch with its w
 test('readable on a phone: no sideways scrolling on the inbox, review and plan pages', async () => {
   const agent = await agentSession('phone', 'Shorten the onboarding flow');
   await planAndAsk(agent, 'phone', '# Plan\n\n| step | owner | risk |\n|---|---|---|\n| Merge the two consent screens into one | web | low |\n| Drop the optional survey | product | none |\n\n```\na-very-long-line-of-code-that-would-push-the-page-sideways-if-nothing-wrapped-or-scrolled-it-aside()\n```\n', 'Two screens fewer.');
-  const { page, context, problems, urls } = await newPage({ width: 390, height: 844 });
-  await signIn(page, adminToken);
+  const { page, context, problems, urls } = await newPage(browser, srv, { width: 390, height: 844 });
+  await signIn(page, srv, adminToken);
   for (const p of ['/ui/', '/ui/sessions/phone/review?revision=1', '/ui/plans/csv-upload', '/ui/sessions/tree']) {
     await page.goto(srv.url + p);
     await page.locator('h1').first().waitFor();
@@ -854,8 +833,8 @@ test('the review page at 1280×800: what changed since the rejection, with a com
   const v2 = v1.replace('rounding half up', 'rounding half to even (as the ledger)')
     .replace('3. Run the tests', '3. Run `go test ./billing/... ./api/...`');
   await planAndAsk(agent, 'invoice-totals', v2, 'Half to even now, and the tests named.');
-  const { page, context, problems, urls } = await newPage();
-  await signIn(page, adminToken);
+  const { page, context, problems, urls } = await newPage(browser, srv);
+  await signIn(page, srv, adminToken);
   await page.goto(`${srv.url}/ui/sessions/invoice-totals/review?revision=2`);
   await page.getByRole('heading', { name: 'Plan revision 2' }).waitFor();
   await page.locator('#feed[data-state="live"]').waitFor();
@@ -876,8 +855,8 @@ test('the review page at 1280×800: what changed since the rejection, with a com
 test('approving asks first; the question can be turned off, and the browser remembers', async () => {
   const agent = await agentSession('confirm-me', 'Tidy the logs');
   const rev = await planAndAsk(agent, 'confirm-me', '# Plan\n1. Drop the debug lines in log.go\n');
-  const { page, context, problems, urls } = await newPage();
-  await signIn(page, adminToken);
+  const { page, context, problems, urls } = await newPage(browser, srv);
+  await signIn(page, srv, adminToken);
   await page.goto(`${srv.url}/ui/sessions/confirm-me/review?revision=${rev}`);
   await page.getByRole('heading', { name: `Plan revision ${rev}` }).waitFor();
 
@@ -906,8 +885,8 @@ test('approving asks first; the question can be turned off, and the browser reme
 
 test('a plan without steps shows no step panels', async () => {
   await admin.must(201, 'PUT', '/v1/plans/prose-only', { content: '# Notes\n\nJust prose, no steps.\n' });
-  const { page, context, problems, urls } = await newPage();
-  await signIn(page, adminToken);
+  const { page, context, problems, urls } = await newPage(browser, srv);
+  await signIn(page, srv, adminToken);
   await page.goto(`${srv.url}/ui/plans/prose-only`);
   await page.getByText('This plan has no structured steps.').waitFor();
   assert.equal(await page.locator('[data-panels="steps"]').isVisible(), false);
@@ -967,8 +946,8 @@ test('the step graph: no edge passes through a node it does not connect', async 
   }
   await admin.must(201, 'PUT', '/v1/plans/sixty', { content: '# Sixty steps\n', steps });
 
-  const { page, context, problems, urls } = await newPage();
-  await signIn(page, adminToken);
+  const { page, context, problems, urls } = await newPage(browser, srv);
+  await signIn(page, srv, adminToken);
   for (const [name, nodes] of [['example-csv', 4], ['sixty', 60]]) {
     await page.goto(`${srv.url}/ui/plans/${name}`);
     await page.locator('svg.dag g.node').first().waitFor();

@@ -180,6 +180,29 @@ export function watchPage(page, allowedOrigins) {
   return problems;
 }
 
+// newPage opens a tab of browser at viewport that records console
+// errors, CSP violations and requests to any origin but the server's
+// (watchPage), and every URL it requests (to prove no token is ever put
+// in one). One time zone and locale, so what the pages show does not
+// depend on the machine that runs the tests.
+export async function newPage(browser, srv, viewport = { width: 1280, height: 800 }) {
+  const context = await browser.newContext({ viewport, timezoneId: 'UTC', locale: 'en-GB' });
+  const page = await context.newPage();
+  const problems = watchPage(page, [srv.url]);
+  const urls = [];
+  page.on('request', (req) => urls.push(req.url()));
+  return { page, context, problems, urls };
+}
+
+// signIn signs page in to the console of srv with token, and waits for
+// the inbox.
+export async function signIn(page, srv, token) {
+  await page.goto(`${srv.url}/ui/`);
+  await page.getByLabel('Token').fill(token);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Plans waiting for review' }).waitFor();
+}
+
 // shoot saves a screenshot of a page or an element as name.png, only when
 // SCREENSHOTS is set: SCREENSHOTS=1 writes to docs/screenshots (the
 // README's pictures), any other value names a directory (relative to the

@@ -6,7 +6,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser, watchPage, eventually, shoot } from './harness.mjs';
+import { startServer, launchBrowser, newPage, signIn, eventually, shoot } from './harness.mjs';
 
 let srv;
 let browser;
@@ -27,19 +27,8 @@ after(async () => {
   await srv?.stop();
 });
 
-async function newPage(viewport = { width: 1280, height: 900 }) {
-  const context = await browser.newContext({ viewport, timezoneId: 'UTC', locale: 'en-GB' });
-  const page = await context.newPage();
-  const problems = watchPage(page, [srv.url]);
-  return { page, context, problems };
-}
-
-async function signIn(page, token) {
-  await page.goto(`${srv.url}/ui/`);
-  await page.getByLabel('Token').fill(token);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'Plans waiting for review' }).waitFor();
-}
+// The scope's pages are tall: every tab opens at 1280×900.
+const tall = { width: 1280, height: 900 };
 
 function plan(files, connect = []) {
   return '# Bump the version\n\n1. Set V in src/app.go\n2. Run the tests\n\n```scope\n' +
@@ -72,8 +61,8 @@ test('the review page shows the scope granted beside the plan, and its diff agai
   await agent.must(200, 'PUT', '/v1/sessions/scoped/plan', { content: plan(['src/app.go', 'README.md']) });
   await agent.must(200, 'POST', '/v1/sessions/scoped/plan/review', {});
 
-  const { page, context, problems } = await newPage();
-  await signIn(page, adminToken);
+  const { page, context, problems } = await newPage(browser, srv, tall);
+  await signIn(page, srv, adminToken);
   await page.goto(`${srv.url}/ui/sessions/scoped/review?revision=2`);
   const grant = page.locator('[data-field="scope-grant"]');
   await grant.getByRole('heading', { name: 'The scope you grant' }).waitFor();
@@ -108,16 +97,16 @@ test('the review page shows the scope granted beside the plan, and its diff agai
 
 test('an admin may approve for a full build instead, warned first; a viewer sees the scope read-only', async () => {
   await session('lifted', plan(['docs/']));
-  const viewer = await newPage();
-  await signIn(viewer.page, viewerToken);
+  const viewer = await newPage(browser, srv, tall);
+  await signIn(viewer.page, srv, viewerToken);
   await viewer.page.goto(`${srv.url}/ui/sessions/lifted/review?revision=1`);
   await viewer.page.locator('[data-field="scope-grant"] [data-scope-item="docs/"]').waitFor();
   assert.equal(await viewer.page.locator('[data-action="approve"]').count(), 0);
   assert.equal(await viewer.page.locator('[data-setting="full-build"]').count(), 0);
   await viewer.context.close();
 
-  const { page, context, problems } = await newPage();
-  await signIn(page, adminToken);
+  const { page, context, problems } = await newPage(browser, srv, tall);
+  await signIn(page, srv, adminToken);
   await page.goto(`${srv.url}/ui/sessions/lifted/review?revision=1`);
   await page.locator('[data-setting="full-build"]').check();
   const warning = page.locator('[data-field="full-build-warning"]');
@@ -140,8 +129,8 @@ test('the session page shows the scope in force and the calls refused against it
   await admin.must(200, 'POST', '/v1/sessions/inforce/plan/approve', {}, { 'If-Match': '"1"' });
   await admin.must(200, 'POST', '/v1/hooks/claude-code?session=inforce', hookWrite('/p/README.md'));
 
-  const { page, context, problems } = await newPage();
-  await signIn(page, adminToken);
+  const { page, context, problems } = await newPage(browser, srv, tall);
+  await signIn(page, srv, adminToken);
   await page.goto(`${srv.url}/ui/sessions/inforce`);
   const scope = page.locator('[data-field="build_scope"]');
   await scope.getByText('Scoped build:').waitFor();
@@ -158,8 +147,8 @@ test('the session page shows the scope in force and the calls refused against it
   await shoot(page, 'session-scope', { fullPage: true });
 
   // The sub-session shows where its scope comes from.
-  const sub = await newPage();
-  await signIn(sub.page, adminToken);
+  const sub = await newPage(browser, srv, tall);
+  await signIn(sub.page, srv, adminToken);
   await sub.page.goto(`${srv.url}/ui/sessions/inforce-sub`);
   await sub.page.locator('[data-field="build_scope"]').getByRole('link', { name: 'inforce' }).waitFor();
   assert.equal(await sub.page.locator('[data-action="lift-scope"]').count(), 0);

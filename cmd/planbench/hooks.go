@@ -31,15 +31,11 @@ var hookInputs = map[string]string{
 // command form (planserver-hook claude-code and planserver hook
 // claude-code, a process per call) against starting /bin/true. Targets: p99 under 2 ms (HTTP) and 15 ms (command).
 func (b *bench) hookLatency(ctx context.Context) error {
-	srv, err := startServer(b.o, filepath.Join(b.dir, "hooks.db"), "normal")
+	srv, c, err := b.planModeServer("hooks.db")
 	if err != nil {
 		return err
 	}
 	defer srv.stop()
-	if err := expect(b.c, "POST", srv.base+"/v1/sessions", strings.NewReader(`{"id":"bench","mode":"plan"}`), jsonHeader, 201); err != nil {
-		return err
-	}
-	c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
 	httpN, cmdN := 2000, 300
 	for _, name := range []string{"Write (deny, writes an event)", "Bash ls (rewritten into the sandbox)"} {
 		in := hookInputs[name]
@@ -89,6 +85,22 @@ func (b *bench) hookLatency(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// planModeServer starts a server on a fresh database named db in the
+// bench's directory, with session "bench" in plan mode, the one a host's
+// hook calls name, and a client that keeps one connection to it, as a
+// host does. The caller stops the server.
+func (b *bench) planModeServer(db string) (*process, *http.Client, error) {
+	srv, err := startServer(b.o, filepath.Join(b.dir, db), "normal")
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := expect(b.c, "POST", srv.base+"/v1/sessions", strings.NewReader(`{"id":"bench","mode":"plan"}`), jsonHeader, 201); err != nil {
+		srv.stop()
+		return nil, nil, err
+	}
+	return srv, &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}, nil
 }
 
 // interleave runs n calls of a and of its baseline b, alternating, and

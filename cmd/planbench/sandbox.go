@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -135,15 +134,11 @@ func (b *bench) scopedLatency(ctx context.Context, form []string) error {
 // plus running the rewritten command, against running the command bare.
 // Target: p99 added under 10 ms.
 func (b *bench) planModeShell(ctx context.Context) error {
-	srv, err := startServer(b.o, filepath.Join(b.dir, "sandbox.db"), "normal")
+	srv, c, err := b.planModeServer("sandbox.db")
 	if err != nil {
 		return err
 	}
 	defer srv.stop()
-	if err := expect(b.c, "POST", srv.base+"/v1/sessions", strings.NewReader(`{"id":"bench","mode":"plan"}`), jsonHeader, 201); err != nil {
-		return err
-	}
-	c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
 	const command = "ls -la"
 	in, err := json.Marshal(map[string]any{"session_id": "bench", "transcript_path": "/tmp/t.jsonl", "cwd": b.dir,
 		"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": map[string]any{"command": command}, "tool_use_id": "t"})

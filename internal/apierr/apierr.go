@@ -1,6 +1,6 @@
 // Package apierr owns the error vocabulary every planserver package speaks:
-// one Error type carrying a stable Code (the code column of API.md, defined
-// in the public api package), so a transport can map it to a status in one
+// one Error type carrying a stable Code (the contract's problem codes,
+// defined in the public api package), so a transport can map it to a status in one
 // table and clients can switch on it. Storage speaks its own (db.Fault);
 // As and CodeOf give a storage fault its code here.
 package apierr
@@ -16,7 +16,8 @@ import (
 // Code is the stable, machine-readable error code clients switch on.
 type Code = api.Code
 
-// The code set of API.md. The HTTP status for each lives in internal/http.
+// The code set of the contract (api/openapi.yaml). The HTTP status for
+// each lives in internal/http.
 const (
 	InvalidArgument      = api.CodeInvalidArgument
 	Unauthenticated      = api.CodeUnauthenticated

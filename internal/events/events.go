@@ -40,7 +40,7 @@ const (
 	ToolCallOutOfScope     = api.EventToolCallOutOfScope
 )
 
-// Types lists every event type, in API.md's order.
+// Types lists every event type, in the contract's order (api.EventTypes).
 var Types = api.EventTypes
 
 // Event is one entry of the change log.

@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -48,18 +49,6 @@ func read(t *testing.T, d *db.DB, q events.Query) events.Page {
 	return p
 }
 
-func equal(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 func TestReadPagesAndFilters(t *testing.T) {
 	db := migrated.Fresh(t)
 	appendPlanEvents(t, db, "alpha", 3) // 1..3
@@ -84,7 +73,7 @@ func TestReadPagesAndFilters(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := read(t, db, c.q)
-			if !equal(seqs(p), c.want) || p.Next != c.wantNext {
+			if !slices.Equal(seqs(p), c.want) || p.Next != c.wantNext {
 				t.Errorf("got %v next %d, want %v next %d", seqs(p), p.Next, c.want, c.wantNext)
 			}
 		})
@@ -142,7 +131,7 @@ func TestPruneByAgeAndRowsMakesOlderCursorsExpire(t *testing.T) {
 	if n, err := events.Prune(ctx, db, r, now); err != nil || n != 3 {
 		t.Fatalf("prune to 7 rows: %d, %v", n, err)
 	}
-	if p := read(t, db, events.Query{After: -1}); !equal(seqs(p), []int64{4, 5, 6, 7, 8, 9, 10}) {
+	if p := read(t, db, events.Query{After: -1}); !slices.Equal(seqs(p), []int64{4, 5, 6, 7, 8, 9, 10}) {
 		t.Errorf("after the row cap: %v", seqs(p))
 	}
 	// Exactly at the pruned seq nothing was missed; one below, event 3 was.
@@ -172,7 +161,7 @@ func TestPruneByAgeAndRowsMakesOlderCursorsExpire(t *testing.T) {
 		t.Errorf("empty log at the head: %v next %d", seqs(p), p.Next)
 	}
 	appendPlanEvents(t, db, "p", 1)
-	if p := read(t, db, events.Query{After: 10}); !equal(seqs(p), []int64{11}) {
+	if p := read(t, db, events.Query{After: 10}); !slices.Equal(seqs(p), []int64{11}) {
 		t.Errorf("seqs are never reused: %v", seqs(p))
 	}
 }
@@ -207,14 +196,14 @@ func TestPruneByAgeKeepsTheLogContiguous(t *testing.T) {
 	if n, err := events.Prune(ctx, d, r, now); err != nil || n != 2 {
 		t.Fatalf("prune up to the first young event: %d, %v; want 2", n, err)
 	}
-	if p := read(t, d, events.Query{After: -1}); !equal(seqs(p), []int64{3, 4, 5, 6}) {
+	if p := read(t, d, events.Query{After: -1}); !slices.Equal(seqs(p), []int64{3, 4, 5, 6}) {
 		t.Errorf("after pruning by age: %v", seqs(p))
 	}
 	setTimes(old, 3)
 	if n, err := events.Prune(ctx, d, r, now); err != nil || n != 3 {
 		t.Fatalf("prune once the young one aged: %d, %v; want 3", n, err)
 	}
-	if p := read(t, d, events.Query{After: -1}); !equal(seqs(p), []int64{6}) {
+	if p := read(t, d, events.Query{After: -1}); !slices.Equal(seqs(p), []int64{6}) {
 		t.Errorf("after the second prune: %v", seqs(p))
 	}
 }
@@ -419,7 +408,7 @@ func TestSessionFilterAcrossTheWindow(t *testing.T) {
 				break
 			}
 		}
-		if !equal(got, want[c.id]) {
+		if !slices.Equal(got, want[c.id]) {
 			t.Errorf("%s, pages of %d: %d events read, %d appended; first read %v, first appended %v",
 				c.id, c.limit, len(got), len(want[c.id]), got[:min(5, len(got))], want[c.id][:min(5, len(want[c.id]))])
 		}
@@ -520,7 +509,7 @@ func TestScopeAcrossTheWindow(t *testing.T) {
 				break
 			}
 		}
-		if !equal(got, want) {
+		if !slices.Equal(got, want) {
 			t.Errorf("%s, pages of %d: %d events read, %d in scope; first read %v, first in scope %v",
 				c.name, c.limit, len(got), len(want), got[:min(5, len(got))], want[:min(5, len(want))])
 		}

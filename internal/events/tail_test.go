@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"math/rand"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -243,7 +244,7 @@ func TestTailRingAndChecks(t *testing.T) {
 		t.Error("answered a cursor behind the ring")
 	}
 	p, ok, err := tail.Take(events.Query{After: 20}, "ok")
-	if !ok || err != nil || !equal(seqs(p), []int64{21, 22, 23, 24, 25, 26, 27, 28, 29, 30}) || p.Next != 30 {
+	if !ok || err != nil || !slices.Equal(seqs(p), []int64{21, 22, 23, 24, 25, 26, 27, 28, 29, 30}) || p.Next != 30 {
 		t.Errorf("within the ring: %v next %d, ok %v, %v", seqs(p), p.Next, ok, err)
 	}
 	if p, ok, err := tail.Take(events.Query{After: 25}, "bad"); !ok || err != revoked || len(p.Events) != 0 {
@@ -256,7 +257,7 @@ func TestTailRingAndChecks(t *testing.T) {
 	appendPlanEvents(t, d, "beta", 5)
 	waitGeneration(t, tail, wake, 35)
 	p, ok, _ = tail.Take(events.Query{After: 25, Plan: "beta"}, "ok")
-	if !ok || !equal(seqs(p), []int64{31, 32, 33, 34, 35}) || events.TailFrom(tail) != 25 {
+	if !ok || !slices.Equal(seqs(p), []int64{31, 32, 33, 34, 35}) || events.TailFrom(tail) != 25 {
 		t.Errorf("after sliding: %v ok %v from %d", seqs(p), ok, events.TailFrom(tail))
 	}
 }
@@ -284,7 +285,7 @@ func TestTailRestartsWithItsSubscribers(t *testing.T) {
 	defer stop()
 	waitGeneration(t, tail, wake, 5)
 	p, ok, err := tail.Take(events.Query{After: 3}, "k")
-	if !ok || err != nil || !equal(seqs(p), []int64{4, 5}) {
+	if !ok || err != nil || !slices.Equal(seqs(p), []int64{4, 5}) {
 		t.Errorf("after the restart: %v, ok %v, %v", seqs(p), ok, err)
 	}
 }

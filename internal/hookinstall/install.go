@@ -493,27 +493,10 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 	if st, err := os.Stat(path); err == nil && mode != 0o600 {
 		mode = st.Mode().Perm()
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".planserver-*")
-	if err != nil {
+	return replaceFile(path, mode, func(w io.Writer) error {
+		_, err := w.Write(data)
 		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	})
 }
 
 // copyFile copies an executable atomically: a host starting the hook
@@ -527,16 +510,29 @@ func copyFile(from, to string) error {
 		return err
 	}
 	defer src.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(to), ".planserver-*")
+	return replaceFile(to, 0o755, func(w io.Writer) error {
+		if _, err := io.Copy(w, src); err != nil {
+			return fmt.Errorf("copy %s: %w", from, err)
+		}
+		return nil
+	})
+}
+
+// replaceFile replaces path with what write writes, with mode: it writes
+// a temporary file beside path, syncs it and renames it over path, so a
+// crash, or a reader at the wrong moment, finds the old file or the new,
+// never half of one.
+func replaceFile(path string, mode os.FileMode, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".planserver-*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := io.Copy(tmp, src); err != nil {
+	if err := tmp.Chmod(mode); err != nil {
 		tmp.Close()
-		return fmt.Errorf("copy %s: %w", from, err)
+		return err
 	}
-	if err := tmp.Chmod(0o755); err != nil {
+	if err := write(tmp); err != nil {
 		tmp.Close()
 		return err
 	}
@@ -547,7 +543,7 @@ func copyFile(from, to string) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), to)
+	return os.Rename(tmp.Name(), path)
 }
 
 func newClient(server, token string) (*client.Client, error) {

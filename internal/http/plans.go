@@ -348,29 +348,19 @@ func plansNotFound(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // diffPlan answers how one revision of a shared plan's content differs
-// from another (defaults as for session plans: see diffRange).
+// from another (the store settles the revisions left out).
 func (s *Server) diffPlan(w http.ResponseWriter, r *http.Request) error {
 	name, err := planNameParam(r)
 	if err != nil {
 		return err
 	}
-	from, to, err := diffRange(r, func() ([]int64, error) {
-		revs, err := s.plans.Revisions(r.Context(), name)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]int64, len(revs))
-		for i, rv := range revs {
-			out[i] = rv.Revision
-		}
-		return out, nil
-	})
+	from, to, err := diffRange(r)
 	if err != nil {
 		return err
 	}
-	a, b, err := s.plans.Pair(r.Context(), name, from, to)
+	d, err := s.plans.Diff(r.Context(), name, from, to)
 	if err != nil {
 		return err
 	}
-	return writeDiff(w, r, "plan "+name, from, to, a.Content, b.Content, nil)
+	return writeDiff(w, r, "plan "+name, d)
 }

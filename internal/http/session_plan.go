@@ -12,7 +12,6 @@ import (
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/revision"
-	"github.com/planserver/planserver/internal/sessions"
 )
 
 func (s *Server) putSessionPlan(w http.ResponseWriter, r *http.Request) error {
@@ -211,25 +210,15 @@ func (s *Server) diffSessionPlan(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	from, to, err := diffRange(r, func() ([]int64, error) {
-		revs, err := s.sessions.SessionPlanRevisions(r.Context(), id)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]int64, len(revs.Revisions))
-		for i, rv := range revs.Revisions {
-			out[i] = rv.Revision
-		}
-		return out, nil
-	})
+	from, to, err := diffRange(r)
 	if err != nil {
 		return err
 	}
-	a, b, err := s.sessions.SessionPlanPair(r.Context(), id, from, to)
+	d, err := s.sessions.SessionPlanDiff(r.Context(), id, from, to)
 	if err != nil {
 		return err
 	}
-	return writeDiff(w, r, "plan of session "+id, from, to, a.Content, b.Content, sessions.ScopeDiff(a.Content, b.Content))
+	return writeDiff(w, r, "plan of session "+id, d)
 }
 
 func (s *Server) reviewHistory(w http.ResponseWriter, r *http.Request) error {

@@ -30,7 +30,8 @@ type RevisionSummary = api.RevisionSummary
 // Warning names a stored plan a list skipped because it could not be read.
 type Warning = api.PlanWarning
 
-// ValidateName checks a plan name against the rule of API.md. Names are
+// ValidateName checks a plan name against validation.PlanName, the rule
+// the contract states (api/openapi.yaml, the name parameter). Names are
 // lower-case slugs so two spellings can never name one plan and a name is
 // safe in any URL or file path as it is: no "/", no "..", nothing to escape.
 func ValidateName(name string) error {

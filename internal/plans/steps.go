@@ -588,7 +588,8 @@ func schemaError(err error, more ...apierr.FieldError) error {
 	return apierr.InvalidFields(fields[:min(len(fields), maxFieldErrors)])
 }
 
-// fieldPath writes a JSON pointer's tokens as the field names of API.md:
+// fieldPath writes a JSON pointer's tokens as the contract spells a
+// field in a problem document (api/openapi.yaml):
 // ["steps","3","deps","0"] is steps[3].deps[0].
 func fieldPath(tokens []string) string {
 	var b strings.Builder

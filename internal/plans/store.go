@@ -20,7 +20,6 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultHistory         = 100
 	DefaultMaxContentBytes = 1 << 20
 	DefaultPageSize        = 50
 	MaxPageSize            = 1000
@@ -30,7 +29,7 @@ const (
 type Config struct {
 	// History is how many revisions of a plan stay readable, the current
 	// one included (--plan-history); older ones are pruned by the write
-	// that pushes them out.
+	// that pushes them out. versioned.DefaultHistory when 0.
 	History int
 	// MaxContentBytes bounds a plan's content (--max-plan-bytes).
 	MaxContentBytes int64
@@ -55,7 +54,7 @@ type Store struct {
 // NewStore returns a Store on d.
 func NewStore(d *db.DB, cfg Config) *Store {
 	if cfg.History <= 0 {
-		cfg.History = DefaultHistory
+		cfg.History = versioned.DefaultHistory
 	}
 	if cfg.MaxContentBytes <= 0 {
 		cfg.MaxContentBytes = DefaultMaxContentBytes
@@ -578,35 +577,43 @@ func (st *Store) Revisions(ctx context.Context, name string) ([]RevisionSummary,
 	}
 	var out []RevisionSummary
 	err := st.db.Read(ctx, func(tx *db.Tx) error {
-		h, err := loadHead(tx, name)
-		if err != nil {
-			return err
-		}
-		if h == nil {
-			return notFound(name)
-		}
-		rows, err := tx.Query(`
-			SELECT revision, author, status, updated_at FROM plans WHERE name = ?
-			UNION ALL
-			SELECT revision, author, status, updated_at FROM plan_revisions WHERE name = ? AND revision > ?
-			ORDER BY revision DESC`, name, name, h.revision-int64(st.cfg.History))
-		if err != nil {
-			return fmt.Errorf("history of plan %q: %w", name, err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var r RevisionSummary
-			if err := rows.Scan(&r.Revision, &r.Author, &r.Status, &r.UpdatedAt); err != nil {
-				return fmt.Errorf("history of plan %q: %w", name, err)
-			}
-			out = append(out, r)
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("history of plan %q: %w", name, err)
-		}
-		return nil
+		var err error
+		out, err = st.revisions(tx, name)
+		return err
 	})
 	return out, err
+}
+
+// revisions lists the readable revisions of a plan in q, newest first.
+func (st *Store) revisions(q db.Querier, name string) ([]RevisionSummary, error) {
+	h, err := loadHead(q, name)
+	if err != nil {
+		return nil, err
+	}
+	if h == nil {
+		return nil, notFound(name)
+	}
+	rows, err := q.Query(`
+		SELECT revision, author, status, updated_at FROM plans WHERE name = ?
+		UNION ALL
+		SELECT revision, author, status, updated_at FROM plan_revisions WHERE name = ? AND revision > ?
+		ORDER BY revision DESC`, name, name, h.revision-int64(st.cfg.History))
+	if err != nil {
+		return nil, fmt.Errorf("history of plan %q: %w", name, err)
+	}
+	defer rows.Close()
+	var out []RevisionSummary
+	for rows.Next() {
+		var r RevisionSummary
+		if err := rows.Scan(&r.Revision, &r.Author, &r.Status, &r.UpdatedAt); err != nil {
+			return nil, fmt.Errorf("history of plan %q: %w", name, err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("history of plan %q: %w", name, err)
+	}
+	return out, nil
 }
 
 // GetRevision returns a plan as it was at revision n. A revision that was
@@ -625,25 +632,41 @@ func (st *Store) GetRevision(ctx context.Context, name string, n int64) (*Plan, 
 	return p, err
 }
 
-// Pair reads revisions from and to of a plan from one snapshot, for a
-// diff; revision 0 is the empty plan before the first. Errors:
-// invalid_argument, not_found.
-func (st *Store) Pair(ctx context.Context, name string, from, to int64) (a, b *Plan, err error) {
+// Diff answers how revision to of a plan's content differs from revision
+// from, both read from one snapshot (versioned.Compare, which also says
+// what a bound left nil defaults to). Errors: invalid_argument, not_found.
+func (st *Store) Diff(ctx context.Context, name string, from, to *int64) (*api.Diff, error) {
 	if err := ValidateName(name); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	err = st.db.Read(ctx, func(tx *db.Tx) error {
-		if b, err = st.revisionAt(tx, name, to); err != nil {
-			return err
+	var c versioned.Compared
+	err := st.db.Read(ctx, func(tx *db.Tx) error {
+		revisions := func() ([]int64, error) {
+			revs, err := st.revisions(tx, name)
+			if err != nil {
+				return nil, err
+			}
+			out := make([]int64, len(revs))
+			for i, r := range revs {
+				out[i] = r.Revision
+			}
+			return out, nil
 		}
-		if from == 0 {
-			a = &Plan{Name: name}
-			return nil
+		content := func(n int64) (string, error) {
+			p, err := st.revisionAt(tx, name, n)
+			if err != nil {
+				return "", err
+			}
+			return p.Content, nil
 		}
-		a, err = st.revisionAt(tx, name, from)
+		var err error
+		c, err = versioned.Compare(from, to, revisions, content)
 		return err
 	})
-	return a, b, err
+	if err != nil {
+		return nil, err
+	}
+	return c.Diff(), nil
 }
 
 // revisionAt reads revision n of a plan in q.

@@ -123,8 +123,8 @@ type Precondition struct {
 }
 
 // New combines the headers and the body field, rejecting a header and body
-// field that disagree (API.md: "Header and body both given and different:
-// 400").
+// field that disagree (the contract's conventions, api/openapi.yaml: "Both
+// given and different: 400").
 func New(ifMatch, ifNoneMatch Match, lastKnown *int64, required bool) (Precondition, error) {
 	if lastKnown != nil && *lastKnown < 0 {
 		return Precondition{}, apierr.Invalid("last_known_revision", "must be 0 or a positive revision")

@@ -1,6 +1,7 @@
 package revision
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/planserver/planserver/internal/apierr"
@@ -43,22 +44,10 @@ func TestParseMatch(t *testing.T) {
 			t.Errorf("%q: %v", c.in, err)
 			continue
 		}
-		if m.Present != c.present || m.Any != c.any || !equal(m.Revisions, c.revs) {
+		if m.Present != c.present || m.Any != c.any || !slices.Equal(m.Revisions, c.revs) {
 			t.Errorf("%q = %+v", c.in, m)
 		}
 	}
-}
-
-func equal(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func i64(n int64) *int64 { return &n }
@@ -72,7 +61,9 @@ func mustMatch(t *testing.T, v string) Match {
 	return m
 }
 
-// TestCheck walks every row of API.md's "Revisions and preconditions".
+// TestCheck walks every case of the precondition rules of the contract's
+// conventions (api/openapi.yaml: If-Match, If-None-Match,
+// last_known_revision, and 428 under --require-preconditions).
 func TestCheck(t *testing.T) {
 	type want struct {
 		code         apierr.Code // "" for success
@@ -197,7 +188,7 @@ func FuzzParseMatch(f *testing.F) {
 			t.Fatalf("If-None-Match %q matched revision -1, which no server issues", v)
 		}
 		// A precondition built from it either holds or fails with one of
-		// the codes API.md allows, whatever the resource's state.
+		// the codes the contract allows, whatever the resource's state.
 		for _, exists := range []bool{false, true} {
 			p, err := New(m, Match{}, nil, false)
 			if err != nil {

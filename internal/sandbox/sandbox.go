@@ -113,7 +113,11 @@ func ParseEndpoints(entries []string) ([]Endpoint, error) {
 }
 
 // hostName reports whether s is a DNS name: dot-separated labels of
-// letters, digits and hyphens.
+// letters, digits and hyphens. scope's hostname is the same rule, written
+// again on purpose: planserver-sandbox links nothing of planserver but
+// this package and cliflag (TestSandboxBinaryStaysLean), so this one
+// cannot import scope's, and scope, a pure rule, should not import the
+// kernel sandbox for fifteen lines.
 func hostName(s string) bool {
 	if len(s) > 253 {
 		return false

@@ -299,6 +299,10 @@ func ParseHostPort(s string) (host string, port uint16, msg string) {
 	return h, uint16(n), ""
 }
 
+// hostname reports whether h is a DNS name: dot-separated labels of
+// letters, digits and hyphens. internal/sandbox's hostName is the same
+// rule, kept there because the sandbox binary may link nothing of this
+// package's (TestSandboxBinaryStaysLean).
 func hostname(h string) bool {
 	if len(h) > 253 {
 		return false

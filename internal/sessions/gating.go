@@ -8,10 +8,11 @@ import (
 	"github.com/planserver/planserver/internal/apierr"
 )
 
-// DefaultPlanModeAllow is the plan-mode allowlist of API.md: the plan,
-// review and todo tools of the session-plan toolset, the plan-mode harness
-// and the shared-plan toolset. They write only the plan itself (or the todo
-// list), never the world, so a model in plan mode keeps them.
+// DefaultPlanModeAllow is the default plan-mode allowlist (the contract's
+// --plan-mode-allow, api/openapi.yaml): the plan, review and todo tools of
+// the session-plan toolset, the plan-mode harness and the shared-plan
+// toolset. They write only the plan itself (or the todo list), never the
+// world, so a model in plan mode keeps them.
 var DefaultPlanModeAllow = []string{
 	"write_session_plan", "read_session_plan", "exit_plan_mode",
 	"plan_enter", "plan_write", "plan_exit", "todo_write",

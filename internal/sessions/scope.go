@@ -121,10 +121,11 @@ const (
 	scopeInherited = "inherited"
 )
 
-// ScopeDiff is what the scope plan content b declares adds to and removes
-// from the one content a declares (a scope that does not validate counts
-// as none).
-func ScopeDiff(a, b string) *api.ScopeChange {
+// declaredScopeChange is what the scope plan content b declares adds to and
+// removes from the one content a declares (a scope that does not validate
+// counts as none): what a diff of two session plan revisions says of
+// their scopes.
+func declaredScopeChange(a, b string) *api.ScopeChange {
 	var ga, gb *api.ScopeGrant
 	if s, _ := DeclaredScope(a); s != nil {
 		ga = &api.ScopeGrant{Scope: *s}

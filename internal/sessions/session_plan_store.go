@@ -76,36 +76,45 @@ func noPlanYet(id string) error { return apierr.New(apierr.NotFound, "session %q
 // SessionPlanRevisions lists the readable revisions of the plan of session
 // id, newest first, the current one included. Errors: not_found.
 func (st *Store) SessionPlanRevisions(ctx context.Context, id string) (*api.SessionPlanRevisions, error) {
-	out := &api.SessionPlanRevisions{SessionID: id, Revisions: []api.SessionPlanRevision{}}
+	var out *api.SessionPlanRevisions
 	err := st.db.Read(ctx, func(tx *db.Tx) error {
-		if err := mustExist(tx, id); err != nil {
-			return err
-		}
-		rows, err := tx.Query(`
-			SELECT revision, author, updated_at FROM session_plans WHERE session_id = ?
-			UNION ALL
-			SELECT revision, author, updated_at FROM session_plan_revisions WHERE session_id = ?
-			ORDER BY revision DESC`, id, id)
-		if err != nil {
-			return fmt.Errorf("history of the plan of session %q: %w", id, err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var r api.SessionPlanRevision
-			if err := rows.Scan(&r.Revision, &r.Author, &r.UpdatedAt); err != nil {
-				return fmt.Errorf("history of the plan of session %q: %w", id, err)
-			}
-			out.Revisions = append(out.Revisions, r)
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("history of the plan of session %q: %w", id, err)
-		}
-		if len(out.Revisions) == 0 {
-			return noPlanYet(id)
-		}
-		return nil
+		var err error
+		out, err = sessionPlanRevisions(tx, id)
+		return err
 	})
 	return out, err
+}
+
+// sessionPlanRevisions lists the readable revisions of the plan of
+// session id in q, newest first.
+func sessionPlanRevisions(q db.Querier, id string) (*api.SessionPlanRevisions, error) {
+	if err := mustExist(q, id); err != nil {
+		return nil, err
+	}
+	rows, err := q.Query(`
+		SELECT revision, author, updated_at FROM session_plans WHERE session_id = ?
+		UNION ALL
+		SELECT revision, author, updated_at FROM session_plan_revisions WHERE session_id = ?
+		ORDER BY revision DESC`, id, id)
+	if err != nil {
+		return nil, fmt.Errorf("history of the plan of session %q: %w", id, err)
+	}
+	defer rows.Close()
+	out := &api.SessionPlanRevisions{SessionID: id, Revisions: []api.SessionPlanRevision{}}
+	for rows.Next() {
+		var r api.SessionPlanRevision
+		if err := rows.Scan(&r.Revision, &r.Author, &r.UpdatedAt); err != nil {
+			return nil, fmt.Errorf("history of the plan of session %q: %w", id, err)
+		}
+		out.Revisions = append(out.Revisions, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("history of the plan of session %q: %w", id, err)
+	}
+	if len(out.Revisions) == 0 {
+		return nil, noPlanYet(id)
+	}
+	return out, nil
 }
 
 // GetSessionPlanRevision returns the plan of session id as it was at
@@ -153,22 +162,41 @@ func sessionPlanAt(q db.Querier, id string, n int64) (*SessionPlan, error) {
 	return &p, nil
 }
 
-// SessionPlanPair reads two revisions of the plan of session id from one
-// snapshot, for a diff; revision 0 is the empty plan before the first.
-// Errors: not_found.
-func (st *Store) SessionPlanPair(ctx context.Context, id string, from, to int64) (a, b *SessionPlan, err error) {
-	err = st.db.Read(ctx, func(tx *db.Tx) error {
-		if b, err = sessionPlanAt(tx, id, to); err != nil {
-			return err
+// SessionPlanDiff answers how revision to of the plan of session id
+// differs from revision from, both read from one snapshot
+// (versioned.Compare, which also says what a bound left nil defaults to),
+// with the change of the scope the two declare. Errors: not_found.
+func (st *Store) SessionPlanDiff(ctx context.Context, id string, from, to *int64) (*api.Diff, error) {
+	var c versioned.Compared
+	err := st.db.Read(ctx, func(tx *db.Tx) error {
+		revisions := func() ([]int64, error) {
+			revs, err := sessionPlanRevisions(tx, id)
+			if err != nil {
+				return nil, err
+			}
+			out := make([]int64, len(revs.Revisions))
+			for i, r := range revs.Revisions {
+				out[i] = r.Revision
+			}
+			return out, nil
 		}
-		if from == 0 {
-			a = &SessionPlan{SessionID: id}
-			return nil
+		content := func(n int64) (string, error) {
+			p, err := sessionPlanAt(tx, id, n)
+			if err != nil {
+				return "", err
+			}
+			return p.Content, nil
 		}
-		a, err = sessionPlanAt(tx, id, from)
+		var err error
+		c, err = versioned.Compare(from, to, revisions, content)
 		return err
 	})
-	return a, b, err
+	if err != nil {
+		return nil, err
+	}
+	d := c.Diff()
+	d.Scope = declaredScopeChange(c.A, c.B)
+	return d, nil
 }
 
 // ReviewHistory returns the current review of session id and every review

@@ -35,17 +35,15 @@ type Store struct {
 // Config tunes a Store.
 type Config struct {
 	// History is how many revisions of a session plan stay readable, the
-	// current one included (--plan-history); DefaultHistory when 0.
+	// current one included (--plan-history); versioned.DefaultHistory
+	// when 0.
 	History int
 }
-
-// DefaultHistory is the session plan revisions kept by default.
-const DefaultHistory = 100
 
 // NewStore returns a Store on d.
 func NewStore(d *db.DB, cfg Config) *Store {
 	if cfg.History <= 0 {
-		cfg.History = DefaultHistory
+		cfg.History = versioned.DefaultHistory
 	}
 	return &Store{db: d, cfg: cfg}
 }
@@ -222,6 +220,20 @@ func get(q db.Querier, id string) (*record, error) {
 		return nil, err
 	}
 	if err := resolve(q, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// getToWrite loads session id, with its effective mode, for a write in tx
+// and checks the client's precondition against its revision. Errors:
+// not_found, version_conflict, precondition_required.
+func getToWrite(tx *db.Tx, id string, pre revision.Precondition) (*record, error) {
+	r, err := get(tx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := resource(id, r.Revision).Check(pre); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -546,14 +558,11 @@ type Patch map[string]json.RawMessage
 func (st *Store) Update(ctx context.Context, id string, patch Patch, pre revision.Precondition) (*Session, error) {
 	var out *Session
 	err := st.db.Write(ctx, func(tx *db.Tx) error {
-		r, err := get(tx, id)
+		r, err := getToWrite(tx, id, pre)
 		if err != nil {
 			return err
 		}
 		res := resource(id, r.Revision)
-		if err := res.Check(pre); err != nil {
-			return err
-		}
 		title, metadata, err := applyPatch(&r.Session, patch)
 		if err != nil {
 			return err
@@ -697,11 +706,8 @@ func subtree(q db.Querier, path string) ([]Link, error) {
 func (st *Store) SetMode(ctx context.Context, id string, mode Mode, pre revision.Precondition, mayLift bool) (*Session, error) {
 	var out *Session
 	err := st.db.Write(ctx, func(tx *db.Tx) error {
-		r, err := get(tx, id)
+		r, err := getToWrite(tx, id, pre)
 		if err != nil {
-			return err
-		}
-		if err := resource(id, r.Revision).Check(pre); err != nil {
 			return err
 		}
 		if r.Mode == mode {
@@ -839,11 +845,8 @@ func applyChange(tx *db.Tx, r *record, rev int64, c selfChange) (*Session, error
 func (st *Store) LiftScope(ctx context.Context, id string, pre revision.Precondition) (*Session, error) {
 	var out *Session
 	err := st.db.Write(ctx, func(tx *db.Tx) error {
-		r, err := get(tx, id)
+		r, err := getToWrite(tx, id, pre)
 		if err != nil {
-			return err
-		}
-		if err := resource(id, r.Revision).Check(pre); err != nil {
 			return err
 		}
 		if r.grant == nil {

@@ -428,20 +428,12 @@ func sedWrites(_ *writesWalker, name string, args []word) string {
 				i++
 			}
 		case len(v) > 1 && v[0] == '-':
-		cluster:
-			for j := 1; j < len(v); j++ {
-				switch v[j] {
-				case 'i':
-					return fmt.Sprintf("`%s -i` edits files in place", name)
-				case 'n', 'r', 'E', 's', 'u', 'z':
-				case 'e', 'f', 'l':
-					if j == len(v)-1 {
-						i++
-					}
-					break cluster
-				default:
-					break cluster
-				}
+			inPlace, valueNext := clusterHas(v, 'i', "nrEsuz", "efl")
+			if inPlace {
+				return fmt.Sprintf("`%s -i` edits files in place", name)
+			}
+			if valueNext {
+				i++
 			}
 		}
 	}
@@ -456,24 +448,37 @@ func perlWrites(_ *writesWalker, name string, args []word) string {
 		if !a.literal || len(a.val) < 2 || a.val[0] != '-' || a.val == "--" {
 			return ""
 		}
-		v := a.val
-	cluster:
-		for j := 1; j < len(v); j++ {
-			switch v[j] {
-			case 'i':
-				return fmt.Sprintf("`%s -i` edits files in place", name)
-			case 'n', 'p', 'a', 's', 'w', 'c', 't', 'T', 'u', 'U', 'W', 'X', 'S':
-			case 'e', 'E':
-				if j == len(v)-1 {
-					i++
-				}
-				break cluster
-			default:
-				break cluster
-			}
+		inPlace, valueNext := clusterHas(a.val, 'i', "npaswctTuUWXS", "eE")
+		if inPlace {
+			return fmt.Sprintf("`%s -i` edits files in place", name)
+		}
+		if valueNext {
+			i++
 		}
 	}
 	return ""
+}
+
+// clusterHas reads a cluster of short options, v ("-ne", "-i.bak"), as
+// sed and perl do, and reports whether it holds want. Options in flags
+// take no value and the cluster goes on after them; one in valued takes
+// the rest of the cluster as its value, or the next word when it ends the
+// cluster (valueNext); any other option ends what is read of it, since
+// its value cannot be told apart from options. want counts only before
+// the first of those.
+func clusterHas(v string, want byte, flags, valued string) (found, valueNext bool) {
+	for j := 1; j < len(v); j++ {
+		switch c := v[j]; {
+		case c == want:
+			return true, false
+		case strings.IndexByte(flags, c) >= 0:
+		case strings.IndexByte(valued, c) >= 0:
+			return false, j == len(v)-1
+		default:
+			return false, false
+		}
+	}
+	return false, false
 }
 
 func yqWrites(_ *writesWalker, name string, args []word) string {

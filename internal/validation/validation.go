@@ -17,7 +17,8 @@ import (
 	"github.com/planserver/planserver/internal/apierr"
 )
 
-// The identifier rules of API.md, each defined once.
+// The identifier rules, each defined once; the contract (api/openapi.yaml)
+// states the same patterns.
 var (
 	SessionID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 	PlanName  = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,127}$`)

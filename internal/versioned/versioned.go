@@ -3,7 +3,10 @@
 // transaction: check the client's precondition against the current
 // revision, take the next revision, and, on delete, remember the last one,
 // so a resource re-created under the same name continues above it (the
-// revision floor, a domain rule: see revision.Next).
+// revision floor, a domain rule: see revision.Next). It is also the one
+// path a diff of two kept revisions of a plan takes, shared or of a
+// session (Compare), and holds the history length both kinds keep by
+// default.
 package versioned
 
 import (

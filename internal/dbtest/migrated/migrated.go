@@ -5,10 +5,10 @@
 package migrated
 
 import (
-	"context"
 	"testing"
 
 	"github.com/planserver/planserver/internal/db"
+	"github.com/planserver/planserver/internal/db/drivertest"
 	_ "github.com/planserver/planserver/internal/db/postgres" // the engines its databases are on
 	_ "github.com/planserver/planserver/internal/db/sqlite"
 	"github.com/planserver/planserver/internal/dbtest"
@@ -21,19 +21,11 @@ func Open(tb testing.TB, dsn string) *db.DB {
 	return OpenWith(tb, dsn, db.Options{})
 }
 
-// OpenWith is Open with opt (a fixed clock, say).
+// OpenWith is Open with opt (a fixed clock, say): drivertest.Open, which
+// the db packages' own tests use, with both engines registered here.
 func OpenWith(tb testing.TB, dsn string, opt db.Options) *db.DB {
 	tb.Helper()
-	ctx := context.Background()
-	d, err := db.Open(ctx, dsn, opt)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { d.Close() })
-	if _, _, err := d.MigrateUp(ctx, nil); err != nil {
-		tb.Fatal(err)
-	}
-	return d
+	return drivertest.Open(tb, dsn, opt)
 }
 
 // Fresh opens a new, empty database for tb (dbtest.Fresh), migrated.

@@ -1,6 +1,6 @@
 // dag.js draws a plan's steps as a directed acyclic graph in SVG. The
 // layout is dagre's (the layered Sugiyama layout, vendored under
-// assets/vendor/dagre: scripts/update-dagre): a step sits below its deps,
+// assets/vendor/dagre: scripts/update-vendor): a step sits below its deps,
 // steps in a layer are ordered to cross few edges, and an edge that skips
 // layers runs through a lane of its own between the nodes it passes. Each
 // node shows the step's id, status, description, owner, who holds its

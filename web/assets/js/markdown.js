@@ -1,262 +1,27 @@
 // markdown.js renders plan Markdown as DOM nodes, safely: plans are
-// written by models, so nothing in them is ever parsed as HTML. Every
-// piece of text becomes a text node; raw HTML in a plan is shown as the
-// text it is; links keep only http:, https: and relative targets, open in
-// a new tab with rel="noopener noreferrer"; images become links to the
-// image and are never loaded. Block elements carry data-line and
-// data-line-end, the first and last source lines they were drawn from
-// (1-based, numbered as the server numbers a plan's lines: a final
-// newline ends the last line), so comments can be anchored to lines of
-// the plan.
+// written by models, so nothing in them is ever parsed as HTML. markdown-it
+// (vendored under assets/vendor/markdown-it: scripts/update-vendor) parses
+// the source, with raw HTML off, into tokens; this file builds the nodes
+// from them with dom.js, never from markup, so every piece of text becomes
+// a text node and raw HTML in a plan is shown as the text it is. Links are
+// made only to http:, https: and relative targets (safeHref, as
+// markdown-it's validateLink), open in a new tab with rel="noopener
+// noreferrer"; images become links to the image and are never loaded.
+// Block elements carry data-line and data-line-end, the first and last
+// source lines they were drawn from (1-based, numbered as the server
+// numbers a plan's lines: a final newline ends the last line), so comments
+// can be anchored to lines of the plan.
 //
-// Supported: ATX and setext headings, paragraphs, emphasis, strong,
-// strikethrough, code spans, fenced and indented code, block quotes,
-// nested bullet, ordered and task lists, GFM tables, thematic breaks,
-// links, autolinks, images (as links), hard line breaks and backslash
-// escapes. Anything else stays text.
+// What markdown-it parses is CommonMark with GFM tables and
+// strikethrough; bare http(s) URLs are linked too, and list items that
+// start with [ ] or [x] are drawn as tasks.
 
+import markdownit from '../vendor/markdown-it/markdown-it.esm.min.js';
 import { h } from './dom.js';
-
-const FENCE = /^ {0,3}(`{3,}|~{3,})\s*([^`\s]*)?.*$/;
-const ATX = /^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$/;
-const HR = /^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$/;
-const QUOTE = /^ {0,3}> ?/;
-const LIST = /^( {0,3})([-*+]|\d{1,9}[.)])([ \t]+|$)(.*)$/;
-const SETEXT = /^ {0,3}(=+|-+)[ \t]*$/;
-const TABLE_DELIM = /^ *\|? *:?-+:? *(\| *:?-+:? *)*\|? *$/;
-const INDENTED = /^(?: {4}|\t)/;
-
-// renderMarkdown returns a <div class="markdown"> for source.
-export function renderMarkdown(source) {
-  // Only LF ends a line, as on the server; a CR before it is dropped.
-  const lines = String(source).split('\n').map((text, i) => ({ text: text.replace(/\r$/, ''), n: i + 1 }));
-  return h('div', { class: 'markdown' }, blocks(lines));
-}
-
-// span marks node as drawn from source lines first..last.
-function span(node, first, last) {
-  node.setAttribute('data-line', String(first));
-  node.setAttribute('data-line-end', String(Math.max(first, last)));
-  return node;
-}
-
-function blank(line) {
-  return /^[ \t]*$/.test(line.text);
-}
-
-function startsBlock(text) {
-  return FENCE.test(text) || ATX.test(text) || HR.test(text) || QUOTE.test(text) || LIST.test(text);
-}
-
-// blocks parses a run of lines into block nodes.
-function blocks(lines) {
-  const out = [];
-  let i = 0;
-  while (i < lines.length) {
-    const line = lines[i];
-    const text = line.text;
-    if (blank(line)) { i += 1; continue; }
-    let m;
-    if ((m = FENCE.exec(text))) {
-      const fence = m[1];
-      const body = [];
-      i += 1;
-      while (i < lines.length) {
-        const close = /^ {0,3}(`{3,}|~{3,})[ \t]*$/.exec(lines[i].text);
-        if (close && close[1][0] === fence[0] && close[1].length >= fence.length) { i += 1; break; }
-        body.push(lines[i].text);
-        i += 1;
-      }
-      const lang = m[2] && /^[\w+#.-]{1,32}$/.test(m[2]) ? m[2] : null;
-      out.push(span(h('pre', { 'data-lang': lang }, h('code', {}, body.join('\n'))), line.n, lines[i - 1].n));
-      continue;
-    }
-    if ((m = ATX.exec(text))) {
-      // Plan headings sit under the page's own h1, one level down.
-      const level = Math.min(6, m[1].length + 1);
-      out.push(span(h(`h${level}`, {}, inline(m[2] || '')), line.n, line.n));
-      i += 1;
-      continue;
-    }
-    if (HR.test(text)) {
-      out.push(span(h('hr'), line.n, line.n));
-      i += 1;
-      continue;
-    }
-    if (QUOTE.test(text)) {
-      const inner = [];
-      while (i < lines.length && !blank(lines[i]) && (QUOTE.test(lines[i].text) || inner.length)) {
-        if (!QUOTE.test(lines[i].text) && startsBlock(lines[i].text)) break;
-        inner.push({ text: lines[i].text.replace(QUOTE, ''), n: lines[i].n });
-        i += 1;
-      }
-      out.push(span(h('blockquote', {}, blocks(inner)), line.n, inner[inner.length - 1].n));
-      continue;
-    }
-    if (LIST.test(text)) {
-      const [node, next] = list(lines, i);
-      out.push(node);
-      i = next;
-      continue;
-    }
-    if (INDENTED.test(text)) {
-      const body = [];
-      while (i < lines.length && (INDENTED.test(lines[i].text) || blank(lines[i]))) {
-        body.push(lines[i].text.replace(INDENTED, ''));
-        i += 1;
-      }
-      let last = i - 1;
-      while (body.length && body[body.length - 1].trim() === '') { body.pop(); last -= 1; }
-      out.push(span(h('pre', {}, h('code', {}, body.join('\n'))), line.n, lines[last].n));
-      continue;
-    }
-    if (text.includes('|') && i + 1 < lines.length && TABLE_DELIM.test(lines[i + 1].text) &&
-        lines[i + 1].text.includes('-')) {
-      const [node, next] = table(lines, i);
-      out.push(node);
-      i = next;
-      continue;
-    }
-    // A paragraph, or a setext heading when underlined.
-    const para = [text];
-    i += 1;
-    let heading = 0;
-    while (i < lines.length && !blank(lines[i])) {
-      const t = lines[i].text;
-      const s = SETEXT.exec(t);
-      if (s) { heading = s[1][0] === '=' ? 1 : 2; i += 1; break; }
-      if (startsBlock(t)) break;
-      para.push(t);
-      i += 1;
-    }
-    const content = para.map((p) => p.replace(/^[ \t]+/, '')).join('\n');
-    if (heading) out.push(span(h(`h${heading + 1}`, {}, inline(content.trim())), line.n, lines[i - 1].n));
-    else out.push(span(h('p', {}, inline(content.replace(/\s+$/, ''))), line.n, lines[i - 1].n));
-  }
-  return out;
-}
-
-// list parses the list starting at lines[start]; returns [node, next index].
-function list(lines, start) {
-  const first = LIST.exec(lines[start].text);
-  const ordered = /\d/.test(first[2]);
-  const delim = ordered ? first[2].slice(-1) : first[2];
-  const items = [];
-  let i = start;
-  let tight = true;
-  let sawBlank = false;
-  while (i < lines.length) {
-    const m = LIST.exec(lines[i].text);
-    if (!m) break;
-    const itemOrdered = /\d/.test(m[2]);
-    if (itemOrdered !== ordered || (itemOrdered ? m[2].slice(-1) : m[2]) !== delim) break;
-    if (sawBlank) tight = false;
-    sawBlank = false;
-    const indent = m[1].length;
-    const pad = m[3].length > 4 || m[3].length === 0 ? 1 : m[3].length;
-    const contentIndent = indent + m[2].length + pad;
-    const body = [{ text: m[4], n: lines[i].n }];
-    const number = itemOrdered ? Number(m[2].slice(0, -1)) : null;
-    i += 1;
-    while (i < lines.length) {
-      const line = lines[i];
-      if (blank(line)) {
-        body.push({ text: '', n: line.n });
-        i += 1;
-        continue;
-      }
-      const lead = line.text.match(/^ */)[0].length;
-      if (lead >= contentIndent) {
-        if (body.length && body[body.length - 1].text === '' && body.length > 1) tight = false;
-        body.push({ text: line.text.slice(contentIndent), n: line.n });
-        i += 1;
-        continue;
-      }
-      const prevBlank = body[body.length - 1].text === '';
-      if (!prevBlank && !startsBlock(line.text)) {
-        body.push({ text: line.text.trim(), n: line.n }); // lazy continuation
-        i += 1;
-        continue;
-      }
-      break;
-    }
-    while (body.length > 1 && body[body.length - 1].text === '') {
-      body.pop();
-      sawBlank = true;
-    }
-    items.push({ body, number, n: body[0].n, end: body[body.length - 1].n });
-  }
-  const node = span(h(ordered ? 'ol' : 'ul'), lines[start].n, items[items.length - 1].end);
-  if (ordered && items.length && items[0].number !== 1) node.setAttribute('start', String(items[0].number));
-  for (const item of items) {
-    let task = null;
-    const t = /^\[([ xX])\][ \t]+/.exec(item.body[0].text);
-    if (t) {
-      task = t[1] !== ' ';
-      item.body[0] = { text: item.body[0].text.slice(t[0].length), n: item.body[0].n };
-    }
-    let content = blocks(item.body);
-    if (tight) {
-      // Tight lists hold their text directly, without paragraphs.
-      content = content.flatMap((b) => (b.tagName === 'P' ? [...b.childNodes] : [b]));
-    }
-    const li = span(h('li'), item.n, item.end);
-    if (task !== null) {
-      li.classList.add('task');
-      li.appendChild(h('span', {
-        class: task ? 'check done' : 'check',
-        role: 'img',
-        'aria-label': task ? 'done' : 'not done',
-      }, task ? '☑' : '☐'));
-      li.appendChild(document.createTextNode(' '));
-    }
-    for (const c of content) li.appendChild(c);
-    node.appendChild(li);
-  }
-  return [node, i];
-}
-
-function splitRow(text) {
-  let t = text.trim();
-  if (t.startsWith('|')) t = t.slice(1);
-  if (t.endsWith('|') && !t.endsWith('\\|')) t = t.slice(0, -1);
-  const cells = [];
-  let cur = '';
-  for (let k = 0; k < t.length; k += 1) {
-    if (t[k] === '\\' && t[k + 1] === '|') { cur += '|'; k += 1; continue; }
-    if (t[k] === '|') { cells.push(cur.trim()); cur = ''; continue; }
-    cur += t[k];
-  }
-  cells.push(cur.trim());
-  return cells;
-}
-
-function table(lines, start) {
-  const head = splitRow(lines[start].text);
-  const aligns = splitRow(lines[start + 1].text).map((c) => {
-    if (c.startsWith(':') && c.endsWith(':')) return 'center';
-    if (c.endsWith(':')) return 'right';
-    if (c.startsWith(':')) return 'left';
-    return null;
-  });
-  const cls = (k) => (aligns[k] ? `align-${aligns[k]}` : null);
-  // The header row owns the delimiter line under it.
-  const thead = h('thead', {}, span(h('tr', {}, head.map((c, k) => h('th', { scope: 'col', class: cls(k) }, inline(c)))),
-    lines[start].n, lines[start + 1].n));
-  const tbody = h('tbody');
-  let i = start + 2;
-  while (i < lines.length && !blank(lines[i]) && lines[i].text.includes('|')) {
-    const cells = splitRow(lines[i].text);
-    tbody.appendChild(span(h('tr', {}, head.map((_, k) => h('td', { class: cls(k) }, inline(cells[k] || '')))),
-      lines[i].n, lines[i].n));
-    i += 1;
-  }
-  return [span(h('div', { class: 'table-wrap' }, h('table', {}, thead, tbody)), lines[start].n, lines[i - 1].n), i];
-}
 
 // safeHref returns the absolute URL of a link target when it is http:,
 // https: or relative to the page (which is http(s) too); null otherwise
-// (javascript:, data:, vbscript:, file:, ... however spelled: the
+// (javascript:, data:, vbscript:, file:, mailto:, ... however spelled: the
 // browser's own URL parser decides).
 export function safeHref(url) {
   let u;
@@ -268,195 +33,220 @@ export function safeHref(url) {
   return u.protocol === 'http:' || u.protocol === 'https:' ? u.href : null;
 }
 
-const ENTITIES = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: '\u00a0' };
-
-function decodeEntities(text) {
-  return text.replace(/&(#\d{1,7}|#x[0-9a-f]{1,6}|[a-z]+);/gi, (all, name) => {
-    if (name[0] === '#') {
-      const code = name[1] === 'x' || name[1] === 'X' ? parseInt(name.slice(2), 16) : parseInt(name.slice(1), 10);
-      return code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : all;
-    }
-    return ENTITIES[name.toLowerCase()] ?? all;
-  });
-}
-
-function link(text, href, title, cls) {
-  const safe = safeHref(href);
-  if (!safe) {
-    return h('span', { class: 'unsafe-link', title: `link removed: ${href.slice(0, 200)}` }, text);
+// validateLink is markdown-it's gate for every link, autolink and image
+// it would make. markdown-it hands it the target percent-encoded
+// (`jav&#x09;ascript:` arrives as `jav%09ascript:`), which a browser would
+// read as a harmless relative path; the target as written, decoded, is
+// what a reader is shown, so both must be http(s). markdown-it's own
+// check refuses only javascript:, vbscript:, file: and most data: URLs.
+function validateLink(url) {
+  let decoded;
+  try {
+    decoded = decodeURI(url);
+  } catch {
+    return false;
   }
-  return h('a', {
-    href: safe, class: cls, title: title || null, target: '_blank', rel: 'noopener noreferrer',
-  }, text);
+  return safeHref(url) !== null && safeHref(decoded) !== null;
 }
 
-// parseLinkTail reads "(dest "title")" at text[i]; returns
-// {href, title, end} or null.
-function parseLinkTail(text, i) {
-  if (text[i] !== '(') return null;
-  let k = i + 1;
-  while (text[k] === ' ') k += 1;
-  let href = '';
-  if (text[k] === '<') {
-    const close = text.indexOf('>', k);
-    if (close < 0) return null;
-    href = text.slice(k + 1, close);
-    k = close + 1;
-  } else {
+const md = markdownit({ html: false, linkify: true });
+md.validateLink = validateLink;
+// Only URLs written out with http:// or https:// are linked, as in a
+// plain-text plan: not "example.com", addresses, or //host.
+md.linkify.set({ fuzzyLink: false, fuzzyEmail: false });
+for (const schema of ['ftp:', 'mailto:', '//']) md.linkify.add(schema, null);
+
+// renderMarkdown returns a <div class="markdown"> for source.
+export function renderMarkdown(source) {
+  // Only LF ends a line, as on the server; a CR before it is dropped. A
+  // lone CR, which markdown-it would take for a line end too, becomes the
+  // space a browser shows it as.
+  const text = String(source).replace(/\r\n/g, '\n').replace(/\r/g, ' ');
+  const lines = text.split('\n');
+  const tokens = md.parse(text, {});
+  const root = h('div', { class: 'markdown' });
+  new Builder(lines).blocks(tokens, 0, tokens.length, root);
+  return root;
+}
+
+// Builder turns markdown-it's block tokens into nodes. lines are the
+// source lines, to leave blank ones out of a block's span.
+class Builder {
+  constructor(lines) {
+    this.lines = lines;
+  }
+
+  // span marks node as drawn from the source lines of map, markdown-it's
+  // [first, end) of 0-based lines, without the blank lines it ends in.
+  span(node, map, first = map[0], end = map[1]) {
+    let last = end;
+    while (last > first + 1 && /^[ \t]*$/.test(this.lines[last - 1] ?? '')) last -= 1;
+    node.setAttribute('data-line', String(first + 1));
+    node.setAttribute('data-line-end', String(Math.max(first + 1, last)));
+    return node;
+  }
+
+  // close returns the index of the token that closes tokens[i].
+  static close(tokens, i) {
     let depth = 0;
-    while (k < text.length) {
-      const c = text[k];
-      if (c === '\\' && k + 1 < text.length) { href += text[k + 1]; k += 2; continue; }
-      if (c === '(') depth += 1;
-      if (c === ')') { if (depth === 0) break; depth -= 1; }
-      if (/\s/.test(c)) break;
-      href += c;
-      k += 1;
+    for (let k = i; k < tokens.length; k += 1) {
+      depth += tokens[k].nesting;
+      if (depth === 0) return k;
+    }
+    return tokens.length - 1;
+  }
+
+  // blocks appends the nodes of tokens[from, to) to parent.
+  blocks(tokens, from, to, parent) {
+    for (let i = from; i < to; i += 1) {
+      const t = tokens[i];
+      const end = t.nesting === 1 ? Builder.close(tokens, i) : i;
+      const node = this.block(tokens, i, end);
+      if (Array.isArray(node)) parent.append(...node);
+      else if (node) parent.appendChild(node);
+      i = end;
     }
   }
-  while (text[k] === ' ') k += 1;
-  let title = '';
-  if (text[k] === '"' || text[k] === "'") {
-    const q = text[k];
-    const close = text.indexOf(q, k + 1);
-    if (close < 0) return null;
-    title = text.slice(k + 1, close);
-    k = close + 1;
-    while (text[k] === ' ') k += 1;
-  }
-  if (text[k] !== ')') return null;
-  return { href: decodeEntities(href), title: decodeEntities(title), end: k + 1 };
-}
 
-// closingBracket finds the "]" that closes the "[" at text[i].
-function closingBracket(text, i) {
-  let depth = 0;
-  for (let k = i; k < text.length; k += 1) {
-    const c = text[k];
-    if (c === '\\') { k += 1; continue; }
-    if (c === '`') {
-      const run = /^`+/.exec(text.slice(k))[0];
-      const close = text.indexOf(run, k + run.length);
-      if (close > 0) { k = close + run.length - 1; continue; }
+  // block builds the node of tokens[i], which closes at tokens[end].
+  block(tokens, i, end) {
+    const t = tokens[i];
+    switch (t.type) {
+      case 'heading_open': {
+        // Plan headings sit under the page's own h1, one level down.
+        const level = Math.min(6, Number(t.tag.slice(1)) + 1);
+        return this.span(h(`h${level}`, {}, inline(tokens[i + 1].children)), t.map);
+      }
+      case 'paragraph_open': {
+        const content = inline(tokens[i + 1].children);
+        // A tight list's items hold their text directly, without paragraphs.
+        return t.hidden ? content : this.span(h('p', {}, content), t.map);
+      }
+      case 'fence': {
+        const info = t.info.trim().split(/\s+/)[0];
+        const lang = /^[\w+#.-]{1,32}$/.test(info) ? info : null;
+        return this.span(h('pre', { 'data-lang': lang }, h('code', {}, t.content.replace(/\n$/, ''))), t.map);
+      }
+      case 'code_block':
+        return this.span(h('pre', {}, h('code', {}, t.content.replace(/\n+$/, ''))), t.map);
+      case 'hr':
+        return this.span(h('hr'), t.map);
+      case 'blockquote_open': {
+        const node = this.span(h('blockquote'), t.map);
+        this.blocks(tokens, i + 1, end, node);
+        return node;
+      }
+      case 'bullet_list_open':
+      case 'ordered_list_open': {
+        const node = this.span(h(t.tag, { start: t.attrGet('start') }), t.map);
+        this.blocks(tokens, i + 1, end, node);
+        return node;
+      }
+      case 'list_item_open':
+        return this.item(tokens, i, end);
+      case 'table_open':
+        return this.table(tokens, i, end);
+      default:
+        return null;
     }
-    if (c === '[') depth += 1;
-    if (c === ']') { depth -= 1; if (depth === 0) return k; }
   }
-  return -1;
-}
 
-const PUNCT = /[!-/:-@[-`{-~]/;
-const DELIMS = [
-  ['**', 'strong'], ['__', 'strong'], ['~~', 'del'], ['*', 'em'], ['_', 'em'],
-];
+  // item builds a list item; one whose text starts with [ ] or [x] is a
+  // task, drawn with its box.
+  item(tokens, i, end) {
+    const li = this.span(h('li'), tokens[i].map);
+    const first = tokens[i + 1]?.type === 'paragraph_open' ? tokens[i + 2].children : null;
+    const lead = first?.[0];
+    const m = lead?.type === 'text' ? /^\[([ xX])\][ \t]+/.exec(lead.content) : null;
+    if (m) {
+      lead.content = lead.content.slice(m[0].length);
+      const done = m[1] !== ' ';
+      li.classList.add('task');
+      li.append(h('span', {
+        class: done ? 'check done' : 'check', role: 'img', 'aria-label': done ? 'done' : 'not done',
+      }, done ? '☑' : '☐'), ' ');
+    }
+    this.blocks(tokens, i + 1, end, li);
+    return li;
+  }
 
-// inline parses the text of one block into nodes.
-export function inline(text) {
-  const out = [];
-  let buf = '';
-  const flush = () => {
-    if (buf) out.push(document.createTextNode(decodeEntities(buf)));
-    buf = '';
-  };
-  let i = 0;
-  outer: while (i < text.length) {
-    const c = text[i];
-    if (c === '\\') {
-      if (text[i + 1] === '\n') { flush(); out.push(h('br')); i += 2; continue; }
-      if (i + 1 < text.length && PUNCT.test(text[i + 1])) {
-        flush();
-        out.push(document.createTextNode(text[i + 1])); // literal, no entity decoding
-        i += 2;
-        continue;
+  // table builds a GFM table; the header row owns the delimiter line
+  // under it.
+  table(tokens, i, end) {
+    const t = tokens[i];
+    const thead = h('thead');
+    const tbody = h('tbody');
+    let section = thead;
+    let row = null;
+    for (let k = i + 1; k < end; k += 1) {
+      const c = tokens[k];
+      if (c.type === 'tbody_open') section = tbody;
+      if (c.type === 'tr_open') {
+        row = section === thead ? this.span(h('tr'), c.map, c.map[0], c.map[0] + 2) : this.span(h('tr'), c.map);
+        section.appendChild(row);
+      }
+      if (c.type === 'th_open' || c.type === 'td_open') {
+        const align = /text-align:(\w+)/.exec(c.attrGet('style') || '');
+        row.appendChild(h(c.tag, {
+          scope: c.tag === 'th' ? 'col' : null, class: align ? `align-${align[1]}` : null,
+        }, inline(tokens[k + 1].children)));
       }
     }
-    if (c === '\n') {
-      if (/ {2,}$/.test(buf)) { buf = buf.replace(/ +$/, ''); flush(); out.push(h('br')); } else { buf += '\n'; }
-      i += 1;
-      continue;
-    }
-    if (c === '`') {
-      const run = /^`+/.exec(text.slice(i))[0];
-      const close = text.indexOf(run, i + run.length);
-      // The closing run must be exactly as long.
-      if (close > 0 && text[close + run.length] !== '`') {
-        let code = text.slice(i + run.length, close).replace(/\n/g, ' ');
-        if (/^ .*[^ ].* $/.test(code)) code = code.slice(1, -1);
-        flush();
-        out.push(h('code', {}, code));
-        i = close + run.length;
-        continue;
-      }
-      buf += run;
-      i += run.length;
-      continue;
-    }
-    if (c === '!' && text[i + 1] === '[') {
-      const close = closingBracket(text, i + 1);
-      const tail = close > 0 ? parseLinkTail(text, close + 1) : null;
-      if (tail) {
-        flush();
-        const alt = text.slice(i + 2, close);
+    return this.span(h('div', { class: 'table-wrap' }, h('table', {}, thead, tbody)), t.map);
+  }
+}
+
+// Inline tokens that open an element, and the element.
+const INLINE_TAGS = { em_open: 'em', strong_open: 'strong', s_open: 'del' };
+
+// inline builds the nodes of one block's inline tokens.
+function inline(children) {
+  const root = document.createDocumentFragment();
+  const stack = [root];
+  const top = () => stack[stack.length - 1];
+  for (const t of children || []) {
+    switch (t.type) {
+      case 'text':
+        top().append(t.content);
+        break;
+      case 'softbreak':
+        top().append('\n');
+        break;
+      case 'hardbreak':
+        top().appendChild(h('br'));
+        break;
+      case 'code_inline':
+        top().appendChild(h('code', {}, t.content));
+        break;
+      case 'image': {
         // Images are never loaded: a model's plan must not make the
         // reviewer's browser fetch a URL it chose.
-        out.push(link(`[image: ${decodeEntities(alt) || tail.href}]`, tail.href, tail.title, 'image-link'));
-        i = tail.end;
-        continue;
-      }
-    }
-    if (c === '[') {
-      const close = closingBracket(text, i);
-      const tail = close > 0 ? parseLinkTail(text, close + 1) : null;
-      if (tail) {
-        flush();
-        const label = inline(text.slice(i + 1, close));
-        out.push(link(label, tail.href, tail.title));
-        i = tail.end;
-        continue;
-      }
-    }
-    if (c === '<') {
-      const m = /^<(https?:\/\/[^\s<>]+)>/i.exec(text.slice(i));
-      if (m) {
-        flush();
-        out.push(link(m[1], m[1]));
-        i += m[0].length;
-        continue;
-      }
-    }
-    if ((c === 'h' || c === 'H') && (i === 0 || !/[\w/]/.test(text[i - 1]))) {
-      const m = /^https?:\/\/[^\s<]*[^\s<.,:;"')\]!?*_~]/i.exec(text.slice(i));
-      if (m) {
-        flush();
-        out.push(link(m[0], m[0]));
-        i += m[0].length;
-        continue;
-      }
-    }
-    for (const [d, tag] of DELIMS) {
-      if (!text.startsWith(d, i)) continue;
-      const after = text[i + d.length];
-      if (after === undefined || /\s/.test(after)) continue;
-      // Intraword underscores (snake_case) are not emphasis.
-      if (d[0] === '_' && i > 0 && /\w/.test(text[i - 1])) continue;
-      let close = i + d.length;
-      for (;;) {
-        close = text.indexOf(d, close + 1);
-        if (close < 0) break;
-        if (/\s/.test(text[close - 1])) continue;
-        if (d === '*' && text[close + 1] === '*') { close += 1; continue; }
-        if (d[0] === '_' && /\w/.test(text[close + d.length] || '')) continue;
+        const src = t.attrGet('src');
+        top().appendChild(link(`[image: ${t.content || src}]`, src, t.attrGet('title'), 'image-link'));
         break;
       }
-      if (close < 0) continue;
-      flush();
-      out.push(h(tag, {}, inline(text.slice(i + d.length, close))));
-      i = close + d.length;
-      continue outer;
+      case 'link_open': {
+        const a = link([], t.attrGet('href'), t.attrGet('title'));
+        top().appendChild(a);
+        stack.push(a);
+        break;
+      }
+      default:
+        if (INLINE_TAGS[t.type]) {
+          const el = h(INLINE_TAGS[t.type]);
+          top().appendChild(el);
+          stack.push(el);
+        } else if (t.nesting === -1 && stack.length > 1) {
+          stack.pop();
+        }
     }
-    buf += c;
-    i += 1;
   }
-  flush();
-  return out;
+  return [...root.childNodes];
+}
+
+// link makes an <a> to href, which validateLink let through.
+function link(text, href, title, cls) {
+  return h('a', {
+    href: safeHref(href), class: cls, title: title || null, target: '_blank', rel: 'noopener noreferrer',
+  }, text);
 }
