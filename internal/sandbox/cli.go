@@ -57,6 +57,13 @@ or pidfd_getfd) or the invocation is wrong, and then CMD never runs; 126
 when CMD cannot be executed; 127 when it is not found.
 `
 
+// HelpText is what --help prints: Help and the flags.
+func HelpText(name string) string {
+	var b strings.Builder
+	cli(name, []string{"--help"}, &b, io.Discard, Options{})
+	return b.String()
+}
+
 // CLI runs the sandbox command line (args after the command's name) and
 // returns its exit status; help is true when it only printed the help.
 // planserver sandbox and planserver-sandbox both call it. Its flags have
