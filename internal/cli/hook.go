@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/planserver/planserver/internal/cliflag"
 	"github.com/planserver/planserver/internal/hookcmd"
 	"github.com/planserver/planserver/internal/hookinstall"
 	"github.com/planserver/planserver/internal/hooks"
+	"github.com/planserver/planserver/internal/hookwire"
 	"github.com/spf13/cobra"
 )
 
@@ -28,7 +28,7 @@ func HookCommand(env Env) *cobra.Command {
 				return ErrUsage
 			}
 			for _, a := range args {
-				if cliflag.IsHelp(a) {
+				if hookwire.IsHelp(a) {
 					fmt.Fprint(cmd.OutOrStdout(), hookcmd.Usage)
 					return nil
 				}
@@ -149,7 +149,7 @@ func hookInstall(ctx context.Context, verb string, host hooks.Host, o hookinstal
 	}
 	o.ConfigHome, o.DataHome, o.ClaudeDir = getenv("XDG_CONFIG_HOME"), getenv("XDG_DATA_HOME"), getenv("CLAUDE_CONFIG_DIR")
 	if o.Server == "" {
-		o.Server = cliflag.DefaultServer
+		o.Server = hookwire.DefaultServer
 	}
 	o.Server = strings.TrimRight(o.Server, "/")
 	if o.Session == "" && o.Parent == "" {
