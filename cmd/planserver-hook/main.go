@@ -25,13 +25,12 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"github.com/planserver/planserver/internal/cliflag"
 	"github.com/planserver/planserver/internal/hookwire"
 )
 
 func main() {
 	args := os.Args[1:]
-	if len(args) == 0 || cliflag.IsHelp(args[0]) || (len(args) > 1 && anyHelp(args[1:])) {
+	if len(args) == 0 || hookwire.IsHelp(args[0]) || (len(args) > 1 && anyHelp(args[1:])) {
 		fmt.Print(usage)
 		if len(args) == 0 {
 			os.Exit(2)
@@ -137,7 +136,7 @@ func handOver(host string, args []string, raw []byte, reason string) []byte {
 
 func anyHelp(args []string) bool {
 	for _, a := range args {
-		if cliflag.IsHelp(a) {
+		if hookwire.IsHelp(a) {
 			return true
 		}
 	}

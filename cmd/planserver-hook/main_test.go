@@ -20,7 +20,6 @@ func TestHookBinaryStaysLean(t *testing.T) {
 	}
 	ours := map[string]bool{
 		"github.com/planserver/planserver/cmd/planserver-hook": true,
-		"github.com/planserver/planserver/internal/cliflag":    true,
 		"github.com/planserver/planserver/internal/hookwire":   true,
 	}
 	heavy := []string{"net/http", "crypto/tls", "crypto/x509", "regexp", "compress/"}

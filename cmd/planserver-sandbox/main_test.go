@@ -9,8 +9,8 @@ import (
 // TestSandboxBinaryStaysLean: in plan mode every shell command starts this
 // binary, and it starts itself once more as the stage, so every package
 // it links adds to each command twice (initialisers run before main, and
-// more of the binary is paged in). It links internal/sandbox and
-// internal/cliflag, the two kernel libraries (go-landlock, go-seccomp-bpf
+// more of the binary is paged in). It links internal/sandbox, the two
+// kernel libraries (go-landlock, go-seccomp-bpf
 // with x/net/bpf), x/sys, and doublestar (pure Go on the standard
 // library's path and io/fs: --allow-write's globs, which the stage must
 // read as the scope reads them); from the standard library, nothing heavy:
@@ -25,7 +25,6 @@ func TestSandboxBinaryStaysLean(t *testing.T) {
 	ours := []string{
 		"github.com/planserver/planserver/cmd/planserver-sandbox",
 		"github.com/planserver/planserver/internal/sandbox",
-		"github.com/planserver/planserver/internal/cliflag",
 	}
 	libraries := []string{
 		"github.com/landlock-lsm/go-landlock", "kernel.org/pub/linux/libs/security/libcap/psx",

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,7 +83,7 @@ func TestServeAccessFlags(t *testing.T) {
 	}
 	var cfg config
 	env := map[string]string{"PLANSERVER_AUTH": "token", "PLANSERVER_RATE_LIMIT": "5", "PLANSERVER_CORS_ORIGINS": "https://x.example"}
-	if err := parseFlags(flagSet("serve", &cfg), nil, func(k string) string { return env[k] }, io.Discard, io.Discard); err != nil {
+	if err := parseServe(&cfg, nil, func(k string) string { return env[k] }); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Auth != "token" || cfg.RateLimit != 5 || cfg.RateBurst != 100 || cfg.CORSOrigins != "https://x.example" {

@@ -4,24 +4,33 @@ import (
 	"context"
 	"fmt"
 	"io"
+
+	"github.com/planserver/planserver/internal/cli"
+	"github.com/spf13/cobra"
 )
 
-// backup writes an online, consistent copy of the database to a new file,
-// while a server may be serving it.
-func backup(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	var cfg config
-	fs := flagSet("backup", &cfg)
-	if len(args) > 0 && isHelp(args[0]) {
-		printHelp(stdout, fs)
-		return errHelp
-	}
-	if len(args) == 0 || args[0] == "" || args[0][0] == '-' {
-		return usageError(stderr, fs.Name(), "name the FILE to write the copy to, before any flag")
-	}
-	dest := args[0]
-	if err := parseFlags(fs, args[1:], getenv, stdout, stderr); err != nil {
-		return err
-	}
+// backupCommand is planserver backup FILE: an online, consistent copy of
+// the database in a new file, while a server may be serving it.
+func backupCommand() *cobra.Command {
+	cfg := newConfig()
+	cmd := cli.Help(&cobra.Command{
+		Use: "backup FILE",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 || args[0] == "" {
+				return cli.Usage(cmd, "name the FILE to write the copy to")
+			}
+			return cli.ArgsBetween(1, 1, "planserver backup FILE")(cmd, args)
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return backup(cmd.Context(), *cfg, args[0], cmd.OutOrStdout())
+		},
+	}, commandHelp["backup"], cli.EnvFlags, "")
+	dbFlag(cmd.Flags(), cfg)
+	envFlags(cmd.Flags())
+	return cmd
+}
+
+func backup(ctx context.Context, cfg config, dest string, stdout io.Writer) error {
 	if err := cfg.validate(); err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/client"
+	"github.com/planserver/planserver/internal/cli"
 )
 
 // follower is a running planserver events --follow.
@@ -150,7 +151,7 @@ func TestCLIEventsFollowCursorExpired(t *testing.T) {
 	waitSubscribers(t, p, 1)
 	stopServer(t, p)
 	serveAt(t, db, addr, "--event-max-rows", "1") // prunes all but the newest as it starts
-	if code := f.exit(t); code != cliExitConflict {
+	if code := f.exit(t); code != cli.ExitConflict {
 		t.Fatalf("exit %d:\n%s", code, f.stderr.String())
 	}
 	if !strings.Contains(f.stderr.String(), "events after seq 0 were pruned") {
@@ -195,5 +196,5 @@ func TestCLIEventsList(t *testing.T) {
 	if out := ok(t, p, "events", "--session", "b", "--limit", "1"); strings.Count(out, "\n") != 1 || !strings.Contains(out, "session.created") {
 		t.Errorf("--session b --limit 1: %q", out)
 	}
-	fails(t, p, cliExitFailure, "events", "--types", "no.such")
+	fails(t, p, cli.ExitFailure, "events", "--types", "no.such")
 }

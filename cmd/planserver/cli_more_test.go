@@ -9,6 +9,7 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/client"
+	"github.com/planserver/planserver/internal/cli"
 )
 
 // TestCLIPlanListAndDelete: plan list with the API's filters and paging,
@@ -47,15 +48,15 @@ func TestCLIPlanListAndDelete(t *testing.T) {
 	}
 
 	// Delete: a stale --if-match changes nothing.
-	if msg := fails(t, p, cliExitConflict, "plan", "delete", "beta", "--if-match", "7"); !strings.Contains(msg, "version_conflict") {
+	if msg := fails(t, p, cli.ExitConflict, "plan", "delete", "beta", "--if-match", "7"); !strings.Contains(msg, "version_conflict") {
 		t.Errorf("stale delete: %s", msg)
 	}
 	if out := ok(t, p, "plan", "delete", "beta", "--if-match", "1"); out != "plan beta deleted\n" {
 		t.Errorf("delete: %q", out)
 	}
-	fails(t, p, cliExitNotFound, "plan", "get", "beta")
-	fails(t, p, cliExitNotFound, "plan", "delete", "beta")
-	fails(t, p, cliExitUsage, "plan", "delete")
+	fails(t, p, cli.ExitNotFound, "plan", "get", "beta")
+	fails(t, p, cli.ExitNotFound, "plan", "delete", "beta")
+	fails(t, p, cli.ExitUsage, "plan", "delete")
 }
 
 // TestCLISessionPlanAndTodos: session delete, session plan show|put|edit,
@@ -64,10 +65,10 @@ func TestCLISessionPlanAndTodos(t *testing.T) {
 	p := start(t, filepath.Join(t.TempDir(), "p.db"))
 	c := apiClient(t, p)
 	ok(t, p, "session", "create", "--id", "billing", "--mode", "plan")
-	if msg := fails(t, p, cliExitNotFound, "session", "plan", "show", "billing"); !strings.Contains(msg, "session billing has no plan yet") {
+	if msg := fails(t, p, cli.ExitNotFound, "session", "plan", "show", "billing"); !strings.Contains(msg, "session billing has no plan yet") {
 		t.Errorf("show without a plan: %s", msg)
 	}
-	fails(t, p, cliExitNotFound, "session", "plan", "show", "nobody")
+	fails(t, p, cli.ExitNotFound, "session", "plan", "show", "nobody")
 
 	// put from standard input, then from a file with --if-match.
 	r := cliRun(t, p, "# Plan\n1. Move totals\n", nil, "session", "plan", "put", "billing")
@@ -81,12 +82,12 @@ func TestCLISessionPlanAndTodos(t *testing.T) {
 	if err := os.WriteFile(file, []byte("# Plan\n1. Move totals\n2. Test\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	fails(t, p, cliExitConflict, "session", "plan", "put", "billing", file, "--if-match", "5")
-	fails(t, p, cliExitConflict, "session", "plan", "put", "billing", file, "--create")
+	fails(t, p, cli.ExitConflict, "session", "plan", "put", "billing", file, "--if-match", "5")
+	fails(t, p, cli.ExitConflict, "session", "plan", "put", "billing", file, "--create")
 	if sp := decode[api.SessionPlan](t, ok(t, p, "session", "plan", "put", "billing", file, "--if-match", "1", "--json")); sp.Revision != 2 {
 		t.Errorf("put --json: %+v", sp)
 	}
-	if r := cliRun(t, p, "  \n", nil, "session", "plan", "put", "billing"); r.code != cliExitUsage || !strings.Contains(r.stderr, "the plan is empty") {
+	if r := cliRun(t, p, "  \n", nil, "session", "plan", "put", "billing"); r.code != cli.ExitUsage || !strings.Contains(r.stderr, "the plan is empty") {
 		t.Errorf("empty plan: %d %s", r.code, r.stderr)
 	}
 	// The rewrite withdrew the pending review; a rejection shows in show.
@@ -122,7 +123,7 @@ func TestCLISessionPlanAndTodos(t *testing.T) {
 echo '4. Ship' >> "$1"
 `)
 	r = cliRun(t, p, "", append(env, "EDITOR="+racing), "session", "plan", "edit", "billing")
-	if r.code != cliExitConflict || !strings.Contains(r.stderr, "conflict: the plan of session billing changed since you read revision 3 (it is at revision 4 now)") {
+	if r.code != cli.ExitConflict || !strings.Contains(r.stderr, "conflict: the plan of session billing changed since you read revision 3 (it is at revision 4 now)") {
 		t.Fatalf("edit under a concurrent write: %d %s", r.code, r.stderr)
 	}
 	m := keptFile.FindStringSubmatch(r.stderr)
@@ -164,13 +165,13 @@ echo '4. Ship' >> "$1"
 
 	// delete: stale --if-match refused, then the tree goes.
 	ok(t, p, "session", "create", "--id", "billing.worker", "--parent", "billing")
-	fails(t, p, cliExitConflict, "session", "delete", "billing", "--if-match", "1")
+	fails(t, p, cli.ExitConflict, "session", "delete", "billing", "--if-match", "1")
 	if out := ok(t, p, "session", "delete", "billing"); out != "session billing deleted, with its descendants\n" {
 		t.Errorf("delete: %q", out)
 	}
-	fails(t, p, cliExitNotFound, "session", "get", "billing.worker")
-	fails(t, p, cliExitNotFound, "session", "todos", "billing")
-	fails(t, p, cliExitUsage, "session", "plan", "frobnicate", "x")
+	fails(t, p, cli.ExitNotFound, "session", "get", "billing.worker")
+	fails(t, p, cli.ExitNotFound, "session", "todos", "billing")
+	fails(t, p, cli.ExitUsage, "session", "plan", "frobnicate", "x")
 }
 
 // TestCLIErrorsSayWhatIsWanted: the messages a newcomer hit.
@@ -179,34 +180,34 @@ func TestCLIErrorsSayWhatIsWanted(t *testing.T) {
 	ok(t, p, "plan", "put", "csv", filepath.Join("..", "..", "docs", "examples", "csv-upload-plan.yaml"))
 
 	// A duration without its unit.
-	if msg := fails(t, p, cliExitUsage, "steps", "claim", "csv", "--worker", "w", "--lease", "10"); !strings.Contains(msg, `invalid value "10" for flag --lease: want a duration such as 10m or 90s`) {
+	if msg := fails(t, p, cli.ExitUsage, "steps", "claim", "csv", "--worker", "w", "--lease", "10"); !strings.Contains(msg, `invalid value "10" for flag --lease: want a duration such as 10m or 90s`) {
 		t.Errorf("--lease 10: %s", msg)
 	}
-	if r := cliRun(t, p, "", nil, "serve", "--sse-heartbeat", "fast"); r.code != cliExitUsage || !strings.Contains(r.stderr, "want a duration such as 10m or 90s") {
+	if r := cliRun(t, p, "", nil, "serve", "--sse-heartbeat", "fast"); r.code != cli.ExitUsage || !strings.Contains(r.stderr, "want a duration such as 10m or 90s") {
 		t.Errorf("serve --sse-heartbeat fast: %d %s", r.code, r.stderr)
 	}
 
 	// A bad PLANSERVER_URL is blamed on the variable, not on --server.
 	r := cliRun(t, p, "", []string{"PLANSERVER_URL=localhost:8080"}, "session", "list")
-	if r.code != cliExitUsage || !strings.Contains(r.stderr, `PLANSERVER_URL="localhost:8080" (from the environment)`) || strings.Contains(r.stderr, "--server:") {
+	if r.code != cli.ExitUsage || !strings.Contains(r.stderr, `PLANSERVER_URL="localhost:8080" (from the environment)`) || strings.Contains(r.stderr, "--server:") {
 		t.Errorf("bad PLANSERVER_URL: %d %s", r.code, r.stderr)
 	}
-	if r := cliRun(t, p, "", []string{"PLANSERVER_URL=http://" + p.addr}, "session", "list", "--server", "localhost:8080"); r.code != cliExitUsage || !strings.Contains(r.stderr, "--server: ") {
+	if r := cliRun(t, p, "", []string{"PLANSERVER_URL=http://" + p.addr}, "session", "list", "--server", "localhost:8080"); r.code != cli.ExitUsage || !strings.Contains(r.stderr, "--server: ") {
 		t.Errorf("bad --server: %d %s", r.code, r.stderr)
 	}
 	r = cliRun(t, p, "", []string{"PLANSERVER_URL=http://" + freeAddr(t)}, "session", "list")
-	if r.code != cliExitUnavailable || !strings.Contains(r.stderr, "(from PLANSERVER_URL)") {
+	if r.code != cli.ExitUnavailable || !strings.Contains(r.stderr, "(from PLANSERVER_URL)") {
 		t.Errorf("unreachable PLANSERVER_URL: %d %s", r.code, r.stderr)
 	}
 
 	// invalid_argument: each detail once.
-	msg := fails(t, p, cliExitFailure, "session", "create", "--mode", "sideways")
+	msg := fails(t, p, cli.ExitFailure, "session", "create", "--mode", "sideways")
 	if !strings.Contains(msg, "invalid_argument") || strings.Count(msg, "mode") != 1 {
 		t.Errorf("one invalid field, printed more than once: %s", msg)
 	}
 
 	// Ids as typed, not as escaped on the wire.
-	msg = fails(t, p, cliExitFailure, "steps", "claim", "csv", "x/y", "--worker", "w")
+	msg = fails(t, p, cli.ExitFailure, "steps", "claim", "csv", "x/y", "--worker", "w")
 	if !strings.Contains(msg, `"x/y"`) || strings.Contains(msg, "%2F") {
 		t.Errorf("steps claim csv x/y: %s", msg)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/client"
+	"github.com/planserver/planserver/internal/cli"
 )
 
 // planSession makes a session in plan mode whose agent wrote content and
@@ -57,8 +58,8 @@ func TestCLIReview(t *testing.T) {
 	}
 
 	// Rejected with feedback and a comment on line 3.
-	fails(t, p, cliExitUsage, "review", "reject", "billing")
-	fails(t, p, cliExitUsage, "review", "reject", "billing", "--comment", "three:x")
+	fails(t, p, cli.ExitUsage, "review", "reject", "billing")
+	fails(t, p, cli.ExitUsage, "review", "reject", "billing", "--comment", "three:x")
 	out = ok(t, p, "review", "reject", "billing", "--feedback", "Run the tests.", "--comment", "3:and the tests?")
 	if out != "rejected revision 1 of the plan of session billing; it stays in plan mode\n" {
 		t.Errorf("reject: %q", out)
@@ -80,12 +81,12 @@ func TestCLIReview(t *testing.T) {
 
 	// Asked on the terminal: anything but yes approves nothing.
 	r := cliRun(t, p, "n\n", nil, "review", "approve", "billing")
-	if r.code != cliExitFailure || !strings.Contains(r.stderr, "Approve revision 2 of the plan of session billing? [y/N]") ||
+	if r.code != cli.ExitFailure || !strings.Contains(r.stderr, "Approve revision 2 of the plan of session billing? [y/N]") ||
 		!strings.Contains(r.stderr, "not approved") || !strings.Contains(r.stdout, "+3. Run go test") {
 		t.Errorf("declined: %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	r = cliRun(t, p, "", nil, "review", "approve", "billing")
-	if s, _ := c.GetSession(t.Context(), "billing"); r.code != cliExitFailure || s.Review.State != api.ReviewPending {
+	if s, _ := c.GetSession(t.Context(), "billing"); r.code != cli.ExitFailure || s.Review.State != api.ReviewPending {
 		t.Errorf("no answer: %d %s; review %s", r.code, r.stderr, s.Review.State)
 	}
 	r = cliRun(t, p, "yes\n", nil, "review", "approve", "billing", "--feedback", "Go.")
@@ -99,7 +100,7 @@ func TestCLIReview(t *testing.T) {
 		t.Errorf("inbox after approval:\n%s", out)
 	}
 	// Nothing pending: the server says so, without a question.
-	if msg := fails(t, p, cliExitConflict, "review", "approve", "billing"); !strings.Contains(msg, "review_not_pending") {
+	if msg := fails(t, p, cli.ExitConflict, "review", "approve", "billing"); !strings.Contains(msg, "review_not_pending") {
 		t.Errorf("approve again: %s", msg)
 	}
 
@@ -109,8 +110,8 @@ func TestCLIReview(t *testing.T) {
 	if a.Mode != api.ModeBuild || a.Review.State != api.ReviewApproved {
 		t.Errorf("--yes --json: %+v", a)
 	}
-	fails(t, p, cliExitNotFound, "review", "show", "nobody")
-	if msg := fails(t, p, cliExitNotFound, "review", "show", "quiet"); !strings.Contains(msg, "has no plan yet") {
+	fails(t, p, cli.ExitNotFound, "review", "show", "nobody")
+	if msg := fails(t, p, cli.ExitNotFound, "review", "show", "quiet"); !strings.Contains(msg, "has no plan yet") {
 		t.Errorf("no plan: %s", msg)
 	}
 }
@@ -148,7 +149,7 @@ func TestCLIApproveBindsWhatWasShown(t *testing.T) {
 	stdin.Close()
 	rest, _ := io.ReadAll(br)
 	err = cmd.Wait()
-	if cmd.ProcessState.ExitCode() != cliExitConflict ||
+	if cmd.ProcessState.ExitCode() != cli.ExitConflict ||
 		!strings.Contains(string(rest), "changed since revision 1 was shown (it is at revision 2 now)") {
 		t.Fatalf("approve of a rewritten plan: %v\n%s\n%s", err, stdout.String(), rest)
 	}
@@ -167,7 +168,7 @@ func TestCLIReviewScope(t *testing.T) {
 	if out := ok(t, p, "review", "show", "scoped"); !strings.Contains(out, "scope an approval grants: files src/app.go; commands none; network none") {
 		t.Errorf("show:\n%s", out)
 	}
-	fails(t, p, cliExitUsage, "review", "approve", "scoped", "--yes", "--scope", "narrow")
+	fails(t, p, cli.ExitUsage, "review", "approve", "scoped", "--yes", "--scope", "narrow")
 	if out := ok(t, p, "review", "approve", "scoped", "--yes"); !strings.Contains(out, "scoped build: files src/app.go") {
 		t.Errorf("approve:\n%s", out)
 	}

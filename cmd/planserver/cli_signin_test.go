@@ -13,6 +13,7 @@ import (
 	"github.com/oauth2-proxy/mockoidc"
 
 	"github.com/planserver/planserver/api"
+	"github.com/planserver/planserver/internal/cli"
 )
 
 // signInAt signs user in at the planserver on addr through the provider
@@ -126,12 +127,12 @@ func TestSignInCLI(t *testing.T) {
 	if s := meWith(t, addr, vic1); s != http.StatusOK {
 		t.Errorf("vic's cookie after boss's was ended: %d", s)
 	}
-	run(cliExitNotFound, admin, "signin", "revoke", bossID)
-	run(cliExitUsage, admin, "signin", "revoke")
-	run(cliExitUsage, admin, "signin", "revoke", bossID, "--subject", "u-vic")
-	run(cliExitFailure, admin, "signin", "show", "not-an-id")
-	run(cliExitDenied, viewer, "signin", "list")
-	run(cliExitDenied, nil, "signin", "list")
+	run(cli.ExitNotFound, admin, "signin", "revoke", bossID)
+	run(cli.ExitUsage, admin, "signin", "revoke")
+	run(cli.ExitUsage, admin, "signin", "revoke", bossID, "--subject", "u-vic")
+	run(cli.ExitFailure, admin, "signin", "show", "not-an-id")
+	run(cli.ExitDenied, viewer, "signin", "list")
+	run(cli.ExitDenied, nil, "signin", "list")
 
 	ended := decode[[]api.SignIn](t, run(0, admin, "signin", "revoke", "--subject", "u-vic", "--json").stdout)
 	if len(ended) != 2 {

@@ -16,6 +16,8 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/client"
+	"github.com/planserver/planserver/internal/cli"
+	"github.com/spf13/cobra"
 )
 
 // The API commands are tested as a user runs them: the built binary, a
@@ -154,20 +156,20 @@ func TestCLISessions(t *testing.T) {
 	}
 
 	// Errors by class: conflict, not found, invalid, usage.
-	if msg := fails(t, p, cliExitConflict, "session", "mode", "main", "build", "--if-match", "1"); !strings.Contains(msg, "version_conflict") {
+	if msg := fails(t, p, cli.ExitConflict, "session", "mode", "main", "build", "--if-match", "1"); !strings.Contains(msg, "version_conflict") {
 		t.Errorf("stale --if-match: %s", msg)
 	}
-	fails(t, p, cliExitConflict, "session", "create", "--id", "main")
-	if msg := fails(t, p, cliExitNotFound, "session", "get", "nobody"); !strings.HasPrefix(msg, "planserver: ") || !strings.Contains(msg, "not_found") {
+	fails(t, p, cli.ExitConflict, "session", "create", "--id", "main")
+	if msg := fails(t, p, cli.ExitNotFound, "session", "get", "nobody"); !strings.HasPrefix(msg, "planserver: ") || !strings.Contains(msg, "not_found") {
 		t.Errorf("missing: %s", msg)
 	}
-	if msg := fails(t, p, cliExitFailure, "session", "create", "--mode", "sideways"); !strings.Contains(msg, "invalid_argument") || !strings.Contains(msg, "mode: ") {
+	if msg := fails(t, p, cli.ExitFailure, "session", "create", "--mode", "sideways"); !strings.Contains(msg, "invalid_argument") || !strings.Contains(msg, "mode: ") {
 		t.Errorf("invalid mode: %s", msg)
 	}
-	fails(t, p, cliExitUsage, "session", "get")
-	fails(t, p, cliExitUsage, "session", "get", "a", "b")
-	fails(t, p, cliExitUsage, "session", "create", "--metadata", "[1]")
-	fails(t, p, cliExitUsage, "session", "frobnicate")
+	fails(t, p, cli.ExitUsage, "session", "get")
+	fails(t, p, cli.ExitUsage, "session", "get", "a", "b")
+	fails(t, p, cli.ExitUsage, "session", "create", "--metadata", "[1]")
+	fails(t, p, cli.ExitUsage, "session", "frobnicate")
 }
 
 func TestCLIPlans(t *testing.T) {
@@ -180,7 +182,7 @@ func TestCLIPlans(t *testing.T) {
 	if out := ok(t, p, "plan", "put", "release", file); out != "plan release created: revision 1\n" {
 		t.Errorf("put: %q", out)
 	}
-	fails(t, p, cliExitConflict, "plan", "put", "release", file, "--create")
+	fails(t, p, cli.ExitConflict, "plan", "put", "release", file, "--create")
 	// From standard input, with a title and a status.
 	r := cliRun(t, p, "# Release 1.0\n\n- [ ] freeze\n- [ ] tag\n", nil, "plan", "put", "release", "--title", "Release 1.0",
 		"--status", "draft", "--if-match", "1", "--json")
@@ -211,7 +213,7 @@ func TestCLIPlans(t *testing.T) {
 	if st := decode[api.PlanStatus](t, ok(t, p, "plan", "status", "release", "in-progress", "--json")); st.Revision != 4 {
 		t.Errorf("set status: %+v", st)
 	}
-	fails(t, p, cliExitConflict, "plan", "status", "release", "done", "--if-match", "3")
+	fails(t, p, cli.ExitConflict, "plan", "status", "release", "done", "--if-match", "3")
 	out = ok(t, p, "plan", "history", "release")
 	if !regexp.MustCompile(`(?s)REV\s+UPDATED.*\n4\s.*in-progress.*\n3\s.*review.*\n2\s.*\n1\s`).MatchString(out) {
 		t.Errorf("history:\n%s", out)
@@ -226,9 +228,9 @@ func TestCLIPlans(t *testing.T) {
 	if d := decode[api.Diff](t, ok(t, p, "plan", "diff", "release", "--from", "0", "--to", "1", "--json")); d.From != 0 || len(d.Hunks) != 1 {
 		t.Errorf("diff --json: %+v", d)
 	}
-	fails(t, p, cliExitNotFound, "plan", "get", "nothing")
-	fails(t, p, cliExitUsage, "plan", "get", "release", "--yaml", "--json")
-	fails(t, p, cliExitUsage, "plan", "put", "x", yamlFile, "--title", "T")
+	fails(t, p, cli.ExitNotFound, "plan", "get", "nothing")
+	fails(t, p, cli.ExitUsage, "plan", "get", "release", "--yaml", "--json")
+	fails(t, p, cli.ExitUsage, "plan", "put", "x", yamlFile, "--title", "T")
 }
 
 // editor writes a shell script to use as $EDITOR and returns its path.
@@ -278,7 +280,7 @@ func TestCLIPlanEdit(t *testing.T) {
 echo '- [ ] announce' >> "$1"
 `)
 	r = cliRun(t, p, "", append(env, "EDITOR="+racing), "plan", "edit", "release")
-	if r.code != cliExitConflict || !strings.Contains(r.stderr, "conflict: plan release changed since you read revision 2 (it is at revision 3 now)") {
+	if r.code != cli.ExitConflict || !strings.Contains(r.stderr, "conflict: plan release changed since you read revision 2 (it is at revision 3 now)") {
 		t.Fatalf("edit under a concurrent write: %d %s", r.code, r.stderr)
 	}
 	m := keptFile.FindStringSubmatch(r.stderr)
@@ -295,10 +297,10 @@ echo '- [ ] announce' >> "$1"
 
 	// An editor that fails writes nothing and keeps the file.
 	r = cliRun(t, p, "", append(env, "EDITOR=false"), "plan", "edit", "release")
-	if r.code != cliExitFailure || keptFile.FindString(r.stderr) == "" {
+	if r.code != cli.ExitFailure || keptFile.FindString(r.stderr) == "" {
 		t.Errorf("failing editor: %d %s", r.code, r.stderr)
 	}
-	fails(t, p, cliExitNotFound, "plan", "edit", "nothing")
+	fails(t, p, cli.ExitNotFound, "plan", "edit", "nothing")
 }
 
 func TestCLISteps(t *testing.T) {
@@ -312,10 +314,10 @@ func TestCLISteps(t *testing.T) {
 	if res.Step.ID != "1" || *res.Step.ClaimedBy != "db-1" {
 		t.Fatalf("claim: %+v", res)
 	}
-	if msg := fails(t, p, cliExitNotFound, "steps", "claim", "csv", "--worker", "w2"); !strings.Contains(msg, "no step of plan csv is ready") {
+	if msg := fails(t, p, cli.ExitNotFound, "steps", "claim", "csv", "--worker", "w2"); !strings.Contains(msg, "no step of plan csv is ready") {
 		t.Errorf("nothing ready: %s", msg)
 	}
-	fails(t, p, cliExitConflict, "steps", "claim", "csv", "1", "--worker", "intruder")
+	fails(t, p, cli.ExitConflict, "steps", "claim", "csv", "1", "--worker", "intruder")
 	if out := ok(t, p, "steps", "claim", "csv", "1", "--worker", "db-1"); !strings.HasPrefix(out, "claimed step 1 of plan csv for db-1 until ") {
 		t.Errorf("renew: %s", out)
 	}
@@ -332,9 +334,9 @@ func TestCLISteps(t *testing.T) {
 	if rep.Outcome != api.OutcomeSuccess || len(rep.Artifacts) != 3 || rep.Timestamp == nil {
 		t.Errorf("report file: %+v", rep)
 	}
-	fails(t, p, cliExitUsage, "steps", "claim", "csv")
-	fails(t, p, cliExitUsage, "steps", "report", "csv", "3")
-	if msg := fails(t, p, cliExitConflict, "steps", "report", "csv", "4", "--outcome", "success"); !strings.Contains(msg, "deps_incomplete") {
+	fails(t, p, cli.ExitUsage, "steps", "claim", "csv")
+	fails(t, p, cli.ExitUsage, "steps", "report", "csv", "3")
+	if msg := fails(t, p, cli.ExitConflict, "steps", "report", "csv", "4", "--outcome", "success"); !strings.Contains(msg, "deps_incomplete") {
 		t.Errorf("report on a waiting step: %s", msg)
 	}
 }
@@ -347,11 +349,11 @@ func TestCLIExitStatuses(t *testing.T) {
 	admin := strings.TrimSpace(ok(t, p, "token", "create", "--role", "admin", "--name", "alice", "--db", db))
 	// The CLI's message names its own ways to give a token, not the
 	// HTTP header.
-	if msg := fails(t, p, cliExitDenied, "session", "list"); !strings.Contains(msg, "unauthenticated") ||
+	if msg := fails(t, p, cli.ExitDenied, "session", "list"); !strings.Contains(msg, "unauthenticated") ||
 		!strings.Contains(msg, "--token") || !strings.Contains(msg, "PLANSERVER_TOKEN") || strings.Contains(msg, "Authorization") {
 		t.Errorf("no token: %s", msg)
 	}
-	if msg := fails(t, p, cliExitDenied, "session", "list", "--token", "ps_not-a-token"); !strings.Contains(msg, "--token") {
+	if msg := fails(t, p, cli.ExitDenied, "session", "list", "--token", "ps_not-a-token"); !strings.Contains(msg, "--token") {
 		t.Errorf("a bad token: %s", msg)
 	}
 	ok(t, p, "session", "create", "--id", "s", "--mode", "plan", "--token", admin)
@@ -361,7 +363,7 @@ func TestCLIExitStatuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := cliRun(t, p, "", []string{"PLANSERVER_TOKEN=" + agent.Secret}, "session", "mode", "s", "build")
-	if r.code != cliExitDenied || !strings.Contains(r.stderr, "permission_denied") {
+	if r.code != cli.ExitDenied || !strings.Contains(r.stderr, "permission_denied") {
 		t.Errorf("agent leaving plan mode: %d %s", r.code, r.stderr)
 	}
 	// A --token on the command line wins over PLANSERVER_TOKEN.
@@ -369,10 +371,10 @@ func TestCLIExitStatuses(t *testing.T) {
 		t.Errorf("admin token over the environment's: %d %s", r.code, r.stderr)
 	}
 	r = cliRun(t, p, "", nil, "session", "list", "--server", "http://"+freeAddr(t))
-	if r.code != cliExitUnavailable || !strings.Contains(r.stderr, "cannot reach the planserver at http://") {
+	if r.code != cli.ExitUnavailable || !strings.Contains(r.stderr, "cannot reach the planserver at http://") {
 		t.Errorf("no server: %d %s", r.code, r.stderr)
 	}
-	fails(t, p, cliExitUsage, "session", "list", "--server", "localhost:8080")
+	fails(t, p, cli.ExitUsage, "session", "list", "--server", "localhost:8080")
 }
 
 // TestCLIHelp: --help on every API command prints its synopsis, only its
@@ -380,16 +382,16 @@ func TestCLIExitStatuses(t *testing.T) {
 // connection flags, and the exit statuses, on stdout, and succeeds.
 func TestCLIHelp(t *testing.T) {
 	singleDash := regexp.MustCompile(`(^|[\s(\[])-[a-z][a-z-]+`)
-	for group, cmds := range cliGroups {
+	for group, cmds := range apiGroups() {
 		for _, cmd := range cmds {
 			var out, errOut bytes.Buffer
-			args := append(strings.Fields(cmd.name), "--help")
+			args := append(strings.Fields(cmd), "--help")
 			if err := run(context.Background(), args, noEnv, &out, &errOut); err != nil || errOut.Len() > 0 {
 				t.Errorf("%v: %v %s", args, err, errOut.String())
 				continue
 			}
 			help := out.String()
-			for _, want := range []string{"Usage: planserver " + cmd.name, "--server url", "PLANSERVER_URL", "--token token",
+			for _, want := range []string{"Usage: planserver " + cmd, "--server url", "PLANSERVER_URL", "--token token",
 				"PLANSERVER_TOKEN", "--json", "Exit status:", "  4  conflict"} {
 				if !strings.Contains(help, want) {
 					t.Errorf("%v: help lacks %q:\n%s", args, want, help)
@@ -400,7 +402,7 @@ func TestCLIHelp(t *testing.T) {
 			}
 			// Only its own flags: no other command's, and no environment
 			// variable but the connection's.
-			if cmd.name != "steps claim" && cmd.name != "steps report" && strings.Contains(help, "--worker") {
+			if cmd != "steps claim" && cmd != "steps report" && strings.Contains(help, "--worker") {
 				t.Errorf("%v lists --worker", args)
 			}
 			if strings.Count(help, "PLANSERVER_") != 2 {
@@ -409,7 +411,7 @@ func TestCLIHelp(t *testing.T) {
 		}
 		var out bytes.Buffer
 		if err := run(context.Background(), []string{group, "--help"}, noEnv, &out, noStderr(t)); err != nil ||
-			(len(cmds) > 1 && !strings.Contains(out.String(), "planserver "+cmds[1].name)) {
+			(len(cmds) > 1 && !strings.Contains(out.String(), "planserver "+cmds[1])) {
 			t.Errorf("%s --help: %v\n%s", group, err, out.String())
 		}
 	}
@@ -430,6 +432,25 @@ func TestCLIHelp(t *testing.T) {
 			t.Errorf("planserver %s exited %d, want %d", args, code, want)
 		}
 	}
+}
+
+// apiGroups are the API commands' names ("plan get"), from the command
+// tree, by their first word.
+func apiGroups() map[string][]string {
+	groups := map[string][]string{}
+	var walk func(group string, c *cobra.Command)
+	walk = func(group string, c *cobra.Command) {
+		if !cli.IsGroup(c) {
+			groups[group] = append(groups[group], c.CommandPath())
+		}
+		for _, sub := range c.Commands() {
+			walk(group, sub)
+		}
+	}
+	for _, c := range cli.APICommands(cli.Env{Getenv: noEnv}) {
+		walk(c.Name(), c)
+	}
+	return groups
 }
 
 // noStderr is a writer that fails the test when written to: help goes to

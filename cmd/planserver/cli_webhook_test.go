@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/planserver/planserver/api"
+	"github.com/planserver/planserver/internal/cli"
 )
 
 // TestWebhookCLI drives every webhook command against a real server. The
@@ -61,17 +62,17 @@ func TestWebhookCLI(t *testing.T) {
 		t.Fatalf("rotate: %+v", rotated)
 	}
 	ok(t, p, "webhook", "delete", created.ID)
-	if e := fails(t, p, cliExitNotFound, "webhook", "show", created.ID); !strings.Contains(e, "no webhook") {
+	if e := fails(t, p, cli.ExitNotFound, "webhook", "show", created.ID); !strings.Contains(e, "no webhook") {
 		t.Fatalf("show after delete: %s", e)
 	}
-	if e := fails(t, p, cliExitFailure, "webhook", "create", "ftp://x", "--event", "plan.changed"); !strings.Contains(e, "url") {
+	if e := fails(t, p, cli.ExitFailure, "webhook", "create", "ftp://x", "--event", "plan.changed"); !strings.Contains(e, "url") {
 		t.Fatalf("bad url: %s", e)
 	}
-	if e := fails(t, p, cliExitFailure, "webhook", "create", target, "--event", "nope"); !strings.Contains(e, "unknown event type") {
+	if e := fails(t, p, cli.ExitFailure, "webhook", "create", target, "--event", "nope"); !strings.Contains(e, "unknown event type") {
 		t.Fatalf("bad type: %s", e)
 	}
-	fails(t, p, cliExitUsage, "webhook", "create", target)
-	fails(t, p, cliExitUsage, "webhook", "redeliver", "wh_x", "abc")
+	fails(t, p, cli.ExitUsage, "webhook", "create", target)
+	fails(t, p, cli.ExitUsage, "webhook", "redeliver", "wh_x", "abc")
 	if out := ok(t, p, "webhook", "--help"); !strings.Contains(out, "rotate-secret") {
 		t.Fatalf("help: %s", out)
 	}

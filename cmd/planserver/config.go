@@ -1,8 +1,6 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,13 +12,14 @@ import (
 	"time"
 
 	"github.com/planserver/planserver/internal/auth"
-	"github.com/planserver/planserver/internal/cliflag"
+	"github.com/planserver/planserver/internal/cli"
 	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/events"
 	planhttp "github.com/planserver/planserver/internal/http"
 	"github.com/planserver/planserver/internal/sessions"
 	"github.com/planserver/planserver/internal/shellclass"
 	"github.com/planserver/planserver/internal/webhooks/deliver"
+	"github.com/spf13/pflag"
 )
 
 // config is every setting of planserver, filled from flags, then from
@@ -71,29 +70,25 @@ type config struct {
 // defaultAddr is where serve listens and healthcheck asks.
 const defaultAddr = "127.0.0.1:8080"
 
-// flagSet declares the flags of the subcommand name ("serve", "migrate
-// up", "token create", …): only those it reads. Every command that opens
-// the database has --db; serve has the rest; healthcheck has --addr. A
-// `name` in backquotes in a usage string is the value's placeholder in
-// --help. Settings a command does not read keep the defaults validate
-// expects.
-func flagSet(name string, cfg *config) *flag.FlagSet {
-	fs := flag.NewFlagSet("planserver "+name, flag.ContinueOnError)
-	// parseFlags reports errors and help itself, in --double-dash form.
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	cfg.Durability, cfg.LogFormat = string(db.DurabilityNormal), "text"
-	switch name {
-	case "healthcheck":
-		fs.StringVar(&cfg.Addr, "addr", defaultAddr, "the `host:port` serve listens on (0.0.0.0 and [::] are asked on loopback)")
-		return fs
-	case "version", "help":
-		return fs
-	}
+// newConfig is the configuration of a command before its flags are read:
+// the settings it does not read keep the defaults validate expects.
+func newConfig() *config {
+	return &config{Durability: string(db.DurabilityNormal), LogFormat: "text"}
+}
+
+// A `name` in backquotes in a flag's usage is its value's placeholder in
+// --help. Every command that opens the database has --db; serve has the
+// rest; healthcheck has --addr. Each flag has its PLANSERVER_* variable
+// (envFlags), but for perCallFlags.
+
+// dbFlag declares --db.
+func dbFlag(fs *pflag.FlagSet, cfg *config) {
 	fs.StringVar(&cfg.DB, "db", "planserver.db", "SQLite database `file`, or a postgres:// URL (PostgreSQL: any number of replicas on one database)")
-	if name != "serve" {
-		return fs
-	}
+}
+
+// serveFlags declares serve's flags.
+func serveFlags(fs *pflag.FlagSet, cfg *config) {
+	dbFlag(fs, cfg)
 	fs.StringVar(&cfg.Addr, "addr", defaultAddr, "`host:port` to listen on")
 	fs.StringVar(&cfg.Durability, "durability", "normal", "SQLite synchronous `level`: normal or full (full fsyncs every commit); on PostgreSQL the server's settings decide")
 	fs.IntVar(&cfg.PGWriters, "pg-writers", db.DefaultKeyedWriters,
@@ -120,11 +115,11 @@ func flagSet(name string, cfg *config) *flag.FlagSet {
 		"serve net/http/pprof on this separate `host:port` (loopback only; empty: off), for profiling")
 	fs.IntVar(&cfg.PlanHistory, "plan-history", 100,
 		"`revisions` of each shared plan kept readable, the current one included; older ones are pruned")
-	durationVar(fs, &cfg.EventRetention, "event-retention", events.DefaultMaxAge,
+	cli.DurationVar(fs, &cfg.EventRetention, "event-retention", events.DefaultMaxAge,
 		"prune events older than this `duration` (0 keeps events of any age); older cursors get 410 cursor_expired")
 	fs.Int64Var(&cfg.EventMaxRows, "event-max-rows", events.DefaultMaxRows,
 		"keep at most this many of the newest `events` (0: no cap)")
-	durationVar(fs, &cfg.SSEHeartbeat, "sse-heartbeat", planhttp.DefaultSSEHeartbeat,
+	cli.DurationVar(fs, &cfg.SSEHeartbeat, "sse-heartbeat", planhttp.DefaultSSEHeartbeat,
 		"`interval` of the comment lines that keep idle event streams alive")
 	fs.IntVar(&cfg.MaxConnections, "max-connections", 0,
 		"client `connections` open at once; above it a new one is answered 503 and closed "+
@@ -170,13 +165,12 @@ func flagSet(name string, cfg *config) *flag.FlagSet {
 	fs.DurationVar(&cfg.UpstreamTimeout, "upstream-timeout", planhttp.DefaultUpstreamTimeout,
 		"the longest a call to a registered gate's tool server (/mcp/gate/{name}) may take, connecting included; "+
 			"past it the caller gets an error")
-	return fs
 }
 
 // addShellReadOnlyFlag declares --shell-read-only, the file that extends
 // the read-only shell table of plan mode's hooks (docs/sandbox.md): for
 // serve (the HTTP hook) and for the hook command.
-func addShellReadOnlyFlag(fs *flag.FlagSet, cfg *config) {
+func addShellReadOnlyFlag(fs *pflag.FlagSet, cfg *config) {
 	fs.StringVar(&cfg.ShellReadOnly, "shell-read-only", "",
 		"YAML `file` whose shell_read_only section adds commands to the read-only shell table (empty: the built-in table)")
 }
@@ -203,94 +197,13 @@ func envName(flagName string) string {
 // PLANSERVER_NAME must not name every token.
 var perCallFlags = map[string]bool{"role": true, "session": true, "name": true, "ttl": true}
 
-// parseFlags parses args, then fills every flag not given on the command
-// line from its environment variable. -h and --help print the command's
-// help to stdout (errHelp: exit 0); a wrong flag or argument is one line
-// on stderr and a pointer to --help (errUsage: exit 2).
-func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			printHelp(stdout, fs)
-			return errHelp
-		}
-		return usageError(stderr, fs.Name(), cliflag.ErrorText(err))
-	}
-	if fs.NArg() > 0 {
-		return usageError(stderr, fs.Name(), fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
-	}
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		if given[f.Name] || perCallFlags[f.Name] || err != nil {
-			return
-		}
-		if v := getenv(envName(f.Name)); v != "" {
-			if setErr := fs.Set(f.Name, v); setErr != nil {
-				err = fmt.Errorf("%s=%q: %w", envName(f.Name), v, setErr)
-			}
-		}
-	})
-	return err
-}
-
-// usageError prints one line saying what is wrong and where help is, and
-// returns errUsage.
-func usageError(stderr io.Writer, command, problem string) error {
-	fmt.Fprintf(stderr, "%s: %s (see '%s --help')\n", command, problem, command)
-	return errUsage
-}
-
-// durationValue is a time.Duration flag whose error says what is wanted:
-// flag.Duration's says only "parse error", and "--lease 10" means nothing
-// to a reader who does not know Go's duration syntax.
-type durationValue time.Duration
-
-// durationVar declares a duration flag like fs.DurationVar.
-func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
-	*p = value
-	fs.Var((*durationValue)(p), name, usage)
-}
-
-func (d *durationValue) String() string { return (*time.Duration)(d).String() }
-
-func (d *durationValue) Set(s string) error {
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		if _, numErr := strconv.ParseFloat(s, 64); numErr == nil {
-			return fmt.Errorf("want a duration such as 10m or 90s, with its unit (ns, us, ms, s, m, h)")
-		}
-		return fmt.Errorf("want a duration such as 10m or 90s")
-	}
-	*d = durationValue(v)
-	return nil
-}
-
-// printHelp writes a command's help: its synopsis, then each of its flags
-// with its environment variable.
-func printHelp(w io.Writer, fs *flag.FlagSet) {
-	name := strings.TrimPrefix(fs.Name(), "planserver ")
-	fmt.Fprint(w, commandHelp[name])
-	n := 0
-	fs.VisitAll(func(*flag.Flag) { n++ })
-	if n == 0 {
-		return
-	}
-	fmt.Fprintln(w, "\nFlags (a flag given on the command line wins over its environment variable):")
-	fs.VisitAll(func(f *flag.Flag) {
-		placeholder, usage := flag.UnquoteUsage(f)
-		line := "  --" + f.Name
-		if placeholder != "" {
-			line += " " + placeholder
-		}
+// envFlags gives every flag of fs but the per-call ones its environment
+// variable.
+func envFlags(fs *pflag.FlagSet) {
+	fs.VisitAll(func(f *pflag.Flag) {
 		if !perCallFlags[f.Name] {
-			line = fmt.Sprintf("%-36s %s", line, envName(f.Name))
+			cli.BindEnv(fs, f.Name, envName(f.Name))
 		}
-		fmt.Fprintln(w, line)
-		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" {
-			usage += fmt.Sprintf(" (default %s)", f.DefValue)
-		}
-		fmt.Fprintf(w, "        %s\n", usage)
 	})
 }
 

@@ -3,12 +3,13 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 
+	"github.com/planserver/planserver/internal/cli"
 	"github.com/planserver/planserver/internal/db"
+	"github.com/spf13/cobra"
 )
 
 const copyUsage = `usage: planserver copy --from DB --to DB [--replace-nul]
@@ -33,52 +34,58 @@ replaced by U+FFFD (the replacement character), and says how many.
   planserver copy --from postgres://planserver@db/planserver --to backup.db
 `
 
-// copyDB is planserver copy.
-func copyDB(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("planserver copy", flag.ContinueOnError)
-	// Help and errors are printed below: help on stdout like every other
-	// command's, errors on stderr.
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	from := fs.String("from", "", "the database to copy: a SQLite `file` or a postgres:// URL")
-	to := fs.String("to", "", "the new, empty database to copy into: a SQLite `file` or a postgres:// URL")
-	replaceNUL := fs.Bool("replace-nul", false, "replace each NUL character (U+0000) in text copied to PostgreSQL, which cannot store it, with U+FFFD; "+
+// copyCommand is planserver copy. Its flags have no environment
+// variables: a stray PLANSERVER_TO must never pick a copy's target. A
+// wrong invocation is answered with the whole usage.
+func copyCommand() *cobra.Command {
+	var from, to string
+	var replaceNUL bool
+	cmd := cli.Help(&cobra.Command{
+		Use: "copy",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if from == "" || to == "" || len(args) > 0 {
+				fmt.Fprint(cmd.ErrOrStderr(), copyUsage)
+				return cli.ErrUsage
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return copyDB(cmd.Context(), from, to, replaceNUL, cmd.OutOrStdout())
+		},
+	}, copyUsage, cli.PlainFlags, "")
+	cmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		fmt.Fprintln(cmd.ErrOrStderr(), cli.FlagProblem(err))
+		fmt.Fprint(cmd.ErrOrStderr(), copyUsage)
+		return cli.ErrUsage
+	})
+	fs := cmd.Flags()
+	fs.StringVar(&from, "from", "", "the database to copy: a SQLite `file` or a postgres:// URL")
+	fs.StringVar(&to, "to", "", "the new, empty database to copy into: a SQLite `file` or a postgres:// URL")
+	fs.BoolVar(&replaceNUL, "replace-nul", false, "replace each NUL character (U+0000) in text copied to PostgreSQL, which cannot store it, with U+FFFD; "+
 		"without it a source holding NULs is refused, listing its rows, before anything is written")
-	if len(args) > 0 && isHelp(args[0]) {
-		printCopyHelp(stdout, fs)
-		return errHelp
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			printCopyHelp(stdout, fs)
-			return errHelp
-		}
-		fmt.Fprintln(stderr, err)
-		fmt.Fprint(stderr, copyUsage)
-		return errUsage
-	}
-	if *from == "" || *to == "" || fs.NArg() > 0 {
-		fmt.Fprint(stderr, copyUsage)
-		return errUsage
-	}
-	if db.IsFile(*from) {
+	return cmd
+}
+
+// copyDB copies the database from into the new database to.
+func copyDB(ctx context.Context, from, to string, replaceNUL bool, stdout io.Writer) error {
+	if db.IsFile(from) {
 		// Opening a SQLite path creates the file: a typo must not copy
 		// an empty database.
-		if _, err := os.Stat(*from); err != nil {
-			return fmt.Errorf("copy from %s: %w", *from, err)
+		if _, err := os.Stat(from); err != nil {
+			return fmt.Errorf("copy from %s: %w", from, err)
 		}
 	}
-	src, err := db.Open(ctx, *from, db.Options{})
+	src, err := db.Open(ctx, from, db.Options{})
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	dst, err := db.Open(ctx, *to, db.Options{})
+	dst, err := db.Open(ctx, to, db.Options{})
 	if err != nil {
 		return err
 	}
 	defer dst.Close()
-	stats, err := db.CopyWith(ctx, src, dst, stdout, db.CopyOptions{ReplaceNUL: *replaceNUL})
+	stats, err := db.CopyWith(ctx, src, dst, stdout, db.CopyOptions{ReplaceNUL: replaceNUL})
 	if errors.Is(err, db.ErrTargetNotEmpty) || errors.Is(err, db.ErrNUL) {
 		return err
 	}
@@ -91,16 +98,4 @@ func copyDB(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	fmt.Fprintf(stdout, "%s: copied %d rows to %s\n", src.Path, total, dst.Path)
 	return nil
-}
-
-// printCopyHelp writes copy's help: its usage, then its flags in
-// --double-dash form. copy reads no environment variables, so unlike
-// printHelp it names none.
-func printCopyHelp(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprint(w, copyUsage)
-	fmt.Fprintln(w, "\nFlags:")
-	fs.VisitAll(func(f *flag.Flag) {
-		placeholder, usage := flag.UnquoteUsage(f)
-		fmt.Fprintf(w, "  --%s %s\n        %s\n", f.Name, placeholder, usage)
-	})
 }

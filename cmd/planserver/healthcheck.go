@@ -8,6 +8,9 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/planserver/planserver/internal/cli"
+	"github.com/spf13/cobra"
 )
 
 // healthcheckTimeout bounds the whole check: a server that cannot answer
@@ -17,26 +20,33 @@ const healthcheckTimeout = 3 * time.Second
 // healthcheck asks the server at --addr for GET /healthz and exits 0 when
 // it answers 200, 1 otherwise: a container HEALTHCHECK for an image that
 // has no shell or curl (distroless).
-func healthcheck(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	var cfg config
-	if err := parseFlags(flagSet("healthcheck", &cfg), args, getenv, stdout, stderr); err != nil {
-		return err
-	}
-	url := "http://" + dialAddr(cfg.Addr) + "/healthz"
+func healthcheckCommand() *cobra.Command {
+	var addr string
+	cmd := cli.Help(&cobra.Command{
+		Use: "healthcheck", Args: cli.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return healthcheck(cmd.Context(), addr, cmd.OutOrStdout()) },
+	}, commandHelp["healthcheck"], cli.EnvFlags, "")
+	cmd.Flags().StringVar(&addr, "addr", defaultAddr, "the `host:port` serve listens on (0.0.0.0 and [::] are asked on loopback)")
+	envFlags(cmd.Flags())
+	return cmd
+}
+
+func healthcheck(ctx context.Context, addr string, stdout io.Writer) error {
+	url := "http://" + dialAddr(addr) + "/healthz"
 	ctx, cancel := context.WithTimeout(ctx, healthcheckTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return fmt.Errorf("--addr %q: %w", cfg.Addr, err)
+		return fmt.Errorf("--addr %q: %w", addr, err)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return exitError{1, fmt.Errorf("unhealthy: %w", err)}
+		return cli.ExitError{Code: 1, Err: fmt.Errorf("unhealthy: %w", err)}
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 	if resp.StatusCode != http.StatusOK {
-		return exitError{1, fmt.Errorf("unhealthy: GET %s answered %s: %s", url, resp.Status, body)}
+		return cli.ExitError{Code: 1, Err: fmt.Errorf("unhealthy: GET %s answered %s: %s", url, resp.Status, body)}
 	}
 	fmt.Fprintf(stdout, "healthy: %s\n", bytes.TrimSpace(body))
 	return nil

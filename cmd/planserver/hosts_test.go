@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -34,7 +33,7 @@ func TestAllowedHostsFlag(t *testing.T) {
 	}
 	var cfg config
 	env := map[string]string{"PLANSERVER_ALLOWED_HOSTS": "planserver.internal"}
-	if err := parseFlags(flagSet("serve", &cfg), nil, func(k string) string { return env[k] }, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+	if err := parseServe(&cfg, nil, func(k string) string { return env[k] }); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.AllowedHosts != "planserver.internal" {

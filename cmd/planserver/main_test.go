@@ -20,7 +20,9 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"github.com/planserver/planserver/internal/cli"
 	"github.com/planserver/planserver/internal/sessions"
+	"github.com/spf13/pflag"
 )
 
 // binary is the planserver binary built once for the process tests, and
@@ -374,6 +376,18 @@ func TestMigrateCommands(t *testing.T) {
 	}
 }
 
+// parseServe reads serve's flags from args into cfg, then the
+// environment, as serve does.
+func parseServe(cfg *config, args []string, getenv func(string) string) error {
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	serveFlags(fs, cfg)
+	envFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return cli.ApplyEnv(fs, getenv)
+}
+
 func TestFlagsFallBackToEnvironment(t *testing.T) {
 	env := map[string]string{
 		"PLANSERVER_ADDR":                  "127.0.0.1:9999",
@@ -384,8 +398,7 @@ func TestFlagsFallBackToEnvironment(t *testing.T) {
 		"PLANSERVER_EVENT_MAX_ROWS":        "500",
 	}
 	var cfg config
-	fs := flagSet("serve", &cfg)
-	if err := parseFlags(fs, []string{"--db", "from-flag.db"}, func(k string) string { return env[k] }, io.Discard, io.Discard); err != nil {
+	if err := parseServe(&cfg, []string{"--db", "from-flag.db"}, func(k string) string { return env[k] }); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Addr != "127.0.0.1:9999" || cfg.DB != "from-flag.db" || cfg.Durability != "full" || !cfg.RequirePreconditions {
@@ -408,13 +421,12 @@ func TestFlagsFallBackToEnvironment(t *testing.T) {
 	if err := bad.validate(); err == nil {
 		t.Error("log format xml accepted")
 	}
-	fs = flagSet("serve", &cfg)
-	if err := parseFlags(fs, nil, func(k string) string {
+	if err := parseServe(&cfg, nil, func(k string) string {
 		if k == "PLANSERVER_REQUIRE_PRECONDITIONS" {
 			return "maybe"
 		}
 		return ""
-	}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "PLANSERVER_REQUIRE_PRECONDITIONS") {
+	}); err == nil || !strings.Contains(err.Error(), "PLANSERVER_REQUIRE_PRECONDITIONS") {
 		t.Errorf("bad env value: %v", err)
 	}
 }
@@ -423,7 +435,7 @@ func TestPlanModeAllowFlag(t *testing.T) {
 	parse := func(args []string, env map[string]string) []string {
 		t.Helper()
 		var cfg config
-		if err := parseFlags(flagSet("serve", &cfg), args, func(k string) string { return env[k] }, io.Discard, io.Discard); err != nil {
+		if err := parseServe(&cfg, args, func(k string) string { return env[k] }); err != nil {
 			t.Fatal(err)
 		}
 		return allowlist(cfg.PlanModeAllow)
@@ -441,14 +453,12 @@ func TestPlanModeAllowFlag(t *testing.T) {
 
 func TestPlanHistoryFlag(t *testing.T) {
 	var cfg config
-	fs := flagSet("serve", &cfg)
-	if err := parseFlags(fs, nil, noEnv, io.Discard, io.Discard); err != nil || cfg.PlanHistory != 100 {
+	if err := parseServe(&cfg, nil, noEnv); err != nil || cfg.PlanHistory != 100 {
 		t.Fatalf("default --plan-history = %d, %v", cfg.PlanHistory, err)
 	}
-	fs = flagSet("serve", &cfg)
-	if err := parseFlags(fs, nil, func(k string) string {
+	if err := parseServe(&cfg, nil, func(k string) string {
 		return map[string]string{"PLANSERVER_PLAN_HISTORY": "7"}[k]
-	}, io.Discard, io.Discard); err != nil || cfg.PlanHistory != 7 {
+	}); err != nil || cfg.PlanHistory != 7 {
 		t.Fatalf("PLANSERVER_PLAN_HISTORY=7 gave %d, %v", cfg.PlanHistory, err)
 	}
 	for _, n := range []int{0, -1} {

@@ -10,27 +10,33 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/planserver/planserver/internal/cli"
 	"github.com/planserver/planserver/internal/db"
+	"github.com/spf13/cobra"
 )
 
-func migrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	var cfg config
-	if len(args) == 0 || isHelp(args[0]) {
-		if len(args) > 0 {
-			printHelp(stdout, flagSet("migrate", &cfg))
-			return errHelp
-		}
-		return usageError(stderr, "planserver migrate", "name an action: up, down or status")
+// migrateCommand is planserver migrate up|down|status.
+func migrateCommand() *cobra.Command {
+	group := cli.Group(cli.Help(&cobra.Command{Use: "migrate"}, commandHelp["migrate"], cli.EnvFlags, ""))
+	dbFlag(group.Flags(), newConfig()) // listed in the group's help; each action reads its own
+	envFlags(group.Flags())
+	for _, action := range []string{"up", "down", "status"} {
+		cfg := newConfig()
+		cmd := cli.Help(&cobra.Command{
+			Use: action, Args: cli.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				return migrate(cmd.Context(), action, *cfg, cmd.OutOrStdout())
+			},
+		}, commandHelp["migrate "+action], cli.EnvFlags, "")
+		dbFlag(cmd.Flags(), cfg)
+		envFlags(cmd.Flags())
+		group.AddCommand(cmd)
 	}
-	action := args[0]
-	switch action {
-	case "up", "down", "status":
-	default:
-		return usageError(stderr, "planserver migrate", fmt.Sprintf("unknown action %q: want up, down or status", action))
-	}
-	if err := parseFlags(flagSet("migrate "+action, &cfg), args[1:], getenv, stdout, stderr); err != nil {
-		return err
-	}
+	return group
+}
+
+// migrate runs a migrate action on cfg's database.
+func migrate(ctx context.Context, action string, cfg config, stdout io.Writer) error {
 	if err := cfg.validate(); err != nil {
 		return err
 	}

@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/planserver/planserver/internal/cli"
 )
 
 // syncBuffer is a bytes.Buffer a process may write while a test reads it.
@@ -428,7 +430,7 @@ func TestWrongFlagIsOneLine(t *testing.T) {
 	} {
 		var out, errOut bytes.Buffer
 		err := run(context.Background(), c.args, noEnv, &out, &errOut)
-		if !errors.Is(err, errUsage) {
+		if !errors.Is(err, cli.ErrUsage) {
 			t.Errorf("%v: %v, want a usage error", c.args, err)
 		}
 		lines := strings.Split(strings.TrimSuffix(errOut.String(), "\n"), "\n")

@@ -14,11 +14,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/planserver/planserver/internal/cli"
 	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/events"
 	planhttp "github.com/planserver/planserver/internal/http"
 	"github.com/planserver/planserver/internal/tracing"
 	"github.com/planserver/planserver/internal/webhooks/deliver"
+	"github.com/spf13/cobra"
 )
 
 // shutdownGrace is how long in-flight requests may take to finish after
@@ -32,11 +34,23 @@ const shutdownGrace = 30 * time.Second
 // the process.
 const stallGrace = 5 * time.Second
 
-func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	var cfg config
-	if err := parseFlags(flagSet("serve", &cfg), args, getenv, stdout, stderr); err != nil {
-		return err
-	}
+// serveCommand is planserver serve: its flags, each with its
+// environment variable, then serve.
+func serveCommand(env cli.Env) *cobra.Command {
+	cfg := newConfig()
+	cmd := cli.Help(&cobra.Command{
+		Use: "serve", Args: cli.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return serve(cmd.Context(), *cfg, env.Getenv, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}, commandHelp["serve"], cli.EnvFlags, "")
+	serveFlags(cmd.Flags(), cfg)
+	envFlags(cmd.Flags())
+	return cmd
+}
+
+// serve applies pending migrations, then serves with cfg until ctx ends.
+func serve(ctx context.Context, cfg config, getenv func(string) string, stdout, stderr io.Writer) error {
 	if err := cfg.validateServe(); err != nil {
 		return err
 	}
@@ -70,7 +84,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	lock, err := db.Lock(cfg.DB, "serve")
 	if err != nil {
-		return exitError{code: exitDatabaseUnusable, err: err}
+		return cli.ExitError{Code: exitDatabaseUnusable, Err: err}
 	}
 	defer lock.Release()
 	fd := raiseFDLimit()
@@ -79,7 +93,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	case db.IsCorrupt(err):
 		return damaged(err)
 	case err != nil:
-		return exitError{code: exitDatabaseUnusable, err: err}
+		return cli.ExitError{Code: exitDatabaseUnusable, Err: err}
 	}
 	defer store.Close()
 	if err := checkIntegrity(ctx, store, cfg); err != nil {
@@ -89,7 +103,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	if err := store.Probe(ctx); err != nil {
-		return exitError{code: exitDatabaseUnusable, err: fmt.Errorf("refusing to serve %s: a test write failed: %w", cfg.DB, err)}
+		return cli.ExitError{Code: exitDatabaseUnusable, Err: fmt.Errorf("refusing to serve %s: a test write failed: %w", cfg.DB, err)}
 	}
 	maxConns, maxStreams, err := cfg.connectionLimits(fd.soft, dbConns(store))
 	if err != nil {
@@ -310,7 +324,7 @@ func checkIntegrity(ctx context.Context, store *db.DB, cfg config) error {
 
 // damaged is serve's refusal of a damaged database.
 func damaged(err error) error {
-	return exitError{code: exitDatabaseUnusable, err: fmt.Errorf("%w\nrefusing to serve a damaged database: "+
+	return cli.ExitError{Code: exitDatabaseUnusable, Err: fmt.Errorf("%w\nrefusing to serve a damaged database: "+
 		"restore it from a backup (planserver backup makes one), or pass --skip-integrity-check to serve it anyway", err)}
 }
 

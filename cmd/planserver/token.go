@@ -2,43 +2,60 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
 
 	"github.com/planserver/planserver/internal/auth"
+	"github.com/planserver/planserver/internal/cli"
+	"github.com/spf13/cobra"
 )
 
-// token manages bearer tokens on the database directly, so the first admin
-// token can be made before any server runs.
-func token(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	var cfg config
-	if len(args) == 0 || isHelp(args[0]) {
-		if len(args) > 0 {
-			printHelp(stdout, flagSet("token", &cfg))
-			return errHelp
+// tokenCommand is planserver token create|list|revoke: bearer tokens,
+// managed on the database directly, so the first admin token can be made
+// before any server runs.
+func tokenCommand() *cobra.Command {
+	group := cli.Group(cli.Help(&cobra.Command{Use: "token"}, commandHelp["token"], cli.EnvFlags, ""))
+	dbFlag(group.Flags(), newConfig()) // listed in the group's help; each action reads its own
+	envFlags(group.Flags())
+	for _, action := range []string{"create", "list", "revoke"} {
+		cfg, in := newConfig(), &auth.CreateInput{}
+		cmd := cli.Help(&cobra.Command{
+			Use: action, Args: cli.NoArgs,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				name := ""
+				if action == "revoke" {
+					name = args[0]
+				}
+				return token(cmd.Context(), action, *cfg, *in, name, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			},
+		}, commandHelp["token "+action], cli.EnvFlags, "")
+		fs := cmd.Flags()
+		dbFlag(fs, cfg)
+		switch action {
+		case "create":
+			fs.StringVar(&in.Role, "role", "", "the token's `role`: admin, agent or viewer (required)")
+			fs.StringVar(&in.SessionID, "session", "", "the `session` an agent token is bound to (with its descendants)")
+			fs.StringVar(&in.Name, "name", "", "the token's `name`, recorded as the actor of its changes (default: generated)")
+			fs.StringVar(&in.TTL, "ttl", "", "`lifetime`, e.g. 24h (default: no expiry)")
+		case "revoke":
+			cmd.Use = "revoke NAME"
+			cmd.Args = func(cmd *cobra.Command, args []string) error {
+				if len(args) == 0 || args[0] == "" {
+					return cli.Usage(cmd, "name the token to revoke")
+				}
+				return cli.ArgsBetween(1, 1, "planserver token revoke NAME")(cmd, args)
+			}
 		}
-		return usageError(stderr, "planserver token", "name an action: create, list or revoke")
+		envFlags(fs)
+		group.AddCommand(cmd)
 	}
-	action, args := args[0], args[1:]
-	switch action {
-	case "create", "list", "revoke":
-	default:
-		return usageError(stderr, "planserver token", fmt.Sprintf("unknown action %q: want create, list or revoke", action))
-	}
-	fs := flagSet("token "+action, &cfg)
-	var in auth.CreateInput
-	if action == "create" {
-		fs.StringVar(&in.Role, "role", "", "the token's `role`: admin, agent or viewer (required)")
-		fs.StringVar(&in.SessionID, "session", "", "the `session` an agent token is bound to (with its descendants)")
-		fs.StringVar(&in.Name, "name", "", "the token's `name`, recorded as the actor of its changes (default: generated)")
-		fs.StringVar(&in.TTL, "ttl", "", "`lifetime`, e.g. 24h (default: no expiry)")
-	}
-	var revokeName string
-	if err := parseTokenFlags(fs, action, args, getenv, stdout, stderr, &revokeName); err != nil {
-		return err
-	}
+	return group
+}
+
+// token runs a token action on cfg's database: create with in, revoke the
+// token called name.
+func token(ctx context.Context, action string, cfg config, in auth.CreateInput, name string, stdout, stderr io.Writer) error {
 	if err := cfg.validate(); err != nil {
 		return err
 	}
@@ -73,39 +90,16 @@ func token(ctx context.Context, args []string, getenv func(string) string, stdou
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tROLE\tSESSION\tCREATED\tLAST USED\tEXPIRES\tREVOKED")
 		for _, t := range toks {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.Role, orDash(t.SessionID), t.CreatedAt,
-				orDash(t.LastUsedAt), orDash(t.ExpiresAt), orDash(t.RevokedAt))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.Role, cli.OrDash(t.SessionID), t.CreatedAt,
+				cli.OrDash(t.LastUsedAt), cli.OrDash(t.ExpiresAt), cli.OrDash(t.RevokedAt))
 		}
 		return tw.Flush()
 	case "revoke":
-		tok, err := store.Revoke(ctx, revokeName)
+		tok, err := store.Revoke(ctx, name)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "revoked token %q at %s\n", tok.Name, *tok.RevokedAt)
 	}
 	return nil
-}
-
-// parseTokenFlags parses a token action's flags; revoke takes the token's
-// name as its one argument, before any flag.
-func parseTokenFlags(fs *flag.FlagSet, action string, args []string, getenv func(string) string, stdout, stderr io.Writer, name *string) error {
-	if action == "revoke" {
-		if len(args) > 0 && isHelp(args[0]) {
-			printHelp(stdout, fs)
-			return errHelp
-		}
-		if len(args) == 0 || args[0] == "" || args[0][0] == '-' {
-			return usageError(stderr, fs.Name(), "name the token to revoke, before any flag")
-		}
-		*name, args = args[0], args[1:]
-	}
-	return parseFlags(fs, args, getenv, stdout, stderr)
-}
-
-func orDash(s *string) string {
-	if s == nil {
-		return "-"
-	}
-	return *s
 }

@@ -34,8 +34,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/planserver/planserver/internal/cliflag"
 )
 
 // AdapterHeader names the adapter that asks POST /v1/hooks/{host}:
@@ -50,6 +48,10 @@ const MaxInput = 8 << 20
 // maxAnswer bounds planserver's answer: an answer carries at most the
 // input's command back (updatedInput), so twice the input is plenty.
 const maxAnswer = 2*MaxInput + 1<<20
+
+// DefaultServer is the planserver the hook, its installer and the API
+// commands talk to when neither --server nor PLANSERVER_URL names one.
+const DefaultServer = "http://127.0.0.1:8080"
 
 // DefaultTimeout bounds one question to planserver: well inside every
 // host's default hook timeout (Claude Code and Gemini CLI: 60 s).
@@ -90,7 +92,7 @@ func ParseFlags(args []string, getenv func(string) string) (Settings, error) {
 	fs.StringVar(&set.OfflineReason, "offline-reason", "", "")
 	fs.StringVar(&set.MCP, "mcp", "", "")
 	if err := fs.Parse(args); err != nil {
-		return set, fmt.Errorf("bad arguments: %s", cliflag.ErrorText(err))
+		return set, fmt.Errorf("bad arguments: %w", err)
 	}
 	if fs.NArg() > 0 {
 		return set, fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -103,7 +105,7 @@ func ParseFlags(args []string, getenv func(string) string) (Settings, error) {
 		}
 	}
 	if set.Server == "" {
-		set.Server = cliflag.DefaultServer
+		set.Server = DefaultServer
 	}
 	if set.Session != "" && set.Parent != "" {
 		return set, errors.New("both a session and a parent are set; the hook acts for one session")
@@ -112,6 +114,12 @@ func ParseFlags(args []string, getenv func(string) string) (Settings, error) {
 		return set, fmt.Errorf("--timeout %s is not between 0 and 1m", set.Timeout)
 	}
 	return set, nil
+}
+
+// IsHelp reports whether an argument of the hook command asks for its
+// help.
+func IsHelp(arg string) bool {
+	return arg == "-h" || arg == "--help" || arg == "-help" || arg == "help"
 }
 
 // Check reports what keeps the hook from asking planserver with set: a

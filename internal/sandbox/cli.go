@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-
-	"github.com/planserver/planserver/internal/cliflag"
 )
 
 // Help is the sandbox command's help; name is how it was invoked
@@ -57,6 +55,13 @@ or pidfd_getfd) or the invocation is wrong, and then CMD never runs; 126
 when CMD cannot be executed; 127 when it is not found.
 `
 
+// HelpText is what --help prints: Help and the flags.
+func HelpText(name string) string {
+	var b strings.Builder
+	cli(name, []string{"--help"}, &b, io.Discard, Options{})
+	return b.String()
+}
+
 // CLI runs the sandbox command line (args after the command's name) and
 // returns its exit status; help is true when it only printed the help.
 // planserver sandbox and planserver-sandbox both call it. Its flags have
@@ -97,7 +102,7 @@ func cli(name string, args []string, stdout, stderr io.Writer, o Options) (code 
 			fs.PrintDefaults()
 			return 0, true
 		}
-		return usage(name, stderr, cliflag.ErrorText(err)), false
+		return usage(name, stderr, flagProblem(err)), false
 	}
 	argv := fs.Args()
 	if !*readOnly {
@@ -136,4 +141,22 @@ func cli(name string, args []string, stdout, stderr io.Writer, o Options) (code 
 func usage(name string, stderr io.Writer, problem string) int {
 	fmt.Fprintf(stderr, "%s: %s (see '%s --help'); the command did not run\n", name, problem, name)
 	return ExitUnavailable
+}
+
+// flagProblem words an error of the flag package, which names flags in
+// -single-dash form, in the --double-dash form of the help. The lean
+// planserver-sandbox keeps the standard library's flag package (what it
+// links is added to every sandboxed command's start-up), so the words are
+// rewritten here rather than taken from planserver's command tree.
+func flagProblem(err error) string {
+	msg := err.Error()
+	for _, prefix := range []string{"flag provided but not defined: -", "bad flag syntax: "} {
+		if name, ok := strings.CutPrefix(msg, prefix); ok {
+			return "unknown flag --" + strings.TrimLeft(name, "-")
+		}
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		return "flag --" + name + " needs a value"
+	}
+	return strings.Replace(msg, " for flag -", " for flag --", 1)
 }

@@ -1,8 +1,7 @@
-package main
+package cli
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/client"
+	"github.com/spf13/pflag"
 )
 
 var planGetCmd = &cliCommand{
@@ -23,7 +23,7 @@ var planGetCmd = &cliCommand{
 its Markdown content. --markdown prints the content alone (to save it to a
 file), --yaml the whole plan document (which 'plan put --yaml' takes back).
 `,
-	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+	flags: func(fs *pflag.FlagSet) func(*cli, []string) error {
 		var markdown, yaml bool
 		var rev int64
 		fs.BoolVar(&markdown, "markdown", false, "print the Markdown content alone")
@@ -92,7 +92,7 @@ with --title, --status or --author those are set too. A YAML file (--yaml,
 or a name ending .yaml or .yml) is the whole plan document, as 'plan get
 --yaml' prints it.
 `,
-	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+	flags: func(fs *pflag.FlagSet) func(*cli, []string) error {
 		var yaml, create bool
 		var rev int64
 		var title, status, author optString
@@ -166,7 +166,7 @@ meanwhile (If-Match of the revision read). When someone did, nothing is
 written and the file with your edit is kept: its path is printed, to merge
 into a fresh 'plan edit'. An unchanged file writes nothing.
 `,
-	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+	flags: func(fs *pflag.FlagSet) func(*cli, []string) error {
 		return func(x *cli, args []string) error { return editPlan(x, args[0]) }
 	},
 }
@@ -273,7 +273,7 @@ steps' progress (never their content), every page of them. --status and
 --author filter as GET /v1/plans does. --limit N prints one page of at most
 N plans and, when there are more, the --page-token that continues after it.
 `,
-	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+	flags: func(fs *pflag.FlagSet) func(*cli, []string) error {
 		var q client.PlanQuery
 		fs.StringVar(&q.Status, "status", "", "only plans with this `status`")
 		fs.StringVar(&q.Author, "author", "", "only plans by this `author`")
@@ -342,7 +342,7 @@ var planDeleteCmd = &cliCommand{
 only if the plan is still at that revision (exit status 4 otherwise). A plan
 created again under the same name continues above its last revision.
 `,
-	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+	flags: func(fs *pflag.FlagSet) func(*cli, []string) error {
 		var rev int64
 		fs.Int64Var(&rev, "if-match", 0, "delete it only if the plan is still at this `revision`")
 		return func(x *cli, args []string) error {
@@ -360,7 +360,7 @@ var planStatusCmd = &cliCommand{
 	name: "plan status", args: "NAME [STATUS]", minArgs: 1, maxArgs: 2,
 	summary: "show or set a shared plan's status",
 	help:    "Show a plan's free-form status, or set it to STATUS (a new revision).\n",
-	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+	flags: func(fs *pflag.FlagSet) func(*cli, []string) error {
 		var rev int64
 		fs.Int64Var(&rev, "if-match", 0, "set it only if the plan is still at this `revision`")
 		return func(x *cli, args []string) error {
@@ -383,7 +383,7 @@ var planHistoryCmd = &cliCommand{
 	name: "plan history", args: "NAME", minArgs: 1, maxArgs: 1,
 	summary: "list a shared plan's revisions",
 	help:    "List the kept revisions of a plan, newest first.\n",
-	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+	flags: func(fs *pflag.FlagSet) func(*cli, []string) error {
 		return func(x *cli, args []string) error {
 			revs, err := x.c.PlanRevisions(x.ctx, args[0])
 			if err != nil {
@@ -407,7 +407,7 @@ var planDiffCmd = &cliCommand{
 as a unified diff (--json: hunks). --to defaults to the current revision,
 --from to the kept revision before it (0 is the empty document).
 `,
-	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+	flags: func(fs *pflag.FlagSet) func(*cli, []string) error {
 		var from, to optRevision
 		fs.Var(&from, "from", "the older `revision`")
 		fs.Var(&to, "to", "the newer `revision`")
@@ -450,6 +450,7 @@ func (o *optString) String() string {
 }
 
 func (o *optString) Set(s string) error { o.v = &s; return nil }
+func (o *optString) Type() string       { return "value" }
 
 func firstOf(values ...string) string {
 	for _, v := range values {

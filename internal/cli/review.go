@@ -1,9 +1,8 @@
-package main
+package cli
 
 import (
 	"bufio"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -11,13 +10,14 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/client"
+	"github.com/spf13/pflag"
 )
 
 var reviewListCmd = &cliCommand{
 	name: "review list", args: "", minArgs: 0, maxArgs: 0,
 	summary: "list the sessions whose plan waits for review",
 	help:    "List the sessions whose plan waits for a human's review: the inbox.\n",
-	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+	flags: func(fs *pflag.FlagSet) func(*cli, []string) error {
 		return func(x *cli, _ []string) error {
 			list, err := collectSessions(x, client.SessionQuery{ReviewState: api.ReviewPending}, 0)
 			if err != nil {
@@ -26,8 +26,8 @@ var reviewListCmd = &cliCommand{
 			return x.out(list, func(w io.Writer) {
 				rows := make([][]string, len(list))
 				for i, s := range list {
-					rows[i] = []string{s.ID, revisionOf(s.Review.PlanRevision), orDash(s.Review.RequestedAt), s.Agent,
-						oneLine(s.Title, 30), oneLine(orDash(s.Review.Rationale), 50)}
+					rows[i] = []string{s.ID, revisionOf(s.Review.PlanRevision), OrDash(s.Review.RequestedAt), s.Agent,
+						oneLine(s.Title, 30), oneLine(OrDash(s.Review.Rationale), 50)}
 				}
 				table(w, "SESSION\tPLAN REV\tREQUESTED\tAGENT\tTITLE\tRATIONALE", rows)
 			})
@@ -41,7 +41,7 @@ var reviewShowCmd = &cliCommand{
 	help: `Show a session's review, its plan with line numbers (for --comment), and
 how the plan changed since the last revision a human approved or rejected.
 `,
-	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+	flags: func(fs *pflag.FlagSet) func(*cli, []string) error {
 		return func(x *cli, args []string) error {
 			v, err := loadReview(x, args[0])
 			if err != nil {
@@ -64,7 +64,7 @@ block) when it declares one; --scope full approves for a full build
 instead, which only an admin may do where a scope is declared. --yes
 approves without asking.
 `,
-	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+	flags: func(fs *pflag.FlagSet) func(*cli, []string) error {
 		var yes bool
 		var feedback optString
 		var comments repeated
@@ -122,7 +122,7 @@ approves without asking.
 			return x.out(a, func(w io.Writer) {
 				fmt.Fprintf(w, "approved revision %d of the plan of session %s: its mode is %s", v.Plan.Revision, a.ID, a.Mode)
 				if a.EffectiveMode != a.Mode {
-					fmt.Fprintf(w, " (effective %s, from %s)", a.EffectiveMode, orDash(a.ModeSource))
+					fmt.Fprintf(w, " (effective %s, from %s)", a.EffectiveMode, OrDash(a.ModeSource))
 				}
 				fmt.Fprintln(w)
 				if b := a.BuildScope; b != nil {
@@ -146,7 +146,7 @@ var reviewRejectCmd = &cliCommand{
 agent reads them with the plan. The rejection names the revision under
 review: if the plan changed meanwhile, it is refused.
 `,
-	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+	flags: func(fs *pflag.FlagSet) func(*cli, []string) error {
 		var feedback optString
 		var comments repeated
 		fs.Var(&feedback, "feedback", "what the agent should change (`text`)")

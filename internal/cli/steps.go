@@ -1,9 +1,8 @@
-package main
+package cli
 
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/client"
+	"github.com/spf13/pflag"
 )
 
 var stepsReadyCmd = &cliCommand{
@@ -19,7 +19,7 @@ var stepsReadyCmd = &cliCommand{
 	help: `List the steps of a shared plan that are ready: pending (or under an
 expired lease) with every dependency complete, in plan order.
 `,
-	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+	flags: func(fs *pflag.FlagSet) func(*cli, []string) error {
 		var owner string
 		fs.StringVar(&owner, "owner", "", "only the steps of this `owner` role")
 		return func(x *cli, args []string) error {
@@ -62,12 +62,12 @@ step STEP, for --worker under a lease: concurrent claimers never get the
 same step. Claiming a step the worker holds renews its lease. When no step
 is ready, nothing is written and the exit status is 3.
 `,
-	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+	flags: func(fs *pflag.FlagSet) func(*cli, []string) error {
 		var worker, owner string
 		var lease time.Duration
 		fs.StringVar(&worker, "worker", "", "who takes the step (`name`, required)")
 		fs.StringVar(&owner, "owner", "", "only a step of this `owner` role")
-		durationVar(fs, &lease, "lease", 0, "how long the claim holds without renewal, e.g. 10m (`duration`; default the server's, 5m)")
+		DurationVar(fs, &lease, "lease", 0, "how long the claim holds without renewal, e.g. 10m (`duration`; default the server's, 5m)")
 		return func(x *cli, args []string) error {
 			if worker == "" {
 				return x.usage("--worker is required: name who takes the step")
@@ -98,7 +98,7 @@ is ready, nothing is written and the exit status is 3.
 			}
 			return x.out(res, func(w io.Writer) {
 				fmt.Fprintf(w, "claimed step %s of plan %s for %s until %s (revision %d): %s\n", res.Step.ID, args[0],
-					worker, orDash(res.Step.ClaimExpiresAt), res.Revision, oneLine(res.Step.Description, 60))
+					worker, OrDash(res.Step.ClaimExpiresAt), res.Revision, oneLine(res.Step.Description, 60))
 			})
 		}
 	},
@@ -112,7 +112,7 @@ block it. A report naming --worker counts only while that worker holds the
 step; without one it is the coordinator's. --file posts a report file in the
 seeds' JSON format (flags given too override its members).
 `,
-	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+	flags: func(fs *pflag.FlagSet) func(*cli, []string) error {
 		var outcome, details, worker, file optString
 		var artifacts repeated
 		fs.Var(&outcome, "outcome", "`outcome`: success, failure or blocked")

@@ -1,17 +1,16 @@
-package main
+package cli
 
-// The API commands (session, plan, review, steps, events) talk to a
-// running server through the client package, as any other program would;
-// the other commands work on the database file. Flags may come before or
-// after the arguments; --server and --token have environment variables,
-// every other flag describes one invocation and has none (a stray
-// PLANSERVER_YES must never approve a plan).
+// The API commands (session, plan, review, steps, events, webhook,
+// signin) talk to a running server through the client package, as any
+// other program would. Flags may come before or after the arguments;
+// --server and --token have environment variables, every other flag
+// describes one invocation and has none (a stray PLANSERVER_YES must
+// never approve a plan).
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -22,22 +21,20 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/client"
-	"github.com/planserver/planserver/internal/cliflag"
+	"github.com/planserver/planserver/internal/hookwire"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
-
-// cliEnv are the environment variables of the connection flags, the only
-// API command flags that have one.
-var cliEnv = map[string]string{"server": "PLANSERVER_URL", "token": "PLANSERVER_TOKEN"}
 
 // Exit statuses of the API commands, by class of error. Scripts tell "not
 // there" from "changed under me" from "not allowed" from "try later".
 const (
-	cliExitFailure     = 1
-	cliExitUsage       = 2
-	cliExitNotFound    = 3
-	cliExitConflict    = 4
-	cliExitDenied      = 5
-	cliExitUnavailable = 6
+	ExitFailure     = 1
+	ExitUsage       = 2
+	ExitNotFound    = 3
+	ExitConflict    = 4
+	ExitDenied      = 5
+	ExitUnavailable = 6
 )
 
 // cliExitHelp documents the statuses in every API command's --help.
@@ -73,20 +70,21 @@ type cliCommand struct {
 	help string
 	// flags declares the command's own flags on fs and returns what runs
 	// it once they are parsed.
-	flags func(fs *flag.FlagSet) func(x *cli, args []string) error
+	flags func(fs *pflag.FlagSet) func(x *cli, args []string) error
 }
 
-// cliGroups lists the API commands by their first word.
-var cliGroups = map[string][]*cliCommand{
-	"session": {sessionCreateCmd, sessionGetCmd, sessionListCmd, sessionModeCmd, sessionDeleteCmd,
+// cliGroups lists the API commands by their first word, in the order
+// help lists them.
+var cliGroups = [][]*cliCommand{
+	{sessionCreateCmd, sessionGetCmd, sessionListCmd, sessionModeCmd, sessionDeleteCmd,
 		sessionPlanShowCmd, sessionPlanPutCmd, sessionPlanEditCmd, sessionTodosCmd},
-	"plan":   {planGetCmd, planListCmd, planPutCmd, planEditCmd, planStatusCmd, planHistoryCmd, planDiffCmd, planDeleteCmd},
-	"review": {reviewListCmd, reviewShowCmd, reviewApproveCmd, reviewRejectCmd},
-	"steps":  {stepsReadyCmd, stepsClaimCmd, stepsReportCmd},
-	"events": {eventsCmd},
-	"webhook": {webhookCreateCmd, webhookListCmd, webhookShowCmd, webhookUpdateCmd, webhookDeleteCmd, webhookRotateCmd,
+	{planGetCmd, planListCmd, planPutCmd, planEditCmd, planStatusCmd, planHistoryCmd, planDiffCmd, planDeleteCmd},
+	{reviewListCmd, reviewShowCmd, reviewApproveCmd, reviewRejectCmd},
+	{stepsReadyCmd, stepsClaimCmd, stepsReportCmd},
+	{eventsCmd},
+	{webhookCreateCmd, webhookListCmd, webhookShowCmd, webhookUpdateCmd, webhookDeleteCmd, webhookRotateCmd,
 		webhookDeliveriesCmd, webhookRedeliverCmd},
-	"signin": {signinListCmd, signinShowCmd, signinRevokeCmd},
+	{signinListCmd, signinShowCmd, signinRevokeCmd},
 }
 
 // cli is what an API command runs with.
@@ -105,178 +103,135 @@ type cli struct {
 	stdout, stderr io.Writer
 }
 
-// apiCommand runs an API command: args[0] is its group.
-func apiCommand(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	group := args[0]
-	cmds := cliGroups[group]
-	cmd := cmds[0]
-	rest := args[1:]
-	if len(cmds) > 1 {
-		if len(rest) == 0 || isHelp(rest[0]) {
-			if len(rest) == 0 {
-				return usageError(stderr, "planserver "+group, "name an action: "+cliActions(cmds))
+// APICommands are the commands that talk to a running server through the
+// client package, as any other program would, grouped by their first
+// word.
+func APICommands(env Env) []*cobra.Command {
+	var out []*cobra.Command
+	for _, cmds := range cliGroups {
+		if len(cmds) == 1 {
+			out = append(out, apiCommand(cmds[0], env))
+			continue
+		}
+		name, _, _ := strings.Cut(cmds[0].name, " ")
+		group := groupCommand(name)
+		sub := map[string]*cobra.Command{name: group}
+		for _, d := range cmds {
+			words := strings.Fields(d.name)
+			parent := group
+			// A command of three words ("session plan show") is in a
+			// group of its own under the first.
+			if len(words) > 2 {
+				path := strings.Join(words[:len(words)-1], " ")
+				if sub[path] == nil {
+					sub[path] = groupCommand(path)
+					group.AddCommand(sub[path])
+				}
+				parent = sub[path]
 			}
-			cliGroupHelp(stdout, group, cmds)
-			return errHelp
+			parent.AddCommand(apiCommand(d, env))
 		}
-		var used int
-		if cmd, used = cliLookup(cmds, group, rest); cmd == nil {
-			return usageError(stderr, "planserver "+group,
-				fmt.Sprintf("unknown action %q: want %s", strings.Join(rest[:min(used, len(rest))], " "), cliActions(cmds)))
-		}
-		rest = rest[used:]
+		out = append(out, group)
 	}
-	x := &cli{name: cmd.name, ctx: ctx, getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}
-	fs := flag.NewFlagSet("planserver "+cmd.name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors and help are written in --double-dash form below
-	fs.Usage = func() {}
-	runCmd := cmd.flags(fs)
+	return out
+}
+
+// groupCommand is the group of the API commands whose names start with
+// path; its help lists them.
+func groupCommand(path string) *cobra.Command {
+	words := strings.Fields(path)
+	group := Group(&cobra.Command{Use: words[len(words)-1]})
+	group.Annotations[listKey] = "true"
+	return group
+}
+
+// listKey, on a group of API commands, makes its help the list of them.
+const listKey = "planserver_list"
+
+// listActions is the help of a group of API commands: each with its
+// arguments and summary.
+func listActions(w io.Writer, group *cobra.Command) {
+	fmt.Fprintf(w, "Usage:\n")
+	var list func(*cobra.Command)
+	list = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			if IsGroup(sub) {
+				list(sub)
+				continue
+			}
+			name := strings.TrimPrefix(sub.CommandPath(), "planserver ")
+			fmt.Fprintf(w, "  planserver %-40s %s\n", name+" "+sub.Annotations[argsKey], sub.Short)
+		}
+	}
+	list(group)
+	fmt.Fprintf(w, "\nRun '%s ACTION --help' for an action's flags.\n%s", group.CommandPath(), cliExitHelp)
+}
+
+// argsKey, on an API command, is the synopsis of its arguments.
+const argsKey = "planserver_args"
+
+// apiFlags heads the flags of an API command.
+const apiFlags = "Flags (--server and --token given on the command line win over their environment variables):"
+
+// apiCommand is the command of d: the connection flags (--server, --token,
+// --json) besides its own, then a client for the server it names.
+func apiCommand(d *cliCommand, env Env) *cobra.Command {
+	words := strings.Fields(d.name)
+	x := &cli{name: d.name, getenv: env.Getenv}
 	var token string
-	fs.StringVar(&x.server, "server", cliflag.DefaultServer, "the planserver's base `url`")
+	cmd := &cobra.Command{
+		Use:         words[len(words)-1] + " " + d.args,
+		Short:       d.summary,
+		Args:        ArgsBetween(d.minArgs, d.maxArgs, "planserver "+d.name+" "+d.args),
+		Annotations: map[string]string{argsKey: d.args},
+	}
+	Help(cmd, fmt.Sprintf("Usage: planserver %s [flags]\n\n%s", strings.TrimSpace(d.name+" "+d.args), d.help), apiFlags, cliExitHelp)
+	fs := cmd.Flags()
+	runCmd := d.flags(fs)
+	fs.StringVar(&x.server, "server", hookwire.DefaultServer, "the planserver's base `url`")
 	fs.StringVar(&token, "token", "", "bearer `token` (a server with --auth token needs one)")
 	fs.BoolVar(&x.json, "json", false, "print JSON for scripts instead of text for people")
-
-	pos, err := cliParse(fs, rest)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		cliHelp(stdout, cmd, fs)
-		return errHelp
-	case err != nil:
-		return usageError(stderr, fs.Name(), cliflag.ErrorText(err))
-	case len(pos) < cmd.minArgs:
-		return usageError(stderr, fs.Name(), "missing arguments: usage is planserver "+cmd.name+" "+cmd.args)
-	case cmd.maxArgs >= 0 && len(pos) > cmd.maxArgs:
-		return usageError(stderr, fs.Name(), fmt.Sprintf("unexpected argument %q", pos[cmd.maxArgs]))
-	}
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	x.serverFrom = "the default"
-	if given["server"] {
-		x.serverFrom = "--server"
-	}
-	for name, env := range cliEnv {
-		if v := getenv(env); v != "" && !given[name] {
-			_ = fs.Set(name, v) // string flags take any value
-			if name == "server" {
-				x.serverFrom = env
+	BindEnv(fs, "server", "PLANSERVER_URL")
+	BindEnv(fs, "token", "PLANSERVER_TOKEN")
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		x.ctx, x.stdin, x.stdout, x.stderr = cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+		switch {
+		case fs.Changed("server"):
+			x.serverFrom = "--server"
+		case env.Getenv("PLANSERVER_URL") != "":
+			x.serverFrom = "PLANSERVER_URL"
+		default:
+			x.serverFrom = "the default"
+		}
+		var err error
+		x.c, err = client.New(x.server, client.WithToken(token), client.WithUserAgent("planserver-cli/"+env.Version))
+		if err != nil {
+			// Blame where the value came from: a stale PLANSERVER_URL in the
+			// environment is not something the user typed.
+			if x.serverFrom == "PLANSERVER_URL" {
+				return Usage(cmd, "%s=%q (from the environment): %v", x.serverFrom, x.server, err)
 			}
+			return Usage(cmd, "--server: %v", err)
 		}
-	}
-	x.c, err = client.New(x.server, client.WithToken(token), client.WithUserAgent("planserver-cli/"+version))
-	if err != nil {
-		// Blame where the value came from: a stale PLANSERVER_URL in the
-		// environment is not something the user typed.
-		if x.serverFrom == cliEnv["server"] {
-			return usageError(stderr, fs.Name(), fmt.Sprintf("%s=%q (from the environment): %v", x.serverFrom, x.server, err))
+		if err := runCmd(x, pos); err != nil && !errors.Is(err, ErrUsage) {
+			where := x.server + " (from " + x.serverFrom + ")"
+			if x.serverFrom == "the default" {
+				where = x.server + " (the default)"
+			}
+			return asTyped(cliFailure(where, err), pos)
+		} else if err != nil {
+			return err
 		}
-		return usageError(stderr, fs.Name(), "--server: "+err.Error())
+		return nil
 	}
-	if err := runCmd(x, pos); err != nil && !errors.Is(err, errUsage) {
-		where := x.server + " (from " + x.serverFrom + ")"
-		if !given["server"] && x.serverFrom != cliEnv["server"] {
-			where = x.server + " (the default)"
-		}
-		return asTyped(cliFailure(where, err), pos)
-	} else if err != nil {
-		return err
-	}
-	return nil
+	return cmd
 }
 
 // usage reports a wrong use of the command the flag package cannot see
 // (flags that do not go together, a malformed value) the way it reports
 // its own: one line, a pointer to --help, exit 2.
 func (x *cli) usage(format string, args ...any) error {
-	return usageError(x.stderr, "planserver "+x.name, fmt.Sprintf(format, args...))
-}
-
-// cliParse parses flags wherever they are among the arguments, as people
-// type them (plan get NAME --json), and returns the arguments. After "--"
-// everything is an argument. flag.ErrHelp means -h or --help was given.
-func cliParse(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
-}
-
-// cliLookup finds the command of group that the first words of args name
-// ("plan" + "get", or "session" + "plan show") and how many words it took.
-// With none, used is how many words were tried.
-func cliLookup(cmds []*cliCommand, group string, args []string) (cmd *cliCommand, used int) {
-	name := group
-	for i, a := range args {
-		if strings.HasPrefix(a, "-") {
-			return nil, max(i, 1)
-		}
-		name += " " + a
-		prefix := false
-		for _, c := range cmds {
-			if c.name == name {
-				return c, i + 1
-			}
-			prefix = prefix || strings.HasPrefix(c.name, name+" ")
-		}
-		if !prefix {
-			return nil, i + 1
-		}
-	}
-	return nil, len(args)
-}
-
-// cliActions lists the actions of a group: "get, put or edit".
-func cliActions(cmds []*cliCommand) string {
-	names := make([]string, len(cmds))
-	for i, c := range cmds {
-		_, names[i], _ = strings.Cut(c.name, " ")
-	}
-	if len(names) == 1 {
-		return names[0]
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
-}
-
-// cliGroupHelp lists a group's actions.
-func cliGroupHelp(w io.Writer, group string, cmds []*cliCommand) {
-	fmt.Fprintf(w, "Usage:\n")
-	for _, c := range cmds {
-		fmt.Fprintf(w, "  planserver %-40s %s\n", c.name+" "+c.args, c.summary)
-	}
-	fmt.Fprintf(w, "\nRun 'planserver %s ACTION --help' for an action's flags.\n%s", group, cliExitHelp)
-}
-
-// cliHelp writes a command's help: synopsis, what it does, its flags in
-// --double-dash form with their environment variables, the exit statuses.
-func cliHelp(w io.Writer, cmd *cliCommand, fs *flag.FlagSet) {
-	fmt.Fprintf(w, "Usage: planserver %s [flags]\n\n%s", strings.TrimSpace(cmd.name+" "+cmd.args), cmd.help)
-	fmt.Fprintln(w, "\nFlags (--server and --token given on the command line win over their environment variables):")
-	fs.VisitAll(func(f *flag.Flag) {
-		placeholder, usage := flag.UnquoteUsage(f)
-		line := "  --" + f.Name
-		if placeholder != "" {
-			line += " " + placeholder
-		}
-		if env := cliEnv[f.Name]; env != "" {
-			line = fmt.Sprintf("%-36s %s", line, env)
-		}
-		fmt.Fprintln(w, line)
-		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" {
-			usage += fmt.Sprintf(" (default %s)", f.DefValue)
-		}
-		fmt.Fprintf(w, "        %s\n", usage)
-	})
-	fmt.Fprint(w, cliExitHelp)
+	return UsageError(x.stderr, "planserver "+x.name, fmt.Sprintf(format, args...))
 }
 
 // cliError is a failure with its message for people; its cause decides
@@ -294,26 +249,26 @@ func cliFail(cause error, format string, args ...any) error {
 	return &cliError{msg: fmt.Sprintf(format, args...), cause: cause}
 }
 
-// cliFailure is the exitError of a command that failed with err.
+// cliFailure is the ExitError of a command that failed with err.
 func cliFailure(server string, err error) error {
-	return exitError{code: cliExitCode(err), err: errors.New(cliMessage(server, err))}
+	return ExitError{Code: cliExitCode(err), Err: errors.New(cliMessage(server, err))}
 }
 
 // asTyped shows the arguments in a failure's message as the user typed
 // them: the client escapes an id x/y as x%2Fy in the request path, and the
 // server's detail names the id as it arrived.
 func asTyped(err error, args []string) error {
-	var ee exitError
+	var ee ExitError
 	if !errors.As(err, &ee) {
 		return err
 	}
-	msg := ee.err.Error()
+	msg := ee.Err.Error()
 	for _, a := range args {
 		if esc := url.PathEscape(a); esc != a {
 			msg = strings.ReplaceAll(msg, esc, a)
 		}
 	}
-	ee.err = errors.New(msg)
+	ee.Err = errors.New(msg)
 	return ee
 }
 
@@ -374,32 +329,32 @@ func unescapePath(p string) string {
 // cliExitCode is the exit status of err's class.
 func cliExitCode(err error) int {
 	if errors.Is(err, client.ErrNoStepReady) {
-		return cliExitNotFound
+		return ExitNotFound
 	}
 	var e *client.Error
 	if errors.As(err, &e) {
 		switch e.Code {
 		case api.CodeNotFound:
-			return cliExitNotFound
+			return ExitNotFound
 		case api.CodeVersionConflict, api.CodeAlreadyExists, api.CodePreconditionRequired, api.CodeUnsupportedMode,
 			api.CodePlanMissing, api.CodeReviewNotPending, api.CodeDepsIncomplete, api.CodeCursorExpired:
-			return cliExitConflict
+			return ExitConflict
 		case api.CodeUnauthenticated, api.CodePermissionDenied:
-			return cliExitDenied
+			return ExitDenied
 		case api.CodeInternal, api.CodeUnavailable, api.CodeInsufficientStorage, api.CodeRateLimited:
-			return cliExitUnavailable
+			return ExitUnavailable
 		}
 		if e.Status >= 500 {
-			return cliExitUnavailable
+			return ExitUnavailable
 		}
-		return cliExitFailure
+		return ExitFailure
 	}
 	var ne net.Error
 	var ue *url.Error
 	if (errors.As(err, &ne) || errors.As(err, &ue)) && !errors.Is(err, context.Canceled) {
-		return cliExitUnavailable
+		return ExitUnavailable
 	}
-	return cliExitFailure
+	return ExitFailure
 }
 
 // out prints v as JSON with --json, else calls human.
@@ -444,6 +399,7 @@ type repeated []string
 
 func (r *repeated) String() string     { return strings.Join(*r, ", ") }
 func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
+func (r *repeated) Type() string       { return "value" }
 
 // optRevision is a flag naming a revision, unset until given (0 is a
 // revision: the empty document of a diff).
@@ -455,6 +411,8 @@ func (o *optRevision) String() string {
 	}
 	return strconv.FormatInt(*o.v, 10)
 }
+
+func (o *optRevision) Type() string { return "value" }
 
 func (o *optRevision) Set(s string) error {
 	n, err := strconv.ParseInt(s, 10, 64)

@@ -1,14 +1,14 @@
-package main
+package cli
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/client"
+	"github.com/spf13/pflag"
 )
 
 var sessionDeleteCmd = &cliCommand{
@@ -19,7 +19,7 @@ todos; the agent tokens bound to them are revoked. With --if-match, only if
 the session is still at that revision (exit status 4 otherwise). Only an
 admin token may delete.
 `,
-	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+	flags: func(fs *pflag.FlagSet) func(*cli, []string) error {
 		var rev int64
 		fs.Int64Var(&rev, "if-match", 0, "delete it only if the session is still at this `revision`")
 		return func(x *cli, args []string) error {
@@ -40,7 +40,7 @@ var sessionPlanShowCmd = &cliCommand{
 author and review state, the human's feedback and line comments, then the
 Markdown. --markdown prints the Markdown alone.
 `,
-	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+	flags: func(fs *pflag.FlagSet) func(*cli, []string) error {
 		var markdown bool
 		fs.BoolVar(&markdown, "markdown", false, "print the Markdown content alone")
 		return func(x *cli, args []string) error {
@@ -99,7 +99,7 @@ input (also as -): a new revision. Rewriting the plan withdraws a pending
 review: the agent asks again for the new revision. --if-match writes only
 if the plan is still at that revision; --create only if it has none yet.
 `,
-	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+	flags: func(fs *pflag.FlagSet) func(*cli, []string) error {
 		var rev int64
 		var create bool
 		var author optString
@@ -144,7 +144,7 @@ If-None-Match: * for a first plan). When someone did, nothing is written and
 the file with your edit is kept: its path is printed, to merge into a fresh
 'session plan edit'. An unchanged file writes nothing.
 `,
-	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+	flags: func(fs *pflag.FlagSet) func(*cli, []string) error {
 		return func(x *cli, args []string) error {
 			id := args[0]
 			var body string
@@ -193,7 +193,7 @@ var sessionTodosCmd = &cliCommand{
 	name: "session todos", args: "ID", minArgs: 1, maxArgs: 1,
 	summary: "show a session's todo list",
 	help:    "Show the todo list a session's agent keeps (todo_write), in its order.\n",
-	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+	flags: func(fs *pflag.FlagSet) func(*cli, []string) error {
 		return func(x *cli, args []string) error {
 			l, err := x.c.GetTodos(x.ctx, args[0])
 			if err != nil {

@@ -1,22 +1,49 @@
-package main
+package cli
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"github.com/planserver/planserver/internal/cliflag"
+	"github.com/planserver/planserver/internal/hookcmd"
 	"github.com/planserver/planserver/internal/hookinstall"
 	"github.com/planserver/planserver/internal/hooks"
+	"github.com/planserver/planserver/internal/hookwire"
+	"github.com/spf13/cobra"
 )
 
-// hookInstallHelp is the help of planserver hook install, uninstall and
-// doctor: what each does, and what it writes where.
+// HookCommand is planserver hook: the hook itself (hook HOST), which
+// reads its own settings (internal/hookwire, shared with the lean
+// planserver-hook) and always answers the host in JSON, and install,
+// doctor and uninstall.
+func HookCommand(env Env) *cobra.Command {
+	hook := Help(&cobra.Command{
+		Use: "hook", DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				fmt.Fprint(cmd.OutOrStdout(), hookcmd.Usage)
+				return ErrUsage
+			}
+			for _, a := range args {
+				if hookwire.IsHelp(a) {
+					fmt.Fprint(cmd.OutOrStdout(), hookcmd.Usage)
+					return nil
+				}
+			}
+			// A host's hook: its input on stdin, the host's output on stdout.
+			hookcmd.Run(cmd.Context(), args[0], args[1:], env.Getenv, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return nil
+		},
+	}, hookcmd.Usage, "", "")
+	for _, verb := range []string{"install", "doctor", "uninstall"} {
+		hook.AddCommand(hookInstallCommand(verb, env))
+	}
+	return hook
+}
+
 const hookInstallHelp = `Usage:
   planserver hook install HOST (--session ID | --parent ID) [--create] [--scope project|user]
                                [--server URL] [--token-file FILE] [--bin-dir DIR] [--dry-run]
@@ -58,27 +85,40 @@ when no other installation uses them).
 details of each host.
 `
 
-// hookInstall is planserver hook install|uninstall|doctor HOST.
-func hookInstall(ctx context.Context, verb string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	name := "planserver hook " + verb
-	if len(args) > 0 && isHelp(args[0]) {
-		fmt.Fprint(stdout, hookInstallHelp)
-		return errHelp
-	}
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return usageError(stderr, name, "name the host: claude-code, gemini-cli, cursor or opencode")
-	}
-	host, err := hooks.ParseHost(args[0])
-	if err == nil {
-		err = hookinstall.Supported(host)
-	}
-	if err != nil {
-		return usageError(stderr, name, err.Error())
-	}
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+// hookInstallCommand is planserver hook install|doctor|uninstall HOST.
+func hookInstallCommand(verb string, env Env) *cobra.Command {
 	var o hookinstall.Options
 	var tokenFile string
+	cmd := Help(&cobra.Command{
+		Use: verb + " HOST",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return Usage(cmd, "name the host: claude-code, gemini-cli, cursor or opencode")
+			}
+			host, err := hooks.ParseHost(args[0])
+			if err == nil {
+				err = hookinstall.Supported(host)
+			}
+			if err != nil {
+				return Usage(cmd, "%v", err)
+			}
+			if len(args) > 1 {
+				return Usage(cmd, "unexpected argument %q", args[1])
+			}
+			if o.Session != "" && o.Parent != "" {
+				return Usage(cmd, "give --session or --parent, not both")
+			}
+			if o.Scope != "project" && o.Scope != "user" {
+				return Usage(cmd, "--scope is %q: want project or user", o.Scope)
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			host, _ := hooks.ParseHost(args[0])
+			return hookInstall(cmd.Context(), verb, host, o, tokenFile, env.Getenv, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}, hookInstallHelp, "", "")
+	fs := cmd.Flags()
 	fs.StringVar(&o.Scope, "scope", "project", "")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "")
 	if verb == "install" {
@@ -88,23 +128,16 @@ func hookInstall(ctx context.Context, verb string, args []string, getenv func(st
 		fs.StringVar(&o.Server, "server", "", "")
 		fs.StringVar(&o.BinDir, "bin-dir", "", "")
 		fs.StringVar(&tokenFile, "token-file", "", "")
+		BindEnv(fs, "server", "PLANSERVER_URL")
 	}
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, hookInstallHelp)
-			return errHelp
-		}
-		return usageError(stderr, name, cliflag.ErrorText(err))
-	}
-	if fs.NArg() > 0 {
-		return usageError(stderr, name, fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
-	}
-	if o.Session != "" && o.Parent != "" {
-		return usageError(stderr, name, "give --session or --parent, not both")
-	}
-	if o.Scope != "project" && o.Scope != "user" {
-		return usageError(stderr, name, fmt.Sprintf("--scope is %q: want project or user", o.Scope))
-	}
+	return cmd
+}
+
+// hookInstall runs verb for host with the options the flags gave, the
+// rest from the environment.
+func hookInstall(ctx context.Context, verb string, host hooks.Host, o hookinstall.Options, tokenFile string, getenv func(string) string, stdout, stderr io.Writer) error {
+	name := "planserver hook " + verb
+	var err error
 	o.Host, o.Out = host, stdout
 	if o.Base, err = os.Getwd(); err != nil {
 		return err
@@ -116,10 +149,7 @@ func hookInstall(ctx context.Context, verb string, args []string, getenv func(st
 	}
 	o.ConfigHome, o.DataHome, o.ClaudeDir = getenv("XDG_CONFIG_HOME"), getenv("XDG_DATA_HOME"), getenv("CLAUDE_CONFIG_DIR")
 	if o.Server == "" {
-		o.Server = getenv("PLANSERVER_URL")
-	}
-	if o.Server == "" {
-		o.Server = cliflag.DefaultServer
+		o.Server = hookwire.DefaultServer
 	}
 	o.Server = strings.TrimRight(o.Server, "/")
 	if o.Session == "" && o.Parent == "" {
@@ -144,7 +174,7 @@ func hookInstall(ctx context.Context, verb string, args []string, getenv func(st
 	switch verb {
 	case "install":
 		if o.Session == "" && o.Parent == "" {
-			return usageError(stderr, name, "name the session the hook acts for: --session ID (or --parent ID, or PLANSERVER_SESSION)")
+			return UsageError(stderr, name, "name the session the hook acts for: --session ID (or --parent ID, or PLANSERVER_SESSION)")
 		}
 		self, err := os.Executable()
 		if err != nil {
@@ -163,7 +193,7 @@ func hookInstall(ctx context.Context, verb string, args []string, getenv func(st
 		return err
 	}
 	if len(faults) > 0 {
-		return exitError{code: 1, err: fmt.Errorf("%d fault(s) found in the installation for %s", len(faults), host)}
+		return ExitError{Code: 1, Err: fmt.Errorf("%d fault(s) found in the installation for %s", len(faults), host)}
 	}
 	return nil
 }

@@ -1,14 +1,14 @@
-package main
+package cli
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/client"
+	"github.com/spf13/pflag"
 )
 
 var sessionCreateCmd = &cliCommand{
@@ -18,7 +18,7 @@ var sessionCreateCmd = &cliCommand{
 (--parent) with no --mode is in build mode itself and inherits plan mode
 from its ancestors.
 `,
-	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+	flags: func(fs *pflag.FlagSet) func(*cli, []string) error {
 		var in api.SessionCreate
 		var id, metadata string
 		fs.StringVar(&id, "id", "", "the session's `id` (default: generated)")
@@ -50,7 +50,7 @@ var sessionGetCmd = &cliCommand{
 	name: "session get", args: "ID", minArgs: 1, maxArgs: 1,
 	summary: "show a session, its mode and its review",
 	help:    "Show a session: its own and effective mode, its review and its revision.\n",
-	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+	flags: func(fs *pflag.FlagSet) func(*cli, []string) error {
 		return func(x *cli, args []string) error {
 			s, err := x.c.GetSession(x.ctx, args[0])
 			if err != nil {
@@ -65,7 +65,7 @@ var sessionListCmd = &cliCommand{
 	name: "session list", args: "", minArgs: 0, maxArgs: 0,
 	summary: "list sessions",
 	help:    "List sessions in creation order, every page of them.\n",
-	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+	flags: func(fs *pflag.FlagSet) func(*cli, []string) error {
 		var q client.SessionQuery
 		var mode string
 		var limit int
@@ -113,7 +113,7 @@ var sessionModeCmd = &cliCommand{
 mode this way cancels a pending review (approving the plan is the other way
 out). Only an admin token may set build.
 `,
-	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+	flags: func(fs *pflag.FlagSet) func(*cli, []string) error {
 		var rev int64
 		fs.Int64Var(&rev, "if-match", 0, "change it only if the session is still at this `revision`")
 		return func(x *cli, args []string) error {
@@ -130,7 +130,7 @@ out). Only an admin token may set build.
 func printSession(w io.Writer, s *api.Session) {
 	mode := string(s.Mode)
 	if s.EffectiveMode != s.Mode {
-		mode += fmt.Sprintf(" (effective %s, from %s)", s.EffectiveMode, orDash(s.ModeSource))
+		mode += fmt.Sprintf(" (effective %s, from %s)", s.EffectiveMode, OrDash(s.ModeSource))
 	}
 	review := s.Review.State
 	if s.Review.PlanRevision != nil {
@@ -140,7 +140,7 @@ func printSession(w io.Writer, s *api.Session) {
 		review += ", by " + *s.Review.DecidedBy
 	}
 	rows := [][]string{
-		{"id:", s.ID}, {"title:", s.Title}, {"agent:", s.Agent}, {"parent:", orDash(s.ParentID)},
+		{"id:", s.ID}, {"title:", s.Title}, {"agent:", s.Agent}, {"parent:", OrDash(s.ParentID)},
 		{"mode:", mode}, {"harness:", strconv.FormatBool(s.Harness)}, {"review:", review},
 		{"revision:", strconv.FormatInt(s.Revision, 10)}, {"updated:", s.UpdatedAt},
 	}

@@ -1,7 +1,6 @@
-package main
+package cli
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/planserver/planserver/api"
+	"github.com/spf13/pflag"
 )
 
 // The webhook commands manage a running server's webhook subscriptions
@@ -19,6 +19,7 @@ import (
 type eventList []string
 
 func (e *eventList) String() string { return strings.Join(*e, ",") }
+func (e *eventList) Type() string   { return "value" }
 func (e *eventList) Set(v string) error {
 	for _, t := range strings.Split(v, ",") {
 		if t = strings.TrimSpace(t); t != "" {
@@ -40,7 +41,7 @@ var webhookCreateCmd = &cliCommand{
 the secret printed here, the only time it is shown. --format slack sends a
 Slack-compatible message (Mattermost and Rocket.Chat take it too).
 ` + webhookTypesHelp,
-	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+	flags: func(fs *pflag.FlagSet) func(*cli, []string) error {
 		var evs eventList
 		var format, session, plan string
 		fs.Var(&evs, "event", "an event `type` to deliver (repeatable, or comma-separated)")
@@ -68,7 +69,7 @@ var webhookListCmd = &cliCommand{
 	name: "webhook list", args: "", minArgs: 0, maxArgs: 0,
 	summary: "list the subscriptions and their state",
 	help:    "List every webhook subscription, its state and its cursor.\n",
-	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+	flags: func(fs *pflag.FlagSet) func(*cli, []string) error {
 		return func(x *cli, _ []string) error {
 			all := []api.Webhook{}
 			token := ""
@@ -97,7 +98,7 @@ var webhookShowCmd = &cliCommand{
 	name: "webhook show", args: "ID", minArgs: 1, maxArgs: 1,
 	summary: "show a subscription and its delivery state",
 	help:    "Show a webhook subscription: its target, filters, state and retries.\n",
-	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+	flags: func(fs *pflag.FlagSet) func(*cli, []string) error {
 		return func(x *cli, args []string) error {
 			wh, err := x.c.GetWebhook(x.ctx, args[0])
 			if err != nil {
@@ -122,7 +123,7 @@ func printWebhook(w io.Writer, wh *api.Webhook) {
 	}
 	fmt.Fprintf(w, "cursor:   %d\n", wh.Cursor)
 	if wh.Attempts > 0 {
-		fmt.Fprintf(w, "attempts: %d failed, next at %s\n", wh.Attempts, orDash(wh.NextAttemptAt))
+		fmt.Fprintf(w, "attempts: %d failed, next at %s\n", wh.Attempts, OrDash(wh.NextAttemptAt))
 	}
 }
 
@@ -132,7 +133,7 @@ var webhookUpdateCmd = &cliCommand{
 	help: `Change a subscription: only the flags given change. --resume restarts a
 paused or failing subscription at once; --pause stops its deliveries.
 ` + webhookTypesHelp,
-	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+	flags: func(fs *pflag.FlagSet) func(*cli, []string) error {
 		var evs eventList
 		var u, format, session, plan optString
 		var pause, resume bool
@@ -172,7 +173,7 @@ var webhookDeleteCmd = &cliCommand{
 	name: "webhook delete", args: "ID", minArgs: 1, maxArgs: 1,
 	summary: "remove a subscription and its delivery log",
 	help:    "Remove a webhook subscription and its delivery log.\n",
-	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+	flags: func(fs *pflag.FlagSet) func(*cli, []string) error {
 		return func(x *cli, args []string) error {
 			if err := x.c.DeleteWebhook(x.ctx, args[0]); err != nil {
 				return err
@@ -189,7 +190,7 @@ var webhookRotateCmd = &cliCommand{
 passed, every delivery carries signatures under both secrets, so the
 receiver can switch to the new one at its own pace.
 `,
-	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+	flags: func(fs *pflag.FlagSet) func(*cli, []string) error {
 		overlap := 24 * time.Hour
 		fs.DurationVar(&overlap, "overlap", overlap, "how long the old secret keeps signing (`duration`; 0 drops it at once)")
 		return func(x *cli, args []string) error {
@@ -215,7 +216,7 @@ var webhookDeliveriesCmd = &cliCommand{
 	name: "webhook deliveries", args: "ID", minArgs: 1, maxArgs: 1,
 	summary: "show a subscription's delivery log, newest first",
 	help:    "Show the delivery log of a subscription: every attempt, newest first.\n",
-	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+	flags: func(fs *pflag.FlagSet) func(*cli, []string) error {
 		limit := 50
 		fs.IntVar(&limit, "limit", limit, "show at most `n` entries")
 		return func(x *cli, args []string) error {
@@ -237,7 +238,7 @@ var webhookDeliveriesCmd = &cliCommand{
 						latency = strconv.FormatInt(*d.LatencyMS, 10) + "ms"
 					}
 					rows[i] = []string{strconv.FormatInt(d.ID, 10), strconv.FormatInt(d.EventSeq, 10), d.Type, d.State, status, latency,
-						orDash(d.NextRetryAt), oneLine(firstOf(d.Error, d.Response), 40)}
+						OrDash(d.NextRetryAt), oneLine(firstOf(d.Error, d.Response), 40)}
 				}
 				table(w, "DELIVERY\tEVENT\tTYPE\tSTATE\tSTATUS\tLATENCY\tNEXT RETRY\tANSWER", rows)
 			})
@@ -251,7 +252,7 @@ var webhookRedeliverCmd = &cliCommand{
 	help: `Send the event of a delivery again, with the same webhook-id. A failing
 subscription resumes from its cursor.
 `,
-	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+	flags: func(fs *pflag.FlagSet) func(*cli, []string) error {
 		return func(x *cli, args []string) error {
 			n, err := strconv.ParseInt(args[1], 10, 64)
 			if err != nil || n < 1 {

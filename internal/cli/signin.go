@@ -1,12 +1,12 @@
-package main
+package cli
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/planserver/planserver/api"
+	"github.com/spf13/pflag"
 )
 
 // The signin commands list and end the sign-ins of people (OIDC) on a
@@ -21,7 +21,7 @@ first. ROLE is what --oidc-roles, as the server runs with them now, give the
 person: the rules are matched again on every request, and "-" means no rule
 lets them in any more (their requests are refused).
 `,
-	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+	flags: func(fs *pflag.FlagSet) func(*cli, []string) error {
 		var subject string
 		fs.StringVar(&subject, "subject", "", "only this person's sign-ins (the provider's `subject`)")
 		return func(x *cli, _ []string) error {
@@ -52,7 +52,7 @@ var signinShowCmd = &cliCommand{
 	name: "signin show", args: "ID", minArgs: 1, maxArgs: 1,
 	summary: "show one sign-in",
 	help:    "Show a live sign-in: the person, their groups, the role the rules give them now, its timeouts.\n",
-	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+	flags: func(fs *pflag.FlagSet) func(*cli, []string) error {
 		return func(x *cli, args []string) error {
 			g, err := x.c.GetSignIn(x.ctx, args[0])
 			if err != nil {
@@ -81,7 +81,7 @@ streams and MCP calls stop. They may sign in again while --oidc-roles and
 the provider let them; to end their access for good, change the rules (and
 restart) or disable them at the provider too.
 `,
-	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+	flags: func(fs *pflag.FlagSet) func(*cli, []string) error {
 		var subject string
 		fs.StringVar(&subject, "subject", "", "end every sign-in of this person (the provider's `subject`)")
 		return func(x *cli, args []string) error {

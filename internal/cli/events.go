@@ -1,16 +1,16 @@
-package main
+package cli
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/client"
+	"github.com/spf13/pflag"
 )
 
 // eventsPage is how many events the command reads at a time without
@@ -32,7 +32,7 @@ nothing is missed or printed twice. Ends with status 4 if events after that
 point were pruned meanwhile (cursor_expired), 5 if the token was revoked.
 --json prints one event per line.
 `,
-	flags: func(fs *flag.FlagSet) func(*cli, []string) error {
+	flags: func(fs *pflag.FlagSet) func(*cli, []string) error {
 		var follow bool
 		var types, session, plan string
 		var after optRevision
