@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -88,6 +89,20 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 		return nil, fmt.Errorf("read request body: %w", err)
 	}
 	return body, nil
+}
+
+// answerTimeout is the write deadline of an answer to a request whose
+// body timed out: its own read deadline has passed already.
+const answerTimeout = 5 * time.Second
+
+// bodyTimedOut is the error of a request whose body stopped arriving
+// before the read deadline. The connection cannot carry another request
+// (the rest of the body may still come), and the answer gets a write
+// deadline of its own, since the request's is about to pass too.
+func bodyTimedOut(w http.ResponseWriter) error {
+	w.Header().Set("Connection", "close")
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(answerTimeout))
+	return apierr.New(apierr.RequestTimeout, "the request body did not arrive in time; send the request again")
 }
 
 // planBodyLimit bounds the body of a write carrying a whole plan, shared or session plan: room for

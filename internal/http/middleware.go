@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"regexp"
 	"runtime/debug"
@@ -17,6 +18,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/http/listener"
 )
 
 type ctxKey int
@@ -197,6 +201,30 @@ func securityHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Cache-Control", "no-cache")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Listener wraps ln in the server's connection layer (package listener);
+// maxConns <= 0 sets no cap. Its gauges are served at /metrics. Set its
+// ConnContext as the http.Server's, or conflictingFraming sees nothing.
+func (s *Server) Listener(ln net.Listener, maxConns int) *listener.Listener {
+	return listener.New(ln, maxConns, s.registry)
+}
+
+// conflictingFraming answers a request that named both Content-Length and
+// Transfer-Encoding with 400, and closes its connection: net/http would
+// serve it, framed by its chunks (package listener says why that is
+// refused).
+func conflictingFraming(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if listener.AmbiguousFraming(r) {
+			w.Header().Set("Connection", "close")
+			writeProblem(w, r, apierr.New(apierr.InvalidArgument,
+				"the request has both Content-Length and Transfer-Encoding, which frame its body two ways "+
+					"(RFC 9112 §6.1); send one of them. The connection is closed."))
+			return
+		}
 		next.ServeHTTP(w, r)
 	})
 }
