@@ -20,6 +20,8 @@ import (
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/events"
+	"github.com/planserver/planserver/internal/http/request"
+	"github.com/planserver/planserver/internal/http/response"
 	"github.com/planserver/planserver/internal/sessions"
 	"github.com/planserver/planserver/internal/tracing"
 )
@@ -46,7 +48,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			// Which one would count depends on who reads the request: a
 			// proxy and this server could each pick another.
 			span.end("deny")
-			writeProblem(w, r, apierr.Invalid("Authorization", "sent more than once; send one Authorization header"))
+			response.Problem(w, r, apierr.Invalid("Authorization", "sent more than once; send one Authorization header"))
 			return
 		}
 		route, params := s.resolve(r)
@@ -58,7 +60,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			if s.limited(w, r, "ip:"+clientKey(r)) {
 				return
 			}
-			writeProblem(w, r, err)
+			response.Problem(w, r, err)
 			return
 		}
 		// Without tokens there is one caller, the loopback user, whose
@@ -67,7 +69,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		calls, err := s.mcpCalls(w, r, route)
 		if err != nil {
 			span.end("deny")
-			writeProblem(w, r, err)
+			response.Problem(w, r, err)
 			return
 		}
 		key := "token:" + p.Name
@@ -87,7 +89,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		if route != "" {
 			if err := s.authorizeRoute(r, route, params); err != nil {
 				span.end("deny")
-				writeProblem(w, r, err)
+				response.Problem(w, r, err)
 				return
 			}
 		}
@@ -238,14 +240,14 @@ func (s *Server) limitedN(w http.ResponseWriter, r *http.Request, key string, n 
 		// Never allowed whole; Retry-After is when a full burst is back,
 		// for a client that splits the batch.
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfter(time.Duration(float64(s.limiter.burst)/float64(s.limiter.rate)*float64(time.Second)))))
-		writeProblem(w, r, apierr.New(apierr.RateLimited,
+		response.Problem(w, r, apierr.New(apierr.RateLimited,
 			"this JSON-RPC batch holds %d calls, more than this caller's burst of %d (--rate-burst): each call counts "+
 				"against the rate limit like a request of its own; send fewer at once", n, s.limiter.burst))
 		return true
 	}
 	secs := retryAfter(wait)
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
-	writeProblem(w, r, apierr.New(apierr.RateLimited,
+	response.Problem(w, r, apierr.New(apierr.RateLimited,
 		"more than %g requests a second (bursts of %d) from this caller; retry in %d s",
 		float64(s.limiter.rate), s.limiter.burst, secs))
 	return true
@@ -264,7 +266,7 @@ func (s *Server) mcpCalls(w http.ResponseWriter, r *http.Request, route string) 
 	if route != "POST /mcp" && route != "POST /mcp/gate/{name}" {
 		return 1, nil
 	}
-	body, err := readBody(w, r, s.planBodyLimit())
+	body, err := request.ReadBody(w, r, s.planBodyLimit())
 	if err != nil {
 		return 0, err
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/auth"
+	"github.com/planserver/planserver/internal/http/response"
 )
 
 // me answers GET /v1/me: who the caller is, for a sign-in cookie and a
@@ -32,6 +33,6 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request) error {
 	}
 	// The CSRF token is a secret of this browser's sign-in.
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, out)
+	response.JSON(w, http.StatusOK, out)
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/http/response"
 )
 
 // A web page the user visits must not be able to drive a server on the
@@ -38,7 +39,7 @@ func (s *Server) hostGuard(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		writeProblem(w, r, apierr.New(apierr.PermissionDenied,
+		response.Problem(w, r, apierr.New(apierr.PermissionDenied,
 			"Host %q is not a name this server answers to: without tokens it answers to loopback names only "+
 				"(localhost, 127.0.0.1, [::1]), so that a page on another site cannot reach it through DNS rebinding; "+
 				"behind a proxy, list the names with --allowed-hosts (PLANSERVER_ALLOWED_HOSTS)", r.Host))
@@ -58,7 +59,7 @@ func (s *Server) originGuard(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		writeProblem(w, r, apierr.New(apierr.PermissionDenied,
+		response.Problem(w, r, apierr.New(apierr.PermissionDenied,
 			"Origin %q may not change anything here: a state-changing request from a browser must come from this "+
 				"server's own origin or one listed in --cors-origins", strings.Join(origins, ", ")))
 	})

@@ -23,6 +23,8 @@ import (
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/events"
+	"github.com/planserver/planserver/internal/http/request"
+	"github.com/planserver/planserver/internal/http/response"
 	"github.com/planserver/planserver/internal/mcp"
 	"github.com/planserver/planserver/internal/plans"
 	"github.com/planserver/planserver/internal/sessions"
@@ -135,8 +137,8 @@ type Server struct {
 	// head is the event log's head for X-Event-Seq.
 	head *events.HeadCache
 	// answers keeps the answers of GET a session and GET a plan between
-	// commits (answers.go).
-	answers      *answerCache
+	// commits (response.Cache).
+	answers      *response.Cache
 	eventMetrics *eventMetrics
 	streams      *streamGate
 	// shutdown is closed by Shutdown to end every event stream.
@@ -215,7 +217,7 @@ func New(cfg Config) *Server {
 	s.deliverer = newDeliverer(s)
 	s.webhooks.OnChange(s.deliverer.Changed)
 	s.head = events.NewHeadCache(cfg.DB)
-	s.answers = newAnswerCache(cfg.DB)
+	s.answers = response.NewCache(cfg.DB)
 	s.schemaVersion = db.KnownVersion()
 	s.router = s.routes()
 	return s
@@ -231,7 +233,7 @@ func (s *Server) routes() chi.Router {
 		// Outermost, so that the request log line carries the trace id.
 		r.Use(traceRequests)
 	}
-	r.Use(withRequestID, s.observe, securityHeaders, conflictingFraming)
+	r.Use(request.AssignID, s.observe, securityHeaders, conflictingFraming)
 	r.Use(s.hostGuard, s.originGuard) // origin.go: no driving the server from another site's page
 	if len(s.cfg.CORSOrigins) > 0 {
 		// Before routing and authentication: a preflight carries no token.
@@ -331,7 +333,7 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 	if plansNotFound(w, r) {
 		return
 	}
-	writeProblem(w, r, apierr.New(apierr.NotFound, "no route for %s %s", r.Method, r.URL.Path))
+	response.Problem(w, r, apierr.New(apierr.NotFound, "no route for %s %s", r.Method, r.URL.Path))
 }
 
 // probeMethods are the methods tried to build a 405's Allow header.
@@ -353,12 +355,12 @@ func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.Header().Set("Allow", strings.Join(allowed, ", "))
-	writeProblem(w, r, apierr.New(apierr.MethodNotAllowed, "%s is not allowed on %s; allowed: %s",
+	response.Problem(w, r, apierr.New(apierr.MethodNotAllowed, "%s is not allowed on %s; allowed: %s",
 		r.Method, r.URL.Path, strings.Join(allowed, ", ")))
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.cfg.Version})
+	response.JSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.cfg.Version})
 }
 
 // readyz reports ready when the database answers reads, its writes can
@@ -380,7 +382,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	if current != s.schemaVersion {
 		return apierr.New(apierr.Unavailable, "schema at version %d, this binary expects %d", current, s.schemaVersion)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "schema_version": current})
+	response.JSON(w, http.StatusOK, map[string]any{"status": "ready", "schema_version": current})
 	return nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/auth"
+	"github.com/planserver/planserver/internal/http/response"
 )
 
 // Sign-in through an OIDC provider (docs/sign-in.md): the console's humans
@@ -248,7 +249,7 @@ func (o *OIDC) cookie(name, value, path string, maxAge int) *http.Cookie {
 // browser, and sends the browser to the provider.
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	if s.oidc == nil {
-		writeProblem(w, r, errNoSignIn)
+		response.Problem(w, r, errNoSignIn)
 		return
 	}
 	if s.signInLimited(w, r) {
@@ -263,7 +264,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	state, nonce, verifier := auth.NewNonce(), auth.NewNonce(), oauth2.GenerateVerifier()
 	err = s.signIns.Begin(r.Context(), state, auth.Attempt{Nonce: nonce, Verifier: verifier, ReturnTo: returnTo, Client: clientKey(r)})
 	if apierr.CodeOf(err) == apierr.Unavailable {
-		writeProblem(w, r, err) // too many logins in progress: 503 with Retry-After
+		response.Problem(w, r, err) // too many logins in progress: 503 with Retry-After
 		return
 	}
 	if err != nil {
@@ -355,7 +356,7 @@ func printable(s string) string {
 // sign-in is recorded and the browser returns where it was going.
 func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 	if s.oidc == nil {
-		writeProblem(w, r, errNoSignIn)
+		response.Problem(w, r, errNoSignIn)
 		return
 	}
 	if s.signInLimited(w, r) {
@@ -528,7 +529,7 @@ func (o *OIDC) completeFromUserInfo(ctx context.Context, tok *oauth2.Token, p *a
 // cookie that no longer names a sign-in is simply cleared.
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	if s.oidc == nil {
-		writeProblem(w, r, errNoSignIn)
+		response.Problem(w, r, errNoSignIn)
 		return
 	}
 	if s.signInLimited(w, r) {
@@ -539,13 +540,13 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(SignInCookie); err == nil {
 		if _, err := s.signIns.Authenticate(r.Context(), c.Value); err == nil {
 			if err := checkCSRF(r, c.Value); err != nil {
-				writeProblem(w, r, err)
+				response.Problem(w, r, err)
 				return
 			}
 		}
 		idToken, err := s.signIns.End(r.Context(), c.Value)
 		if err != nil {
-			writeProblem(w, r, err)
+			response.Problem(w, r, err)
 			return
 		}
 		if s.oidc.endSession != "" && idToken != "" {
@@ -561,7 +562,7 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	http.SetCookie(w, s.oidc.cookie(SignInCookie, "", "/", -1))
-	writeJSON(w, http.StatusOK, out)
+	response.JSON(w, http.StatusOK, out)
 }
 
 // checkCSRF requires a state-changing request made with the sign-in
@@ -584,7 +585,7 @@ func (s *Server) signInFailed(w http.ResponseWriter, r *http.Request, err error)
 		s.signInPage(w, r, le.status, signInText{Title: le.title, Words: le.words, Quoted: le.quoted, Retry: loginPath})
 		return
 	}
-	e, status, _ := problem(r, err)
+	e, status, _ := response.ProblemOf(r, err)
 	s.signInPage(w, r, status, signInText{Title: "Sign-in failed", Words: e.Detail, Retry: loginPath})
 }
 

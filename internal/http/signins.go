@@ -8,6 +8,8 @@ import (
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/auth"
+	"github.com/planserver/planserver/internal/http/request"
+	"github.com/planserver/planserver/internal/http/response"
 )
 
 // The admin's routes of people's sign-ins (auth.SignIns): list them,
@@ -31,7 +33,7 @@ func (s *Server) listSignIns(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, api.SignInList{SignIns: page, NextPageToken: next})
+	response.JSON(w, http.StatusOK, api.SignInList{SignIns: page, NextPageToken: next})
 	return nil
 }
 
@@ -41,7 +43,7 @@ func (s *Server) getSignIn(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, out)
+	response.JSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -73,7 +75,7 @@ func (s *Server) revokeSignInsOf(w http.ResponseWriter, r *http.Request) error {
 	for _, g := range ended {
 		s.logEnded(r, g)
 	}
-	writeJSON(w, http.StatusOK, api.SignInsEnded{SignIns: ended})
+	response.JSON(w, http.StatusOK, api.SignInsEnded{SignIns: ended})
 	return nil
 }
 
@@ -81,5 +83,5 @@ func (s *Server) revokeSignInsOf(w http.ResponseWriter, r *http.Request) error {
 // (sign-ins are not in the event log), so the log line is its trace.
 func (s *Server) logEnded(r *http.Request, g api.SignIn) {
 	s.log.Info("sign-in ended", "signin", g.ID, "subject", g.Subject, "email", g.Email,
-		"by", auth.PrincipalFrom(r.Context()).Name, "request_id", requestID(r))
+		"by", auth.PrincipalFrom(r.Context()).Name, "request_id", request.ID(r))
 }

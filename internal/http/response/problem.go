@@ -1,5 +1,6 @@
 // Package response owns how the API answers: the problem document of
-// every error (RFC 9457) and the status each error code maps to.
+// every error (RFC 9457) and the status each error code maps to, JSON
+// answers, ETags and 304s, and the cache of the most polled answers.
 package response
 
 import (
