@@ -22,6 +22,7 @@ import (
 	"github.com/planserver/planserver/internal/events"
 	"github.com/planserver/planserver/internal/http/request"
 	"github.com/planserver/planserver/internal/http/response"
+	"github.com/planserver/planserver/internal/http/signin"
 	"github.com/planserver/planserver/internal/sessions"
 	"github.com/planserver/planserver/internal/tracing"
 )
@@ -152,10 +153,10 @@ func (s *Server) authenticate(r *http.Request, route string) (auth.Principal, er
 		return auth.Anonymous, nil
 	}
 	if s.oidc != nil && r.Header.Get("Authorization") == "" && !r.URL.Query().Has("access_token") {
-		c, err := r.Cookie(SignInCookie)
+		c, err := r.Cookie(signin.Cookie)
 		if err != nil {
 			return auth.Principal{}, signInHint(apierr.New(apierr.Unauthenticated,
-				"sign in at %s (people), or send the header Authorization: Bearer <token> (agents and scripts)", loginPath))
+				"sign in at %s (people), or send the header Authorization: Bearer <token> (agents and scripts)", signin.LoginPath))
 		}
 		{
 			p, err := s.signIns.Authenticate(r.Context(), c.Value)
@@ -163,7 +164,7 @@ func (s *Server) authenticate(r *http.Request, route string) (auth.Principal, er
 				return auth.Principal{}, signInHint(err)
 			}
 			if stateChanging(r.Method) {
-				if err := checkCSRF(r, c.Value); err != nil {
+				if err := signin.CheckCSRF(r, c.Value); err != nil {
 					return auth.Principal{}, err
 				}
 			}
@@ -185,7 +186,7 @@ func signInHint(err error) error {
 		return err
 	}
 	out := *e
-	out.Extra = map[string]any{"sign_in": loginPath}
+	out.Extra = map[string]any{"sign_in": signin.LoginPath}
 	return &out
 }
 

@@ -143,7 +143,7 @@ func eventQuery(r *http.Request) (events.Query, error) {
 		}
 		q.After = n
 	}
-	limit, err := pageSize(r)
+	limit, err := request.PageSize(r)
 	if err != nil {
 		return q, err
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/http/request"
 	"github.com/planserver/planserver/internal/http/response"
 )
 
@@ -35,7 +36,7 @@ func (s *Server) hostGuard(next http.Handler) http.Handler {
 	allowed := normalizeHosts(s.cfg.AllowedHosts)
 	on := s.cfg.Auth != AuthToken || len(allowed) > 0
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !on || hostAllowed(r.Host, allowed) {
+		if !on || request.HostAllowed(r.Host, allowed) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -93,29 +94,7 @@ func originAllowed(origin, host string, cors map[string]bool) bool {
 	return strings.TrimSuffix(u.Host, defaultPort) == strings.TrimSuffix(strings.ToLower(host), defaultPort)
 }
 
-// hostAllowed reports whether a Host header names this server: a loopback
-// name or address, with or without a port, or an entry of allowed (see
-// normalizeHosts).
-func hostAllowed(hostport string, allowed map[string]bool) bool {
-	hostport = strings.ToLower(hostport)
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
-	if host == "" {
-		return false
-	}
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return true
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-		return true
-	}
-	return allowed[host] || allowed[hostport]
-}
-
-// normalizeHosts turns --allowed-hosts entries into the set hostAllowed
+// normalizeHosts turns --allowed-hosts entries into the set request.HostAllowed
 // looks up: an entry without a port allows its name on any port, one with
 // a port only that port.
 func normalizeHosts(hosts []string) map[string]bool {

@@ -199,7 +199,7 @@ func (s *Server) deletePlan(w http.ResponseWriter, r *http.Request) error {
 
 // listPlans is list_plans: summaries, never content.
 func (s *Server) listPlans(w http.ResponseWriter, r *http.Request) error {
-	limit, err := pageSize(r)
+	limit, err := request.PageSize(r)
 	if err != nil {
 		return err
 	}

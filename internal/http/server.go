@@ -25,6 +25,7 @@ import (
 	"github.com/planserver/planserver/internal/events"
 	"github.com/planserver/planserver/internal/http/request"
 	"github.com/planserver/planserver/internal/http/response"
+	"github.com/planserver/planserver/internal/http/signin"
 	"github.com/planserver/planserver/internal/mcp"
 	"github.com/planserver/planserver/internal/plans"
 	"github.com/planserver/planserver/internal/sessions"
@@ -100,9 +101,9 @@ type Config struct {
 	// LeaseSweepInterval is how often RunLeaseSweeper looks for lapsed
 	// step leases; plans.SweepInterval when 0.
 	LeaseSweepInterval time.Duration
-	// OIDC turns sign-in on (signin.go; with AuthToken only): people sign
+	// OIDC turns sign-in on (package signin; with AuthToken only): people sign
 	// in at /auth/login and reach /v1 with a cookie. Nil: tokens only.
-	OIDC *OIDC
+	OIDC *signin.OIDC
 }
 
 // Server is the planserver HTTP API.
@@ -122,7 +123,7 @@ type Server struct {
 	tokens    *auth.Store
 	// signIns keeps the sign-ins of OIDC (nil oidc: none are made).
 	signIns *auth.SignIns
-	oidc    *OIDC
+	oidc    *signin.OIDC
 	limiter *limiter
 	plans   *plans.Store
 	// gates are the tool servers of /mcp/gate/{name} (mcp.go).
@@ -199,8 +200,8 @@ func New(cfg Config) *Server {
 	s.oidc = cfg.OIDC
 	signIns := auth.SignInConfig{}
 	if s.oidc != nil {
-		signIns = auth.SignInConfig{Timeouts: auth.Timeouts{Idle: s.oidc.settings.Idle, MaxAge: s.oidc.settings.MaxAge},
-			Attempts: s.oidc.settings.Attempts, Rules: s.oidc.settings.Roles}
+		signIns = auth.SignInConfig{Timeouts: auth.Timeouts{Idle: s.oidc.Settings().Idle, MaxAge: s.oidc.Settings().MaxAge},
+			Attempts: s.oidc.Settings().Attempts, Rules: s.oidc.Settings().Roles}
 	}
 	s.signIns = s.tokens.SignIns(signIns)
 	s.plans = plans.NewStore(cfg.DB, plans.Config{History: cfg.PlanHistory, MaxContentBytes: cfg.MaxPlanBytes,
@@ -318,13 +319,13 @@ func (s *Server) routes() chi.Router {
 		r.Post("/webhooks/{id}/rotate-secret", s.h(s.rotateWebhookSecret))
 		r.Get("/webhooks/{id}/deliveries", s.h(s.listWebhookDeliveries))
 		r.Post("/webhooks/{id}/deliveries/{delivery}/redeliver", s.h(s.redeliverWebhook))
-		r.Get("/me", s.h(s.me)) // me.go: who is calling, cookie or token
+		r.Get("/me", s.h(signin.Me)) // signin.Me: who is calling, cookie or token
 
-		// signins.go: the admin's list of sign-ins, and ending them.
-		r.Get("/signins", s.h(s.listSignIns))
-		r.Delete("/signins", s.h(s.revokeSignInsOf))
-		r.Get("/signins/{id}", s.h(s.getSignIn))
-		r.Delete("/signins/{id}", s.h(s.revokeSignIn))
+		// signin.Admin: the admin's list of sign-ins, and ending them.
+		r.Get("/signins", s.h(s.signInAdmin().List))
+		r.Delete("/signins", s.h(s.signInAdmin().RevokeSubject))
+		r.Get("/signins/{id}", s.h(s.signInAdmin().Get))
+		r.Delete("/signins/{id}", s.h(s.signInAdmin().Revoke))
 	})
 	return r
 }

@@ -2,7 +2,6 @@ package http
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
@@ -75,21 +74,8 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// pageSize parses the limit query parameter; 0 when absent.
-func pageSize(r *http.Request) (int, error) {
-	v := r.URL.Query().Get("limit")
-	if v == "" {
-		return 0, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		return 0, apierr.Invalid("limit", "must be a whole number from 1 to 1000, got %q", v)
-	}
-	return n, nil
-}
-
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
-	limit, err := pageSize(r)
+	limit, err := request.PageSize(r)
 	if err != nil {
 		return err
 	}

@@ -38,7 +38,7 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) error {
-	limit, err := pageSize(r)
+	limit, err := request.PageSize(r)
 	if err != nil {
 		return err
 	}
@@ -102,7 +102,7 @@ func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request) err
 }
 
 func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request) error {
-	limit, err := pageSize(r)
+	limit, err := request.PageSize(r)
 	if err != nil {
 		return err
 	}

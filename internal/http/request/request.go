@@ -1,15 +1,21 @@
 // Package request owns what the API reads from a request before a handler
 // acts on it: its id, the body (media type, size limit, strict JSON
 // decoding and validation), the preconditions, the representation asked
-// for (Accept), and the path parameters every handler validates alike.
+// for (Accept), the parameters every handler validates alike, and whether
+// its Host names this server.
 package request
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net"
 	"net/http"
 	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/planserver/planserver/internal/apierr"
 )
 
 type ctxKey int
@@ -39,4 +45,39 @@ func AssignID(next http.Handler) http.Handler {
 func ID(r *http.Request) string {
 	id, _ := r.Context().Value(idKey).(string)
 	return id
+}
+
+// PageSize parses the limit query parameter; 0 when absent.
+func PageSize(r *http.Request) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, apierr.Invalid("limit", "must be a whole number from 1 to 1000, got %q", v)
+	}
+	return n, nil
+}
+
+// HostAllowed reports whether a Host header names this server: a loopback
+// name or address, with or without a port, or an entry of allowed (the
+// server's --allowed-hosts).
+func HostAllowed(hostport string, allowed map[string]bool) bool {
+	hostport = strings.ToLower(hostport)
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if host == "" {
+		return false
+	}
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return true
+	}
+	return allowed[host] || allowed[hostport]
 }

@@ -1,4 +1,4 @@
-package http
+package signin
 
 import (
 	"net/http"
@@ -8,10 +8,10 @@ import (
 	"github.com/planserver/planserver/internal/http/response"
 )
 
-// me answers GET /v1/me: who the caller is, for a sign-in cookie and a
+// Me answers GET /v1/me: who the caller is, for a sign-in cookie and a
 // bearer token alike. A signed-in person also gets the CSRF token their
 // state-changing requests must carry.
-func (s *Server) me(w http.ResponseWriter, r *http.Request) error {
+func Me(w http.ResponseWriter, r *http.Request) error {
 	p := auth.PrincipalFrom(r.Context())
 	out := api.Me{Kind: p.Kind(), Subject: p.Name, Name: p.Name, Role: string(p.Role)}
 	if p.SessionID != "" {
