@@ -16,6 +16,7 @@ import (
 	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/events"
 	planhttp "github.com/planserver/planserver/internal/http"
+	"github.com/planserver/planserver/internal/http/signin"
 	"github.com/planserver/planserver/internal/sessions"
 	"github.com/planserver/planserver/internal/shellclass"
 	"github.com/planserver/planserver/internal/webhooks/deliver"
@@ -156,9 +157,9 @@ func serveFlags(fs *pflag.FlagSet, cfg *config) {
 		"comma-separated `rules` ROLE[SUBTREE]=email:a@b.c|domain:b.c|group:name, roles admin, reviewer, viewer; first match wins, no match: no entry")
 	fs.StringVar(&cfg.OIDCScopes, "oidc-scopes", "openid,email,profile",
 		"comma-separated OIDC `scopes` to ask for (add groups when rules match groups and the provider needs the scope)")
-	fs.DurationVar(&cfg.OIDCSessionIdle, "oidc-session-idle", planhttp.DefaultSignInIdle,
+	fs.DurationVar(&cfg.OIDCSessionIdle, "oidc-session-idle", signin.DefaultIdle,
 		"a sign-in without a request for this `duration` ends")
-	fs.DurationVar(&cfg.OIDCSessionMax, "oidc-session-max", planhttp.DefaultSignInMaxAge,
+	fs.DurationVar(&cfg.OIDCSessionMax, "oidc-session-max", signin.DefaultMaxAge,
 		"a sign-in ends this `duration` after login whatever the activity")
 	// Issue 29: a gate's upstream that never answers must not hold a
 	// caller (or anything else) forever.
@@ -483,7 +484,7 @@ func allowlist(v string) []string {
 // file or PLANSERVER_OIDC_CLIENT_SECRET. ok is false when sign-in is off
 // (no --oidc-issuer and no other --oidc-* flag). Every mistake is an error
 // naming the flag, so serve stops before it listens.
-func (c *config) oidcSettings(getenv func(string) string) (s planhttp.OIDCSettings, ok bool, err error) {
+func (c *config) oidcSettings(getenv func(string) string) (s signin.Settings, ok bool, err error) {
 	if c.OIDCIssuer == "" {
 		if c.OIDCClientID != "" || c.OIDCRedirectURL != "" || c.OIDCRoles != "" || c.OIDCClientSecretFile != "" {
 			return s, false, fmt.Errorf("--oidc-client-id, --oidc-redirect-url, --oidc-roles and --oidc-client-secret-file " +
@@ -497,7 +498,7 @@ func (c *config) oidcSettings(getenv func(string) string) (s planhttp.OIDCSettin
 	}
 	if c.OIDCRedirectURL == "" {
 		return s, false, fmt.Errorf("--oidc-redirect-url is required with --oidc-issuer: this server's callback as browsers reach it, "+
-			"e.g. https://planserver.example.com%s", planhttp.CallbackPath)
+			"e.g. https://planserver.example.com%s", signin.CallbackPath)
 	}
 	secret := getenv("PLANSERVER_OIDC_CLIENT_SECRET")
 	if c.OIDCClientSecretFile != "" {
@@ -519,7 +520,7 @@ func (c *config) oidcSettings(getenv func(string) string) (s planhttp.OIDCSettin
 	if c.OIDCSessionIdle <= 0 || c.OIDCSessionMax <= 0 {
 		return s, false, fmt.Errorf("--oidc-session-idle and --oidc-session-max must be positive")
 	}
-	return planhttp.OIDCSettings{Issuer: c.OIDCIssuer, ClientID: c.OIDCClientID, ClientSecret: secret,
+	return signin.Settings{Issuer: c.OIDCIssuer, ClientID: c.OIDCClientID, ClientSecret: secret,
 		RedirectURL: c.OIDCRedirectURL, Scopes: allowlist(c.OIDCScopes), Roles: rules,
 		Idle: c.OIDCSessionIdle, MaxAge: c.OIDCSessionMax}, true, nil
 }

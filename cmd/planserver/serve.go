@@ -18,6 +18,7 @@ import (
 	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/events"
 	planhttp "github.com/planserver/planserver/internal/http"
+	"github.com/planserver/planserver/internal/http/signin"
 	"github.com/planserver/planserver/internal/tracing"
 	"github.com/planserver/planserver/internal/webhooks/deliver"
 	"github.com/spf13/cobra"
@@ -58,10 +59,10 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, stdout, 
 	if err != nil {
 		return err
 	}
-	var signInProvider *planhttp.OIDC
+	var signInProvider *signin.OIDC
 	if signIn {
 		// Discovery now: an unreachable or wrong issuer stops the start.
-		if signInProvider, err = planhttp.NewOIDC(ctx, oidcSettings); err != nil {
+		if signInProvider, err = signin.NewOIDC(ctx, oidcSettings); err != nil {
 			return err
 		}
 	}

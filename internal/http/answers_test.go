@@ -12,7 +12,7 @@ import (
 )
 
 // The answers of GET a session and GET a plan are kept between commits
-// (answers.go); these tests read the same resource again after each kind
+// (response.Cache); these tests read the same resource again after each kind
 // of change that must show, with the first read already kept.
 
 // TestKeptPlanAnswerShowsALeaseEnd: a lease running out changes a plan's

@@ -20,6 +20,9 @@ import (
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/events"
+	"github.com/planserver/planserver/internal/http/request"
+	"github.com/planserver/planserver/internal/http/response"
+	"github.com/planserver/planserver/internal/http/signin"
 	"github.com/planserver/planserver/internal/sessions"
 	"github.com/planserver/planserver/internal/tracing"
 )
@@ -46,7 +49,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			// Which one would count depends on who reads the request: a
 			// proxy and this server could each pick another.
 			span.end("deny")
-			writeProblem(w, r, apierr.Invalid("Authorization", "sent more than once; send one Authorization header"))
+			response.Problem(w, r, apierr.Invalid("Authorization", "sent more than once; send one Authorization header"))
 			return
 		}
 		route, params := s.resolve(r)
@@ -58,7 +61,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			if s.limited(w, r, "ip:"+clientKey(r)) {
 				return
 			}
-			writeProblem(w, r, err)
+			response.Problem(w, r, err)
 			return
 		}
 		// Without tokens there is one caller, the loopback user, whose
@@ -67,7 +70,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		calls, err := s.mcpCalls(w, r, route)
 		if err != nil {
 			span.end("deny")
-			writeProblem(w, r, err)
+			response.Problem(w, r, err)
 			return
 		}
 		key := "token:" + p.Name
@@ -87,7 +90,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		if route != "" {
 			if err := s.authorizeRoute(r, route, params); err != nil {
 				span.end("deny")
-				writeProblem(w, r, err)
+				response.Problem(w, r, err)
 				return
 			}
 		}
@@ -150,10 +153,10 @@ func (s *Server) authenticate(r *http.Request, route string) (auth.Principal, er
 		return auth.Anonymous, nil
 	}
 	if s.oidc != nil && r.Header.Get("Authorization") == "" && !r.URL.Query().Has("access_token") {
-		c, err := r.Cookie(SignInCookie)
+		c, err := r.Cookie(signin.Cookie)
 		if err != nil {
 			return auth.Principal{}, signInHint(apierr.New(apierr.Unauthenticated,
-				"sign in at %s (people), or send the header Authorization: Bearer <token> (agents and scripts)", loginPath))
+				"sign in at %s (people), or send the header Authorization: Bearer <token> (agents and scripts)", signin.LoginPath))
 		}
 		{
 			p, err := s.signIns.Authenticate(r.Context(), c.Value)
@@ -161,7 +164,7 @@ func (s *Server) authenticate(r *http.Request, route string) (auth.Principal, er
 				return auth.Principal{}, signInHint(err)
 			}
 			if stateChanging(r.Method) {
-				if err := checkCSRF(r, c.Value); err != nil {
+				if err := signin.CheckCSRF(r, c.Value); err != nil {
 					return auth.Principal{}, err
 				}
 			}
@@ -183,7 +186,7 @@ func signInHint(err error) error {
 		return err
 	}
 	out := *e
-	out.Extra = map[string]any{"sign_in": loginPath}
+	out.Extra = map[string]any{"sign_in": signin.LoginPath}
 	return &out
 }
 
@@ -238,14 +241,14 @@ func (s *Server) limitedN(w http.ResponseWriter, r *http.Request, key string, n 
 		// Never allowed whole; Retry-After is when a full burst is back,
 		// for a client that splits the batch.
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfter(time.Duration(float64(s.limiter.burst)/float64(s.limiter.rate)*float64(time.Second)))))
-		writeProblem(w, r, apierr.New(apierr.RateLimited,
+		response.Problem(w, r, apierr.New(apierr.RateLimited,
 			"this JSON-RPC batch holds %d calls, more than this caller's burst of %d (--rate-burst): each call counts "+
 				"against the rate limit like a request of its own; send fewer at once", n, s.limiter.burst))
 		return true
 	}
 	secs := retryAfter(wait)
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
-	writeProblem(w, r, apierr.New(apierr.RateLimited,
+	response.Problem(w, r, apierr.New(apierr.RateLimited,
 		"more than %g requests a second (bursts of %d) from this caller; retry in %d s",
 		float64(s.limiter.rate), s.limiter.burst, secs))
 	return true
@@ -264,7 +267,7 @@ func (s *Server) mcpCalls(w http.ResponseWriter, r *http.Request, route string) 
 	if route != "POST /mcp" && route != "POST /mcp/gate/{name}" {
 		return 1, nil
 	}
-	body, err := readBody(w, r, s.planBodyLimit())
+	body, err := request.ReadBody(w, r, s.planBodyLimit())
 	if err != nil {
 		return 0, err
 	}

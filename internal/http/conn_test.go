@@ -13,12 +13,13 @@ import (
 
 	"github.com/planserver/planserver/internal/apitest"
 	planhttp "github.com/planserver/planserver/internal/http"
+	"github.com/planserver/planserver/internal/http/listener"
 )
 
 // listening serves env's API behind its Listener on a real http.Server
 // with the given read timeout and a 4 KiB header limit, the way serve
 // does.
-func listening(t *testing.T, env *apitest.Env, readTimeout time.Duration) (*httptest.Server, *planhttp.Listener) {
+func listening(t *testing.T, env *apitest.Env, readTimeout time.Duration) (*httptest.Server, *listener.Listener) {
 	t.Helper()
 	ts := httptest.NewUnstartedServer(env.API)
 	ln := env.API.Listener(ts.Listener, 0)

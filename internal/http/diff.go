@@ -8,6 +8,8 @@ import (
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/diff"
+	"github.com/planserver/planserver/internal/http/request"
+	"github.com/planserver/planserver/internal/http/response"
 )
 
 // mediaDiff is the unified diff of GET …/diff.
@@ -40,7 +42,7 @@ func diffRange(r *http.Request) (from, to *int64, err error) {
 // it, as a unified diff (which leaves out d.Scope).
 func writeDiff(w http.ResponseWriter, r *http.Request, what string, d *api.Diff) error {
 	w.Header().Set("Vary", "Accept")
-	mt, err := negotiate(r, mediaJSON, mediaDiff)
+	mt, err := request.Negotiate(r, request.MediaJSON, mediaDiff)
 	if err != nil {
 		return err
 	}
@@ -50,6 +52,6 @@ func writeDiff(w http.ResponseWriter, r *http.Request, what string, d *api.Diff)
 		_, _ = w.Write([]byte(diff.Unified(fmt.Sprintf("%s@%d", what, d.From), fmt.Sprintf("%s@%d", what, d.To), d.Hunks)))
 		return nil
 	}
-	writeJSON(w, http.StatusOK, d)
+	response.JSON(w, http.StatusOK, d)
 	return nil
 }

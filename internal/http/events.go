@@ -19,6 +19,8 @@ import (
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/events"
+	"github.com/planserver/planserver/internal/http/request"
+	"github.com/planserver/planserver/internal/http/response"
 )
 
 // eventsPath is the event feed: the log itself, so it carries no
@@ -83,7 +85,7 @@ func (s *Server) withEventHead(next http.Handler) http.Handler {
 		if (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.URL.Path != eventsPath {
 			head, err := s.head.Head(r.Context())
 			if err != nil {
-				writeProblem(w, r, err)
+				response.Problem(w, r, err)
 				return
 			}
 			w.Header().Set("X-Event-Seq", strconv.FormatInt(head, 10))
@@ -94,7 +96,7 @@ func (s *Server) withEventHead(next http.Handler) http.Handler {
 
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Add("Vary", "Accept")
-	media, err := negotiate(r, "application/json", "text/event-stream")
+	media, err := request.Negotiate(r, "application/json", "text/event-stream")
 	if err != nil {
 		return err
 	}
@@ -113,7 +115,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
 		page.Events = []events.Event{}
 	}
 	s.eventMetrics.delivered.WithLabelValues("json").Add(float64(len(page.Events)))
-	writeJSON(w, http.StatusOK, api.EventPage{Events: page.Events, NextAfter: page.Next})
+	response.JSON(w, http.StatusOK, api.EventPage{Events: page.Events, NextAfter: page.Next})
 	return nil
 }
 
@@ -141,7 +143,7 @@ func eventQuery(r *http.Request) (events.Query, error) {
 		}
 		q.After = n
 	}
-	limit, err := pageSize(r)
+	limit, err := request.PageSize(r)
 	if err != nil {
 		return q, err
 	}
@@ -242,7 +244,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q events.Q
 			if page.Encoded != nil {
 				data = page.Encoded[i] // the tail encoded it once for all streams
 			} else if data, err = json.Marshal(e); err != nil {
-				noteFailure(r, fmt.Errorf("encode event %d: %w", e.Seq, err))
+				response.NoteFailure(r, fmt.Errorf("encode event %d: %w", e.Seq, err))
 				return nil
 			}
 			fmt.Fprintf(&sw.buf, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, data)
@@ -298,7 +300,7 @@ func (s *Server) endStream(sw *sseWriter, r *http.Request, err error) {
 	if errors.Is(err, errStreamEnds) || r.Context().Err() != nil {
 		return
 	}
-	_, _, body := problem(r, err)
+	_, _, body := response.ProblemOf(r, err)
 	data, _ := json.Marshal(body)
 	fmt.Fprintf(&sw.buf, "event: error\ndata: %s\n\n", data)
 	_ = sw.flush()

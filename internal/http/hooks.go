@@ -15,6 +15,8 @@ import (
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/hooks"
 	"github.com/planserver/planserver/internal/hookwire"
+	"github.com/planserver/planserver/internal/http/request"
+	"github.com/planserver/planserver/internal/http/response"
 	"github.com/planserver/planserver/internal/mcp"
 	"github.com/planserver/planserver/internal/revision"
 	"github.com/planserver/planserver/internal/scope"
@@ -129,7 +131,7 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) error {
 	}
 	call, d := s.hookDecision(w, r, host, adapter)
 	w.Header().Set("Planserver-Hook-Decision", d.Outcome.String())
-	writeJSONBody(w, http.StatusOK, hooks.Render(host, call, d))
+	response.JSONBody(w, http.StatusOK, hooks.Render(host, call, d))
 	return nil
 }
 
@@ -153,10 +155,10 @@ func (s *Server) hookDecision(w http.ResponseWriter, r *http.Request, host hooks
 		}
 		return call, hooks.Refusal(err.Error())
 	}
-	if _, err := requireMediaType(r, mediaJSON); err != nil {
+	if _, err := request.RequireMediaType(r, request.MediaJSON); err != nil {
 		return refuse(hooks.Call{Host: host}, err)
 	}
-	body, err := readBody(w, r, hookwire.MaxInput+1)
+	body, err := request.ReadBody(w, r, hookwire.MaxInput+1)
 	if err != nil {
 		return refuse(hooks.Call{Host: host}, err)
 	}

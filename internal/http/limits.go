@@ -56,3 +56,10 @@ func (s *Server) gatedStream(w http.ResponseWriter, r *http.Request, q events.Qu
 	}
 	return s.streamEvents(w, r, q, qerr)
 }
+
+// planBodyLimit bounds the body of a write carrying a whole plan, shared or session plan: room for
+// content at the limit even when JSON or YAML escaping doubles it, plus the
+// other fields. The content itself is then held to MaxPlanBytes.
+func (s *Server) planBodyLimit() int64 {
+	return max(s.cfg.MaxBodyBytes, 2*s.cfg.MaxPlanBytes+64<<10)
+}

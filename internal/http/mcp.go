@@ -10,6 +10,8 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/planserver/planserver/api"
+	"github.com/planserver/planserver/internal/http/request"
+	"github.com/planserver/planserver/internal/http/response"
 	"github.com/planserver/planserver/internal/mcp"
 )
 
@@ -25,7 +27,7 @@ func (s *Server) mcpRoutes(r chi.Router) {
 		Gate:                 s.gate,
 		Authorize:            s.Authorize,
 		ReviewURL:            reviewURL,
-		Problem:              writeProblem,
+		Problem:              response.Problem,
 		MaxPlanBytes:         s.cfg.MaxPlanBytes,
 		UpstreamTimeout:      s.cfg.UpstreamTimeout,
 		RequirePreconditions: s.cfg.RequirePreconditions,
@@ -57,7 +59,7 @@ func (s *Server) mcpRoutes(r chi.Router) {
 
 func (s *Server) putGate(w http.ResponseWriter, r *http.Request) error {
 	var in api.GateWrite
-	if err := s.decodeJSON(w, r, &in, decodeOptions{}); err != nil {
+	if err := request.DecodeJSON(w, r, &in, s.cfg.MaxBodyBytes, request.DecodeOptions{}); err != nil {
 		return err
 	}
 	g, created, err := s.gates.Put(r.Context(), chi.URLParam(r, "name"), in)
@@ -69,7 +71,7 @@ func (s *Server) putGate(w http.ResponseWriter, r *http.Request) error {
 		status = http.StatusCreated
 		w.Header().Set("Location", "/v1/gates/"+g.Name)
 	}
-	writeJSON(w, status, g)
+	response.JSON(w, status, g)
 	return nil
 }
 
@@ -78,7 +80,7 @@ func (s *Server) getGate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, g)
+	response.JSON(w, http.StatusOK, g)
 	return nil
 }
 
@@ -87,7 +89,7 @@ func (s *Server) listGates(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, api.GateList{Gates: gates})
+	response.JSON(w, http.StatusOK, api.GateList{Gates: gates})
 	return nil
 }
 

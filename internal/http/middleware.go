@@ -1,13 +1,10 @@
 package http
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
-	"regexp"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -17,50 +14,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/http/listener"
+	"github.com/planserver/planserver/internal/http/request"
+	"github.com/planserver/planserver/internal/http/response"
 )
-
-type ctxKey int
-
-const (
-	requestIDKey ctxKey = iota
-	failureKey
-)
-
-// failure holds the cause of a request's 5xx (or storage fault) until
-// observe logs it in the request's one line, so it is logged exactly once.
-type failure struct{ err error }
-
-// noteFailure records err as the cause of r's failure; the first one
-// wins.
-func noteFailure(r *http.Request, err error) {
-	if f, ok := r.Context().Value(failureKey).(*failure); ok && f.err == nil {
-		f.err = err
-	}
-}
-
-// requestIDPattern limits the client-supplied request ids we echo back, so
-// a header cannot inject anything into logs or responses.
-var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
-
-// withRequestID takes X-Request-ID from the client when it is sane, or makes
-// one, and echoes it in the response.
-func withRequestID(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get("X-Request-ID")
-		if !requestIDPattern.MatchString(id) {
-			b := make([]byte, 8)
-			_, _ = rand.Read(b)
-			id = hex.EncodeToString(b)
-		}
-		w.Header().Set("X-Request-ID", id)
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
-	})
-}
-
-func requestID(r *http.Request) string {
-	id, _ := r.Context().Value(requestIDKey).(string)
-	return id
-}
 
 // statusRecorder remembers the status and size of a response. It forwards
 // Unwrap so http.ResponseController still reaches the connection (flushes
@@ -123,8 +82,7 @@ var traceRequests = otelhttp.NewMiddleware("planserver",
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		fail := &failure{}
-		r = r.WithContext(context.WithValue(r.Context(), failureKey, fail))
+		r, failed := response.TrackFailure(r)
 		rec := &statusRecorder{ResponseWriter: w}
 		defer func() {
 			if p := recover(); p != nil {
@@ -133,9 +91,9 @@ func (s *Server) observe(next http.Handler) http.Handler {
 				}
 				err := fmt.Errorf("panic: %v\n%s", p, debug.Stack())
 				if rec.status == 0 {
-					writeProblem(rec, r, err)
+					response.Problem(rec, r, err)
 				} else {
-					noteFailure(r, err)
+					response.NoteFailure(r, err)
 				}
 			}
 			route := s.routePattern(r)
@@ -151,7 +109,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			// building such a logger for each request cost 3% of a kept
 			// GET's CPU (docs/benchmarks.md).
 			attrs := []slog.Attr{
-				slog.String("request_id", requestID(r)),
+				slog.String("request_id", request.ID(r)),
 				slog.String("method", r.Method),
 				slog.String("route", route),
 				slog.String("path", r.URL.Path),
@@ -159,10 +117,10 @@ func (s *Server) observe(next http.Handler) http.Handler {
 				slog.Int64("bytes", rec.bytes),
 				slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
 			}
-			if status >= 500 || fail.err != nil {
+			if cause := failed(); status >= 500 || cause != nil {
 				level = slog.LevelError
-				if fail.err != nil {
-					attrs = append(attrs, slog.Any("error", fail.err))
+				if cause != nil {
+					attrs = append(attrs, slog.Any("error", cause))
 				}
 			}
 			if sc := trace.SpanContextFromContext(r.Context()); sc.IsValid() {
@@ -199,4 +157,43 @@ func securityHeaders(next http.Handler) http.Handler {
 		w.Header().Set("Cache-Control", "no-cache")
 		next.ServeHTTP(w, r)
 	})
+}
+
+// Listener wraps ln in the server's connection layer (package listener);
+// maxConns <= 0 sets no cap. Its gauges are served at /metrics. Set its
+// ConnContext as the http.Server's, or conflictingFraming sees nothing.
+func (s *Server) Listener(ln net.Listener, maxConns int) *listener.Listener {
+	return listener.New(ln, maxConns, s.registry)
+}
+
+// conflictingFraming answers a request that named both Content-Length and
+// Transfer-Encoding with 400, and closes its connection: net/http would
+// serve it, framed by its chunks (package listener says why that is
+// refused).
+func conflictingFraming(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if listener.AmbiguousFraming(r) {
+			w.Header().Set("Connection", "close")
+			response.Problem(w, r, apierr.New(apierr.InvalidArgument,
+				"the request has both Content-Length and Transfer-Encoding, which frame its body two ways "+
+					"(RFC 9112 §6.1); send one of them. The connection is closed."))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// handler is the shape of every route's handler: it decodes, validates,
+// calls a store and responds, and returns the error to answer instead of
+// writing it, so no handler can forget to stop after an error.
+type handler func(w http.ResponseWriter, r *http.Request) error
+
+// h adapts a handler to net/http: a returned error is answered as a
+// problem document.
+func (s *Server) h(fn handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := fn(w, r); err != nil {
+			response.Problem(w, r, err)
+		}
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/planserver/planserver/internal/dbtest/migrated"
+	"github.com/planserver/planserver/internal/http/response"
 )
 
 // newLogged returns a server on a fresh database whose log lines (JSON)
@@ -55,7 +56,7 @@ func logLines(t *testing.T, logs *bytes.Buffer) []map[string]any {
 // once.
 func TestRequestLogLines(t *testing.T) {
 	s, logs := newLogged(t, Config{Auth: AuthToken})
-	s.router.Get("/fail", func(w http.ResponseWriter, r *http.Request) { writeProblem(w, r, errors.New("disk on fire")) })
+	s.router.Get("/fail", func(w http.ResponseWriter, r *http.Request) { response.Problem(w, r, errors.New("disk on fire")) })
 	for path, want := range map[string]int{"/v1/sessions/s1/plan": 401, "/fail": 500, "/v1/nowhere": 401, "/healthz": 200} {
 		rec := httptest.NewRecorder()
 		s.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
@@ -109,7 +110,7 @@ func TestProcessMetrics(t *testing.T) {
 // encode (a bug) becomes a whole 500 problem, not half a body.
 func TestUnencodableAnswerIsAnInternalProblem(t *testing.T) {
 	rec := httptest.NewRecorder()
-	writeJSON(rec, http.StatusOK, map[string]float64{"x": math.NaN()})
+	response.JSON(rec, http.StatusOK, map[string]float64{"x": math.NaN()})
 	var p map[string]any
 	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil || rec.Code != 500 ||
 		rec.Header().Get("Content-Type") != "application/problem+json" ||

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/http/request"
+	"github.com/planserver/planserver/internal/http/response"
 )
 
 // A web page the user visits must not be able to drive a server on the
@@ -34,11 +36,11 @@ func (s *Server) hostGuard(next http.Handler) http.Handler {
 	allowed := normalizeHosts(s.cfg.AllowedHosts)
 	on := s.cfg.Auth != AuthToken || len(allowed) > 0
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !on || hostAllowed(r.Host, allowed) {
+		if !on || request.HostAllowed(r.Host, allowed) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		writeProblem(w, r, apierr.New(apierr.PermissionDenied,
+		response.Problem(w, r, apierr.New(apierr.PermissionDenied,
 			"Host %q is not a name this server answers to: without tokens it answers to loopback names only "+
 				"(localhost, 127.0.0.1, [::1]), so that a page on another site cannot reach it through DNS rebinding; "+
 				"behind a proxy, list the names with --allowed-hosts (PLANSERVER_ALLOWED_HOSTS)", r.Host))
@@ -58,7 +60,7 @@ func (s *Server) originGuard(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		writeProblem(w, r, apierr.New(apierr.PermissionDenied,
+		response.Problem(w, r, apierr.New(apierr.PermissionDenied,
 			"Origin %q may not change anything here: a state-changing request from a browser must come from this "+
 				"server's own origin or one listed in --cors-origins", strings.Join(origins, ", ")))
 	})
@@ -92,29 +94,7 @@ func originAllowed(origin, host string, cors map[string]bool) bool {
 	return strings.TrimSuffix(u.Host, defaultPort) == strings.TrimSuffix(strings.ToLower(host), defaultPort)
 }
 
-// hostAllowed reports whether a Host header names this server: a loopback
-// name or address, with or without a port, or an entry of allowed (see
-// normalizeHosts).
-func hostAllowed(hostport string, allowed map[string]bool) bool {
-	hostport = strings.ToLower(hostport)
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
-	if host == "" {
-		return false
-	}
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return true
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-		return true
-	}
-	return allowed[host] || allowed[hostport]
-}
-
-// normalizeHosts turns --allowed-hosts entries into the set hostAllowed
+// normalizeHosts turns --allowed-hosts entries into the set request.HostAllowed
 // looks up: an entry without a port allows its name on any port, one with
 // a port only that port.
 func normalizeHosts(hosts []string) map[string]bool {

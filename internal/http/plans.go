@@ -10,6 +10,8 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/http/request"
+	"github.com/planserver/planserver/internal/http/response"
 	"github.com/planserver/planserver/internal/plans"
 	"github.com/planserver/planserver/internal/validation"
 )
@@ -28,7 +30,7 @@ func planNameParam(r *http.Request) (string, error) {
 
 // readPlanContent reads a raw Markdown body as a plan's content.
 func (s *Server) readPlanContent(w http.ResponseWriter, r *http.Request) (string, error) {
-	body, err := readBody(w, r, s.cfg.MaxPlanBytes)
+	body, err := request.ReadBody(w, r, s.cfg.MaxPlanBytes)
 	if err != nil {
 		if e, ok := apierr.As(err); ok && e.Code == apierr.PayloadTooLarge {
 			e.Detail = "content is larger than " + strconv.FormatInt(s.cfg.MaxPlanBytes, 10) + " bytes (--max-plan-bytes)"
@@ -45,7 +47,7 @@ func (s *Server) putPlan(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	mt, err := requireMediaType(r, mediaJSON, mediaMarkdown, mediaYAML)
+	mt, err := request.RequireMediaType(r, request.MediaJSON, request.MediaMarkdown, request.MediaYAML)
 	if err != nil {
 		return err
 	}
@@ -54,14 +56,14 @@ func (s *Server) putPlan(w http.ResponseWriter, r *http.Request) error {
 		lastKnown *int64
 	)
 	switch mt {
-	case mediaMarkdown:
+	case request.MediaMarkdown:
 		content, err := s.readPlanContent(w, r)
 		if err != nil {
 			return err
 		}
 		ch.Content = &content
-	case mediaYAML:
-		body, err := readBody(w, r, s.planBodyLimit())
+	case request.MediaYAML:
+		body, err := request.ReadBody(w, r, s.planBodyLimit())
 		if err == nil {
 			ch, err = plans.DecodeYAML(body)
 		}
@@ -70,9 +72,9 @@ func (s *Server) putPlan(w http.ResponseWriter, r *http.Request) error {
 		}
 	default:
 		var req api.PlanWrite
-		body, err := readBody(w, r, s.planBodyLimit())
+		body, err := request.ReadBody(w, r, s.planBodyLimit())
 		if err == nil {
-			err = decodeJSONBytes(body, &req, false)
+			err = request.DecodeJSONBytes(body, &req, false)
 		}
 		if err == nil {
 			ch, err = plans.ChangeOf(req)
@@ -88,7 +90,7 @@ func (s *Server) putPlan(w http.ResponseWriter, r *http.Request) error {
 // writePlanChange stores a Put and answers 201 (with Location) or 200, the
 // ETag, and the body view picks.
 func (s *Server) writePlanChange(w http.ResponseWriter, r *http.Request, name string, ch plans.Change, lastKnown *int64, view func(*plans.Plan) any) error {
-	pre, err := s.precondition(r, lastKnown)
+	pre, err := request.Precondition(r, lastKnown, s.cfg.RequirePreconditions)
 	if err != nil {
 		return err
 	}
@@ -101,8 +103,8 @@ func (s *Server) writePlanChange(w http.ResponseWriter, r *http.Request, name st
 		status = http.StatusCreated
 		w.Header().Set("Location", "/v1/plans/"+p.Name)
 	}
-	setETag(w, p.Revision)
-	writeJSON(w, status, view(p))
+	response.SetETag(w, p.Revision)
+	response.JSON(w, status, view(p))
 	return nil
 }
 
@@ -112,29 +114,30 @@ func (s *Server) getPlan(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	mt, err := negotiate(r, mediaJSON, mediaMarkdown, mediaYAML)
+	mt, err := request.Negotiate(r, request.MediaJSON, request.MediaMarkdown, request.MediaYAML)
 	if err != nil {
 		return err
 	}
-	if mt == mediaJSON {
-		rev, body, err := s.answers.answer(r.Context(), "plan "+name, func() (loaded, error) {
-			now := s.answers.now()
+	if mt == request.MediaJSON {
+		rev, body, err := s.answers.Answer(r.Context(), "plan "+name, func() (response.Loaded, error) {
+			now := s.answers.Now()
 			p, err := s.plans.GetAt(r.Context(), name, now)
 			if err != nil {
-				return loaded{}, err
+				return response.Loaded{}, err
 			}
 			expires, _ := plans.NextViewChange(p, now)
-			return loaded{revision: p.Revision, value: p, expires: expires}, nil
+			return response.Loaded{Revision: p.Revision, Value: p, Expires: expires}, nil
 		})
+
 		if err != nil {
 			return err
 		}
 		w.Header().Set("Vary", "Accept")
-		if done, err := notModified(w, r, rev); done || err != nil {
+		if done, err := response.NotModified(w, r, rev); done || err != nil {
 			return err
 		}
-		setETag(w, rev)
-		writeJSONBody(w, http.StatusOK, body)
+		response.SetETag(w, rev)
+		response.JSONBody(w, http.StatusOK, body)
 		return nil
 	}
 	p, err := s.plans.Get(r.Context(), name)
@@ -150,29 +153,29 @@ func (s *Server) getPlan(w http.ResponseWriter, r *http.Request) error {
 // Accept.
 func (s *Server) writePlanAs(w http.ResponseWriter, r *http.Request, mt string, p *plans.Plan) error {
 	w.Header().Set("Vary", "Accept")
-	if done, err := notModified(w, r, p.Revision); done || err != nil {
+	if done, err := response.NotModified(w, r, p.Revision); done || err != nil {
 		return err
 	}
-	setETag(w, p.Revision)
+	response.SetETag(w, p.Revision)
 	switch mt {
-	case mediaMarkdown:
+	case request.MediaMarkdown:
 		writeMarkdown(w, p.Content)
-	case mediaYAML:
+	case request.MediaYAML:
 		doc, err := plans.EncodeYAML(p)
 		if err != nil {
 			return err
 		}
-		w.Header().Set("Content-Type", mediaYAML)
+		w.Header().Set("Content-Type", request.MediaYAML)
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(doc)
 	default:
-		writeJSON(w, http.StatusOK, p)
+		response.JSON(w, http.StatusOK, p)
 	}
 	return nil
 }
 
 func writeMarkdown(w http.ResponseWriter, content string) {
-	w.Header().Set("Content-Type", mediaMarkdown+"; charset=utf-8")
+	w.Header().Set("Content-Type", request.MediaMarkdown+"; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write([]byte(content))
 }
@@ -183,7 +186,7 @@ func (s *Server) deletePlan(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	pre, err := s.precondition(r, nil)
+	pre, err := request.Precondition(r, nil, s.cfg.RequirePreconditions)
 	if err != nil {
 		return err
 	}
@@ -196,7 +199,7 @@ func (s *Server) deletePlan(w http.ResponseWriter, r *http.Request) error {
 
 // listPlans is list_plans: summaries, never content.
 func (s *Server) listPlans(w http.ResponseWriter, r *http.Request) error {
-	limit, err := pageSize(r)
+	limit, err := request.PageSize(r)
 	if err != nil {
 		return err
 	}
@@ -210,7 +213,7 @@ func (s *Server) listPlans(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, page)
+	response.JSON(w, http.StatusOK, page)
 	return nil
 }
 
@@ -220,14 +223,14 @@ func (s *Server) getPlanContent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if _, err := negotiate(r, mediaMarkdown); err != nil {
+	if _, err := request.Negotiate(r, request.MediaMarkdown); err != nil {
 		return err
 	}
 	p, err := s.plans.Get(r.Context(), name)
 	if err != nil {
 		return err
 	}
-	return s.writePlanAs(w, r, mediaMarkdown, p)
+	return s.writePlanAs(w, r, request.MediaMarkdown, p)
 }
 
 // putPlanContent is update_plan_from_file: the raw body becomes the
@@ -238,7 +241,7 @@ func (s *Server) putPlanContent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if _, err := requireMediaType(r, mediaMarkdown, "text/plain"); err != nil {
+	if _, err := request.RequireMediaType(r, request.MediaMarkdown, "text/plain"); err != nil {
 		return err
 	}
 	content, err := s.readPlanContent(w, r)
@@ -258,11 +261,11 @@ func (s *Server) getPlanStatus(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if done, err := notModified(w, r, v.Revision); done || err != nil {
+	if done, err := response.NotModified(w, r, v.Revision); done || err != nil {
 		return err
 	}
-	setETag(w, v.Revision)
-	writeJSON(w, http.StatusOK, v)
+	response.SetETag(w, v.Revision)
+	response.JSON(w, http.StatusOK, v)
 	return nil
 }
 
@@ -273,10 +276,10 @@ func (s *Server) setPlanStatus(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var req api.PlanStatusWrite
-	if err := s.decodeJSON(w, r, &req, decodeOptions{}); err != nil {
+	if err := request.DecodeJSON(w, r, &req, s.cfg.MaxBodyBytes, request.DecodeOptions{}); err != nil {
 		return err
 	}
-	pre, err := s.precondition(r, req.LastKnownRevision)
+	pre, err := request.Precondition(r, req.LastKnownRevision, s.cfg.RequirePreconditions)
 	if err != nil {
 		return err
 	}
@@ -284,8 +287,8 @@ func (s *Server) setPlanStatus(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	setETag(w, v.Revision)
-	writeJSON(w, http.StatusOK, v)
+	response.SetETag(w, v.Revision)
+	response.JSON(w, http.StatusOK, v)
 	return nil
 }
 
@@ -299,7 +302,7 @@ func (s *Server) listPlanRevisions(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, api.PlanRevisions{Name: name, Revisions: revs})
+	response.JSON(w, http.StatusOK, api.PlanRevisions{Name: name, Revisions: revs})
 	return nil
 }
 
@@ -314,7 +317,7 @@ func (s *Server) getPlanRevision(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	mt, err := negotiate(r, mediaJSON, mediaMarkdown, mediaYAML)
+	mt, err := request.Negotiate(r, request.MediaJSON, request.MediaMarkdown, request.MediaYAML)
 	if err != nil {
 		return err
 	}
@@ -342,7 +345,7 @@ func plansNotFound(w http.ResponseWriter, r *http.Request) bool {
 	if err != nil {
 		name = rest
 	}
-	writeProblem(w, r, apierr.Invalid("name", "no route for %s %s, and %q is not a plan name: names must match %s",
+	response.Problem(w, r, apierr.Invalid("name", "no route for %s %s, and %q is not a plan name: names must match %s",
 		r.Method, r.URL.Path, name, validation.PlanName.String()))
 	return true
 }

@@ -23,6 +23,9 @@ import (
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/events"
+	"github.com/planserver/planserver/internal/http/request"
+	"github.com/planserver/planserver/internal/http/response"
+	"github.com/planserver/planserver/internal/http/signin"
 	"github.com/planserver/planserver/internal/mcp"
 	"github.com/planserver/planserver/internal/plans"
 	"github.com/planserver/planserver/internal/sessions"
@@ -98,9 +101,9 @@ type Config struct {
 	// LeaseSweepInterval is how often RunLeaseSweeper looks for lapsed
 	// step leases; plans.SweepInterval when 0.
 	LeaseSweepInterval time.Duration
-	// OIDC turns sign-in on (signin.go; with AuthToken only): people sign
+	// OIDC turns sign-in on (package signin; with AuthToken only): people sign
 	// in at /auth/login and reach /v1 with a cookie. Nil: tokens only.
-	OIDC *OIDC
+	OIDC *signin.OIDC
 }
 
 // Server is the planserver HTTP API.
@@ -120,7 +123,7 @@ type Server struct {
 	tokens    *auth.Store
 	// signIns keeps the sign-ins of OIDC (nil oidc: none are made).
 	signIns *auth.SignIns
-	oidc    *OIDC
+	oidc    *signin.OIDC
 	limiter *limiter
 	plans   *plans.Store
 	// gates are the tool servers of /mcp/gate/{name} (mcp.go).
@@ -135,8 +138,8 @@ type Server struct {
 	// head is the event log's head for X-Event-Seq.
 	head *events.HeadCache
 	// answers keeps the answers of GET a session and GET a plan between
-	// commits (answers.go).
-	answers      *answerCache
+	// commits (response.Cache).
+	answers      *response.Cache
 	eventMetrics *eventMetrics
 	streams      *streamGate
 	// shutdown is closed by Shutdown to end every event stream.
@@ -197,8 +200,8 @@ func New(cfg Config) *Server {
 	s.oidc = cfg.OIDC
 	signIns := auth.SignInConfig{}
 	if s.oidc != nil {
-		signIns = auth.SignInConfig{Timeouts: auth.Timeouts{Idle: s.oidc.settings.Idle, MaxAge: s.oidc.settings.MaxAge},
-			Attempts: s.oidc.settings.Attempts, Rules: s.oidc.settings.Roles}
+		signIns = auth.SignInConfig{Timeouts: auth.Timeouts{Idle: s.oidc.Settings().Idle, MaxAge: s.oidc.Settings().MaxAge},
+			Attempts: s.oidc.Settings().Attempts, Rules: s.oidc.Settings().Roles}
 	}
 	s.signIns = s.tokens.SignIns(signIns)
 	s.plans = plans.NewStore(cfg.DB, plans.Config{History: cfg.PlanHistory, MaxContentBytes: cfg.MaxPlanBytes,
@@ -215,7 +218,7 @@ func New(cfg Config) *Server {
 	s.deliverer = newDeliverer(s)
 	s.webhooks.OnChange(s.deliverer.Changed)
 	s.head = events.NewHeadCache(cfg.DB)
-	s.answers = newAnswerCache(cfg.DB)
+	s.answers = response.NewCache(cfg.DB)
 	s.schemaVersion = db.KnownVersion()
 	s.router = s.routes()
 	return s
@@ -231,7 +234,7 @@ func (s *Server) routes() chi.Router {
 		// Outermost, so that the request log line carries the trace id.
 		r.Use(traceRequests)
 	}
-	r.Use(withRequestID, s.observe, securityHeaders, conflictingFraming)
+	r.Use(request.AssignID, s.observe, securityHeaders, conflictingFraming)
 	r.Use(s.hostGuard, s.originGuard) // origin.go: no driving the server from another site's page
 	if len(s.cfg.CORSOrigins) > 0 {
 		// Before routing and authentication: a preflight carries no token.
@@ -316,13 +319,13 @@ func (s *Server) routes() chi.Router {
 		r.Post("/webhooks/{id}/rotate-secret", s.h(s.rotateWebhookSecret))
 		r.Get("/webhooks/{id}/deliveries", s.h(s.listWebhookDeliveries))
 		r.Post("/webhooks/{id}/deliveries/{delivery}/redeliver", s.h(s.redeliverWebhook))
-		r.Get("/me", s.h(s.me)) // me.go: who is calling, cookie or token
+		r.Get("/me", s.h(signin.Me)) // signin.Me: who is calling, cookie or token
 
-		// signins.go: the admin's list of sign-ins, and ending them.
-		r.Get("/signins", s.h(s.listSignIns))
-		r.Delete("/signins", s.h(s.revokeSignInsOf))
-		r.Get("/signins/{id}", s.h(s.getSignIn))
-		r.Delete("/signins/{id}", s.h(s.revokeSignIn))
+		// signin.Admin: the admin's list of sign-ins, and ending them.
+		r.Get("/signins", s.h(s.signInAdmin().List))
+		r.Delete("/signins", s.h(s.signInAdmin().RevokeSubject))
+		r.Get("/signins/{id}", s.h(s.signInAdmin().Get))
+		r.Delete("/signins/{id}", s.h(s.signInAdmin().Revoke))
 	})
 	return r
 }
@@ -331,7 +334,7 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 	if plansNotFound(w, r) {
 		return
 	}
-	writeProblem(w, r, apierr.New(apierr.NotFound, "no route for %s %s", r.Method, r.URL.Path))
+	response.Problem(w, r, apierr.New(apierr.NotFound, "no route for %s %s", r.Method, r.URL.Path))
 }
 
 // probeMethods are the methods tried to build a 405's Allow header.
@@ -353,12 +356,12 @@ func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.Header().Set("Allow", strings.Join(allowed, ", "))
-	writeProblem(w, r, apierr.New(apierr.MethodNotAllowed, "%s is not allowed on %s; allowed: %s",
+	response.Problem(w, r, apierr.New(apierr.MethodNotAllowed, "%s is not allowed on %s; allowed: %s",
 		r.Method, r.URL.Path, strings.Join(allowed, ", ")))
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.cfg.Version})
+	response.JSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.cfg.Version})
 }
 
 // readyz reports ready when the database answers reads, its writes can
@@ -380,7 +383,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	if current != s.schemaVersion {
 		return apierr.New(apierr.Unavailable, "schema at version %d, this binary expects %d", current, s.schemaVersion)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "schema_version": current})
+	response.JSON(w, http.StatusOK, map[string]any{"status": "ready", "schema_version": current})
 	return nil
 }
 

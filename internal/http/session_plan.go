@@ -11,29 +11,31 @@ import (
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/auth"
+	"github.com/planserver/planserver/internal/http/request"
+	"github.com/planserver/planserver/internal/http/response"
 	"github.com/planserver/planserver/internal/revision"
 )
 
 func (s *Server) putSessionPlan(w http.ResponseWriter, r *http.Request) error {
-	id, err := sessionIDParam(r)
+	id, err := request.SessionID(r)
 	if err != nil {
 		return err
 	}
-	mt, err := requireMediaType(r, mediaJSON, mediaMarkdown)
+	mt, err := request.RequireMediaType(r, request.MediaJSON, request.MediaMarkdown)
 	if err != nil {
 		return err
 	}
-	body, err := readBody(w, r, s.planBodyLimit())
+	body, err := request.ReadBody(w, r, s.planBodyLimit())
 	if err != nil {
 		return err
 	}
 	var in api.SessionPlanWrite
-	if mt == mediaMarkdown {
+	if mt == request.MediaMarkdown {
 		in.Content = string(body)
-	} else if err := decodeJSONBytes(body, &in, false); err != nil {
+	} else if err := request.DecodeJSONBytes(body, &in, false); err != nil {
 		return err
 	}
-	pre, err := s.precondition(r, nil)
+	pre, err := request.Precondition(r, nil, s.cfg.RequirePreconditions)
 	if err != nil {
 		return err
 	}
@@ -46,18 +48,18 @@ func (s *Server) putSessionPlan(w http.ResponseWriter, r *http.Request) error {
 		status = http.StatusCreated
 		w.Header().Set("Location", "/v1/sessions/"+id+"/plan")
 	}
-	setETag(w, plan.Revision)
-	writeJSON(w, status, plan)
+	response.SetETag(w, plan.Revision)
+	response.JSON(w, status, plan)
 	return nil
 }
 
 func (s *Server) getSessionPlan(w http.ResponseWriter, r *http.Request) error {
-	id, err := sessionIDParam(r)
+	id, err := request.SessionID(r)
 	if err != nil {
 		return err
 	}
 	w.Header().Set("Vary", "Accept")
-	mt, err := negotiate(r, mediaJSON, mediaMarkdown)
+	mt, err := request.Negotiate(r, request.MediaJSON, request.MediaMarkdown)
 	if err != nil {
 		return err
 	}
@@ -65,15 +67,15 @@ func (s *Server) getSessionPlan(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if done, err := notModified(w, r, plan.Revision); done || err != nil {
+	if done, err := response.NotModified(w, r, plan.Revision); done || err != nil {
 		return err
 	}
-	setETag(w, plan.Revision)
-	if mt == mediaMarkdown {
+	response.SetETag(w, plan.Revision)
+	if mt == request.MediaMarkdown {
 		writeMarkdown(w, plan.Content)
 		return nil
 	}
-	writeJSON(w, http.StatusOK, plan)
+	response.JSON(w, http.StatusOK, plan)
 	return nil
 }
 
@@ -84,15 +86,15 @@ func (s *Server) getSessionPlan(w http.ResponseWriter, r *http.Request) error {
 // with GET /v1/sessions/{id}.
 func reviewAction[In, Out any](s *Server, act func(ctx context.Context, id string, in In, pre revision.Precondition) (Out, error)) handler {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		id, err := sessionIDParam(r)
+		id, err := request.SessionID(r)
 		if err != nil {
 			return err
 		}
 		var in In
-		if err := s.decodeJSON(w, r, &in, decodeOptions{allowEmpty: true}); err != nil {
+		if err := request.DecodeJSON(w, r, &in, s.cfg.MaxBodyBytes, request.DecodeOptions{AllowEmpty: true}); err != nil {
 			return err
 		}
-		pre, err := s.precondition(r, nil)
+		pre, err := request.Precondition(r, nil, s.cfg.RequirePreconditions)
 		if err != nil {
 			return err
 		}
@@ -100,7 +102,7 @@ func reviewAction[In, Out any](s *Server, act func(ctx context.Context, id strin
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, out)
+		response.JSON(w, http.StatusOK, out)
 		return nil
 	}
 }
@@ -134,11 +136,11 @@ func (s *Server) approve(ctx context.Context, id string, in api.ReviewApproval, 
 // liftScope is DELETE /v1/sessions/{id}/scope: an admin ends the session's
 // scoped build (route access: auth.LiftScope).
 func (s *Server) liftScope(w http.ResponseWriter, r *http.Request) error {
-	id, err := sessionIDParam(r)
+	id, err := request.SessionID(r)
 	if err != nil {
 		return err
 	}
-	pre, err := s.precondition(r, nil)
+	pre, err := request.Precondition(r, nil, s.cfg.RequirePreconditions)
 	if err != nil {
 		return err
 	}
@@ -161,7 +163,7 @@ func revisionParam(r *http.Request) (int64, error) {
 }
 
 func (s *Server) listSessionPlanRevisions(w http.ResponseWriter, r *http.Request) error {
-	id, err := sessionIDParam(r)
+	id, err := request.SessionID(r)
 	if err != nil {
 		return err
 	}
@@ -169,14 +171,14 @@ func (s *Server) listSessionPlanRevisions(w http.ResponseWriter, r *http.Request
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, revs)
+	response.JSON(w, http.StatusOK, revs)
 	return nil
 }
 
 // getSessionPlanRevision answers a session plan as it was at one
 // revision, as JSON or Markdown.
 func (s *Server) getSessionPlanRevision(w http.ResponseWriter, r *http.Request) error {
-	id, err := sessionIDParam(r)
+	id, err := request.SessionID(r)
 	if err != nil {
 		return err
 	}
@@ -185,7 +187,7 @@ func (s *Server) getSessionPlanRevision(w http.ResponseWriter, r *http.Request) 
 		return err
 	}
 	w.Header().Set("Vary", "Accept")
-	mt, err := negotiate(r, mediaJSON, mediaMarkdown)
+	mt, err := request.Negotiate(r, request.MediaJSON, request.MediaMarkdown)
 	if err != nil {
 		return err
 	}
@@ -193,12 +195,12 @@ func (s *Server) getSessionPlanRevision(w http.ResponseWriter, r *http.Request) 
 	if err != nil {
 		return err
 	}
-	setETag(w, plan.Revision)
-	if mt == mediaMarkdown {
+	response.SetETag(w, plan.Revision)
+	if mt == request.MediaMarkdown {
 		writeMarkdown(w, plan.Content)
 		return nil
 	}
-	writeJSON(w, http.StatusOK, plan)
+	response.JSON(w, http.StatusOK, plan)
 	return nil
 }
 
@@ -206,7 +208,7 @@ func (s *Server) getSessionPlanRevision(w http.ResponseWriter, r *http.Request) 
 // another: ?to= defaults to the current revision, ?from= to the newest
 // kept revision before it (0, the empty plan, when there is none).
 func (s *Server) diffSessionPlan(w http.ResponseWriter, r *http.Request) error {
-	id, err := sessionIDParam(r)
+	id, err := request.SessionID(r)
 	if err != nil {
 		return err
 	}
@@ -222,7 +224,7 @@ func (s *Server) diffSessionPlan(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) reviewHistory(w http.ResponseWriter, r *http.Request) error {
-	id, err := sessionIDParam(r)
+	id, err := request.SessionID(r)
 	if err != nil {
 		return err
 	}
@@ -230,6 +232,6 @@ func (s *Server) reviewHistory(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, h)
+	response.JSON(w, http.StatusOK, h)
 	return nil
 }

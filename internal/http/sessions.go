@@ -2,23 +2,24 @@ package http
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/auth"
+	"github.com/planserver/planserver/internal/http/request"
+	"github.com/planserver/planserver/internal/http/response"
 	"github.com/planserver/planserver/internal/sessions"
 )
 
 // writeSession answers one session with its ETag.
 func writeSession(w http.ResponseWriter, status int, s *sessions.Session) {
-	setETag(w, s.Revision)
-	writeJSON(w, status, s)
+	response.SetETag(w, s.Revision)
+	response.JSON(w, status, s)
 }
 
 func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	var in api.SessionCreate
-	if err := s.decodeJSON(w, r, &in, decodeOptions{allowEmpty: true}); err != nil {
+	if err := request.DecodeJSON(w, r, &in, s.cfg.MaxBodyBytes, request.DecodeOptions{AllowEmpty: true}); err != nil {
 		return err
 	}
 	if err := s.Authorize(r.Context(), createAction(in), in.ParentID, sessions.UnknownParent(in.ParentID)); err != nil {
@@ -50,43 +51,31 @@ func createAction(in api.SessionCreate) auth.Action {
 }
 
 func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
-	id, err := sessionIDParam(r)
+	id, err := request.SessionID(r)
 	if err != nil {
 		return err
 	}
-	rev, body, err := s.answers.answer(r.Context(), "session "+id, func() (loaded, error) {
+	rev, body, err := s.answers.Answer(r.Context(), "session "+id, func() (response.Loaded, error) {
 		sess, err := s.sessions.Get(r.Context(), id)
 		if err != nil {
-			return loaded{}, err
+			return response.Loaded{}, err
 		}
-		return loaded{revision: sess.Revision, value: sess}, nil
+		return response.Loaded{Revision: sess.Revision, Value: sess}, nil
 	})
+
 	if err != nil {
 		return err
 	}
-	if done, err := notModified(w, r, rev); done || err != nil {
+	if done, err := response.NotModified(w, r, rev); done || err != nil {
 		return err
 	}
-	setETag(w, rev)
-	writeJSONBody(w, http.StatusOK, body)
+	response.SetETag(w, rev)
+	response.JSONBody(w, http.StatusOK, body)
 	return nil
 }
 
-// pageSize parses the limit query parameter; 0 when absent.
-func pageSize(r *http.Request) (int, error) {
-	v := r.URL.Query().Get("limit")
-	if v == "" {
-		return 0, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		return 0, apierr.Invalid("limit", "must be a whole number from 1 to 1000, got %q", v)
-	}
-	return n, nil
-}
-
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
-	limit, err := pageSize(r)
+	limit, err := request.PageSize(r)
 	if err != nil {
 		return err
 	}
@@ -116,22 +105,22 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 	if page == nil {
 		page = []*sessions.Session{}
 	}
-	writeJSON(w, http.StatusOK, api.SessionList{Sessions: page, NextPageToken: next})
+	response.JSON(w, http.StatusOK, api.SessionList{Sessions: page, NextPageToken: next})
 	return nil
 }
 
 func (s *Server) patchSession(w http.ResponseWriter, r *http.Request) error {
-	id, err := sessionIDParam(r)
+	id, err := request.SessionID(r)
 	if err != nil {
 		return err
 	}
 	var patch sessions.Patch
-	if err := s.decodeJSON(w, r, &patch, decodeOptions{
-		mediaTypes: []string{"application/merge-patch+json", "application/json"},
+	if err := request.DecodeJSON(w, r, &patch, s.cfg.MaxBodyBytes, request.DecodeOptions{
+		MediaTypes: []string{"application/merge-patch+json", "application/json"},
 	}); err != nil {
 		return err
 	}
-	pre, err := s.precondition(r, nil)
+	pre, err := request.Precondition(r, nil, s.cfg.RequirePreconditions)
 	if err != nil {
 		return err
 	}
@@ -144,13 +133,13 @@ func (s *Server) patchSession(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) setSessionMode(w http.ResponseWriter, r *http.Request) error {
-	id, err := sessionIDParam(r)
+	id, err := request.SessionID(r)
 	if err != nil {
 		return err
 	}
 	var req api.ModeChange
-	if err := s.decodeJSON(w, r, &req, decodeOptions{
-		mediaTypes: []string{"application/json", "application/merge-patch+json"},
+	if err := request.DecodeJSON(w, r, &req, s.cfg.MaxBodyBytes, request.DecodeOptions{
+		MediaTypes: []string{"application/json", "application/merge-patch+json"},
 	}); err != nil {
 		return err
 	}
@@ -165,7 +154,7 @@ func (s *Server) setSessionMode(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	pre, err := s.precondition(r, nil)
+	pre, err := request.Precondition(r, nil, s.cfg.RequirePreconditions)
 	if err != nil {
 		return err
 	}
@@ -184,11 +173,11 @@ func (s *Server) setSessionMode(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
-	id, err := sessionIDParam(r)
+	id, err := request.SessionID(r)
 	if err != nil {
 		return err
 	}
-	pre, err := s.precondition(r, nil)
+	pre, err := request.Precondition(r, nil, s.cfg.RequirePreconditions)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/dbtest"
 	planhttp "github.com/planserver/planserver/internal/http"
+	"github.com/planserver/planserver/internal/http/signin"
 )
 
 // fromAddress is a client whose connections come from the loopback
@@ -81,7 +82,7 @@ func (e *signInEnv) commits(t *testing.T) uint64 {
 // issue's flood (400 logins, all 302, 400 rows) is the first part.
 func TestLoginFlood(t *testing.T) {
 	e := newSignInServer(t, dbtest.Fresh(t), newIDP(t), func(c *planhttp.Config) { c.RateLimit, c.RateBurst = 5, 10 },
-		func(s *planhttp.OIDCSettings) { s.Attempts = auth.AttemptLimits{PerClient: 8, Total: 20} })
+		func(s *signin.Settings) { s.Attempts = auth.AttemptLimits{PerClient: 8, Total: 20} })
 	admin := e.As(e.Token(auth.Admin, "ops", ""))
 
 	// One client, 400 logins as fast as it can send them.
@@ -147,7 +148,7 @@ func TestLoginFlood(t *testing.T) {
 	limited := 0
 	for range 30 {
 		state := auth.NewNonce()
-		resp, err := prober.Do(mustRequest(t, http.MethodGet, e.Server.URL+planhttp.CallbackPath+"?"+
+		resp, err := prober.Do(mustRequest(t, http.MethodGet, e.Server.URL+signin.CallbackPath+"?"+
 			url.Values{"code": {"x"}, "state": {state}}.Encode(), "Cookie", "planserver_login="+state))
 		if err != nil {
 			t.Fatal(err)
@@ -159,7 +160,7 @@ func TestLoginFlood(t *testing.T) {
 			t.Fatalf("a made-up callback: %d", resp.StatusCode)
 		}
 		resp, err = prober.Do(mustRequest(t, http.MethodPost, e.Server.URL+"/auth/logout", "Cookie",
-			planhttp.SignInCookie+"="+auth.SignInPrefix+auth.NewNonce()))
+			signin.Cookie+"="+auth.SignInPrefix+auth.NewNonce()))
 		if err != nil {
 			t.Fatal(err)
 		}

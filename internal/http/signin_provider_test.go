@@ -16,6 +16,7 @@ import (
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/dbtest"
 	planhttp "github.com/planserver/planserver/internal/http"
+	"github.com/planserver/planserver/internal/http/signin"
 	"github.com/planserver/planserver/internal/oidctest"
 )
 
@@ -44,15 +45,15 @@ func newProviderEnv(t *testing.T) *providerEnv {
 	}
 	base := "http://" + ln.Addr().String()
 	op, err := oidctest.Start(oidctest.Options{ClientID: "planserver", ClientSecret: "zitadel-secret",
-		RedirectURIs: []string{base + planhttp.CallbackPath}, PostLogoutRedirectURIs: []string{base + "/ui/"},
+		RedirectURIs: []string{base + signin.CallbackPath}, PostLogoutRedirectURIs: []string{base + "/ui/"},
 		Users: []oidctest.User{rita}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = op.Close() })
 	rules, _ := auth.ParseRoleRules("reviewer=email:rita@example.com")
-	o, err := planhttp.NewOIDC(context.Background(), planhttp.OIDCSettings{Issuer: op.Issuer, ClientID: "planserver",
-		ClientSecret: "zitadel-secret", RedirectURL: base + planhttp.CallbackPath, Roles: rules})
+	o, err := signin.NewOIDC(context.Background(), signin.Settings{Issuer: op.Issuer, ClientID: "planserver",
+		ClientSecret: "zitadel-secret", RedirectURL: base + signin.CallbackPath, Roles: rules})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func (b *browser) toProvider(e *providerEnv, returnTo string) page {
 	b.t.Helper()
 	p := b.get(e.Server.URL + "/auth/login?return_to=" + url.QueryEscape(returnTo))
 	for i := 0; p.status == http.StatusFound && i < 5; i++ {
-		if strings.HasPrefix(p.location, e.Server.URL+planhttp.CallbackPath) {
+		if strings.HasPrefix(p.location, e.Server.URL+signin.CallbackPath) {
 			return p
 		}
 		if !strings.HasPrefix(p.location, e.op.Issuer) && !strings.HasPrefix(p.location, "/") {
@@ -108,7 +109,7 @@ func (b *browser) fillLogin(e *providerEnv, loginPage page, username, password s
 	body := string(raw)
 	p := page{status: resp.StatusCode, location: resp.Header.Get("Location"), body: body, header: resp.Header}
 	for i := 0; p.status == http.StatusFound && i < 5; i++ {
-		if strings.HasPrefix(p.location, e.Server.URL+planhttp.CallbackPath) {
+		if strings.HasPrefix(p.location, e.Server.URL+signin.CallbackPath) {
 			return p
 		}
 		p = b.get(resolve(e.op.Issuer, p.location))
@@ -175,7 +176,7 @@ func TestRPInitiatedLogout(t *testing.T) {
 	// The provider remembers the browser: signing in again (planserver's
 	// cookie gone) needs no password.
 	u, _ := url.Parse(e.Server.URL)
-	b.client.Jar.SetCookies(u, []*http.Cookie{{Name: planhttp.SignInCookie, Value: "", MaxAge: -1, Path: "/"}})
+	b.client.Jar.SetCookies(u, []*http.Cookie{{Name: signin.Cookie, Value: "", MaxAge: -1, Path: "/"}})
 	if p := b.toProvider(e, "/ui/"); p.status != http.StatusFound || e.op.SilentSignIns() != 1 {
 		t.Fatalf("before logout the provider should sign the browser in silently: %d %s (silent %d)", p.status, p.body, e.op.SilentSignIns())
 	} else if p = b.get(p.location); p.status != http.StatusSeeOther {
@@ -184,7 +185,7 @@ func TestRPInitiatedLogout(t *testing.T) {
 
 	se := &signInEnv{Env: e.Env}
 	_, m := b.me(se)
-	p := b.do(http.MethodPost, e.Server.URL+"/auth/logout", planhttp.CSRFHeader, *m.CSRFToken)
+	p := b.do(http.MethodPost, e.Server.URL+"/auth/logout", signin.CSRFHeader, *m.CSRFToken)
 	resp := e.As("").Call(http.MethodPost, "/auth/logout", nil) // no cookie: local only, through the contract check
 	if p.status != http.StatusOK || resp.Status != http.StatusOK {
 		t.Fatalf("logout: %d %s / %d %s", p.status, p.body, resp.Status, resp.Body)

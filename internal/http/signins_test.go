@@ -13,11 +13,12 @@ import (
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/dbtest"
 	planhttp "github.com/planserver/planserver/internal/http"
+	"github.com/planserver/planserver/internal/http/signin"
 )
 
 // withRules sets --oidc-roles.
-func withRules(t *testing.T, rules string) func(*planhttp.OIDCSettings) {
-	return func(s *planhttp.OIDCSettings) {
+func withRules(t *testing.T, rules string) func(*signin.Settings) {
+	return func(s *signin.Settings) {
 		var err error
 		if s.Roles, err = auth.ParseRoleRules(rules); err != nil {
 			t.Fatal(err)
@@ -37,7 +38,7 @@ func (e *signInEnv) cookieOf(t *testing.T, user person) (cookie, csrf, id string
 	if m.SignInID == nil {
 		t.Fatalf("GET /v1/me of %s names no sign-in: %+v", user.sub, m)
 	}
-	return planhttp.SignInCookie + "=" + b.cookie(e, planhttp.SignInCookie).Value, *m.CSRFToken, *m.SignInID
+	return signin.Cookie + "=" + b.cookie(e, signin.Cookie).Value, *m.CSRFToken, *m.SignInID
 }
 
 var lead = person{sub: "u-lead", email: "lead@example.com", name: "Lea Lead", groups: []string{"platform"}}
@@ -155,7 +156,7 @@ func TestSignInAdminAPI(t *testing.T) {
 		got.ExpiresAt == "" || got.IdleExpiresAt == "" || got.IdleExpiresAt > got.ExpiresAt {
 		t.Errorf("jane's first sign-in: %+v", got)
 	}
-	if strings.Contains(string(admin.Call(http.MethodGet, "/v1/signins", nil).Body), strings.TrimPrefix(janeA, planhttp.SignInCookie+"=")) {
+	if strings.Contains(string(admin.Call(http.MethodGet, "/v1/signins", nil).Body), strings.TrimPrefix(janeA, signin.Cookie+"=")) {
 		t.Error("the list shows a cookie")
 	}
 	// One person's, a page at a time.

@@ -11,6 +11,8 @@ import (
 
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/auth"
+	"github.com/planserver/planserver/internal/http/request"
+	"github.com/planserver/planserver/internal/http/response"
 	"github.com/planserver/planserver/internal/plans"
 	"github.com/planserver/planserver/internal/revision"
 	"github.com/planserver/planserver/internal/validation"
@@ -43,7 +45,7 @@ func planAndStep(r *http.Request) (string, string, error) {
 // transaction; asking every worker for the plan's current revision would
 // only make concurrent claimers fail against each other.
 func (s *Server) actionPrecondition(r *http.Request) (revision.Precondition, error) {
-	pre, err := s.precondition(r, nil)
+	pre, err := request.Precondition(r, nil, s.cfg.RequirePreconditions)
 	pre.Required = false
 	return pre, err
 }
@@ -70,8 +72,8 @@ func (s *Server) listSteps(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	setETag(w, list.Revision)
-	writeJSON(w, http.StatusOK, list)
+	response.SetETag(w, list.Revision)
+	response.JSON(w, http.StatusOK, list)
 	return nil
 }
 
@@ -85,8 +87,8 @@ func (s *Server) getStep(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	setETag(w, res.Revision)
-	writeJSON(w, http.StatusOK, res)
+	response.SetETag(w, res.Revision)
+	response.JSON(w, http.StatusOK, res)
 	return nil
 }
 
@@ -97,8 +99,8 @@ func (s *Server) patchStep(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var patch plans.StepPatch
-	if err := s.decodeJSON(w, r, &patch, decodeOptions{
-		mediaTypes: []string{"application/json", "application/merge-patch+json"},
+	if err := request.DecodeJSON(w, r, &patch, s.cfg.MaxBodyBytes, request.DecodeOptions{
+		MediaTypes: []string{"application/json", "application/merge-patch+json"},
 	}); err != nil {
 		return err
 	}
@@ -110,7 +112,7 @@ func (s *Server) patchStep(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	pre, err := s.precondition(r, nil)
+	pre, err := request.Precondition(r, nil, s.cfg.RequirePreconditions)
 	if err != nil {
 		return err
 	}
@@ -118,8 +120,8 @@ func (s *Server) patchStep(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	setETag(w, res.Revision)
-	writeJSON(w, http.StatusOK, res)
+	response.SetETag(w, res.Revision)
+	response.JSON(w, http.StatusOK, res)
 	return nil
 }
 
@@ -130,7 +132,7 @@ func (s *Server) claimNextStep(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var req plans.ClaimRequest
-	if err := s.decodeJSON(w, r, &req, decodeOptions{}); err != nil {
+	if err := request.DecodeJSON(w, r, &req, s.cfg.MaxBodyBytes, request.DecodeOptions{}); err != nil {
 		return err
 	}
 	pre, err := s.actionPrecondition(r)
@@ -145,8 +147,8 @@ func (s *Server) claimNextStep(w http.ResponseWriter, r *http.Request) error {
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
-	setETag(w, res.Revision)
-	writeJSON(w, http.StatusOK, res)
+	response.SetETag(w, res.Revision)
+	response.JSON(w, http.StatusOK, res)
 	return nil
 }
 
@@ -157,7 +159,7 @@ func (s *Server) claimStep(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var req plans.StepClaimRequest
-	if err := s.decodeJSON(w, r, &req, decodeOptions{}); err != nil {
+	if err := request.DecodeJSON(w, r, &req, s.cfg.MaxBodyBytes, request.DecodeOptions{}); err != nil {
 		return err
 	}
 	pre, err := s.actionPrecondition(r)
@@ -168,8 +170,8 @@ func (s *Server) claimStep(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	setETag(w, res.Revision)
-	writeJSON(w, http.StatusOK, res)
+	response.SetETag(w, res.Revision)
+	response.JSON(w, http.StatusOK, res)
 	return nil
 }
 
@@ -180,7 +182,7 @@ func (s *Server) addStepReport(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var in plans.ReportInput
-	if err := s.decodeJSON(w, r, &in, decodeOptions{}); err != nil {
+	if err := request.DecodeJSON(w, r, &in, s.cfg.MaxBodyBytes, request.DecodeOptions{}); err != nil {
 		return err
 	}
 	pre, err := s.actionPrecondition(r)
@@ -191,7 +193,7 @@ func (s *Server) addStepReport(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, rep)
+	response.JSON(w, http.StatusCreated, rep)
 	return nil
 }
 
@@ -209,7 +211,7 @@ func (s *Server) listReports(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, list)
+	response.JSON(w, http.StatusOK, list)
 	return nil
 }
 

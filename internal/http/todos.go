@@ -4,18 +4,20 @@ import (
 	"net/http"
 
 	"github.com/planserver/planserver/api"
+	"github.com/planserver/planserver/internal/http/request"
+	"github.com/planserver/planserver/internal/http/response"
 )
 
 func (s *Server) putTodos(w http.ResponseWriter, r *http.Request) error {
-	id, err := sessionIDParam(r)
+	id, err := request.SessionID(r)
 	if err != nil {
 		return err
 	}
 	var in api.TodosWrite
-	if err := s.decodeJSON(w, r, &in, decodeOptions{}); err != nil {
+	if err := request.DecodeJSON(w, r, &in, s.cfg.MaxBodyBytes, request.DecodeOptions{}); err != nil {
 		return err
 	}
-	pre, err := s.precondition(r, nil)
+	pre, err := request.Precondition(r, nil, s.cfg.RequirePreconditions)
 	if err != nil {
 		return err
 	}
@@ -23,13 +25,13 @@ func (s *Server) putTodos(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	setETag(w, list.Revision)
-	writeJSON(w, http.StatusOK, list)
+	response.SetETag(w, list.Revision)
+	response.JSON(w, http.StatusOK, list)
 	return nil
 }
 
 func (s *Server) getTodos(w http.ResponseWriter, r *http.Request) error {
-	id, err := sessionIDParam(r)
+	id, err := request.SessionID(r)
 	if err != nil {
 		return err
 	}
@@ -39,11 +41,11 @@ func (s *Server) getTodos(w http.ResponseWriter, r *http.Request) error {
 	}
 	// A list never written has no revision to tag.
 	if list.Revision > 0 {
-		if done, err := notModified(w, r, list.Revision); done || err != nil {
+		if done, err := response.NotModified(w, r, list.Revision); done || err != nil {
 			return err
 		}
-		setETag(w, list.Revision)
+		response.SetETag(w, list.Revision)
 	}
-	writeJSON(w, http.StatusOK, list)
+	response.JSON(w, http.StatusOK, list)
 	return nil
 }

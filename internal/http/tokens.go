@@ -8,11 +8,13 @@ import (
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/auth"
+	"github.com/planserver/planserver/internal/http/request"
+	"github.com/planserver/planserver/internal/http/response"
 )
 
 func (s *Server) createToken(w http.ResponseWriter, r *http.Request) error {
 	var in auth.CreateInput
-	if err := s.decodeJSON(w, r, &in, decodeOptions{}); err != nil {
+	if err := request.DecodeJSON(w, r, &in, s.cfg.MaxBodyBytes, request.DecodeOptions{}); err != nil {
 		return err
 	}
 	secret, tok, err := s.tokens.Create(r.Context(), in)
@@ -22,7 +24,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) error {
 	// The secret is shown once: no cache may keep it.
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Location", "/v1/tokens/"+tok.Name)
-	writeJSON(w, http.StatusCreated, api.CreatedToken{Secret: secret, Token: tok})
+	response.JSON(w, http.StatusCreated, api.CreatedToken{Secret: secret, Token: tok})
 	return nil
 }
 
@@ -31,7 +33,7 @@ func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, api.TokenList{Tokens: toks})
+	response.JSON(w, http.StatusOK, api.TokenList{Tokens: toks})
 	return nil
 }
 
@@ -53,7 +55,7 @@ func (s *Server) getToken(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, tok)
+	response.JSON(w, http.StatusOK, tok)
 	return nil
 }
 

@@ -8,6 +8,8 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/http/request"
+	"github.com/planserver/planserver/internal/http/response"
 	"github.com/planserver/planserver/internal/sessions"
 )
 
@@ -41,7 +43,7 @@ type annotationsJSON struct {
 // path: tools[2].annotations.readOnlyHint.
 func decodeTool(raw json.RawMessage, path string) (sessions.Tool, []apierr.FieldError, error) {
 	var tj toolJSON
-	if err := decodeJSONBytes(raw, &tj, false); err != nil {
+	if err := request.DecodeJSONBytes(raw, &tj, false); err != nil {
 		fields, err := fieldsAt(err, path)
 		return sessions.Tool{}, fields, err
 	}
@@ -60,7 +62,7 @@ func decodeTool(raw json.RawMessage, path string) (sessions.Tool, []apierr.Field
 	}
 	if a := bytes.TrimSpace(tj.Annotations); len(a) > 0 && string(a) != "null" {
 		var aj annotationsJSON
-		if err := decodeJSONBytes(a, &aj, false); err != nil {
+		if err := request.DecodeJSONBytes(a, &aj, false); err != nil {
 			fields, err := fieldsAt(err, joinPath(path, "annotations"))
 			return sessions.Tool{}, fields, err
 		}
@@ -103,12 +105,12 @@ type filterRequest struct {
 }
 
 func (s *Server) filterTools(w http.ResponseWriter, r *http.Request) error {
-	id, err := sessionIDParam(r)
+	id, err := request.SessionID(r)
 	if err != nil {
 		return err
 	}
 	var req filterRequest
-	if err := s.decodeJSON(w, r, &req, decodeOptions{}); err != nil {
+	if err := request.DecodeJSON(w, r, &req, s.cfg.MaxBodyBytes, request.DecodeOptions{}); err != nil {
 		return err
 	}
 	tools := make([]sessions.Tool, len(req.Tools))
@@ -131,19 +133,19 @@ func (s *Server) filterTools(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, s.gate.Filter(sess, tools))
+	response.JSON(w, http.StatusOK, s.gate.Filter(sess, tools))
 	return nil
 }
 
 func (s *Server) checkTool(w http.ResponseWriter, r *http.Request) error {
-	id, err := sessionIDParam(r)
+	id, err := request.SessionID(r)
 	if err != nil {
 		return err
 	}
-	if _, err := requireMediaType(r, mediaJSON); err != nil {
+	if _, err := request.RequireMediaType(r, request.MediaJSON); err != nil {
 		return err
 	}
-	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	body, err := request.ReadBody(w, r, s.cfg.MaxBodyBytes)
 	if err != nil {
 		return err
 	}
@@ -161,6 +163,6 @@ func (s *Server) checkTool(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, res)
+	response.JSON(w, http.StatusOK, res)
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/http/response"
 	"github.com/planserver/planserver/web"
 )
 
@@ -97,7 +98,7 @@ func (s *Server) uiRoutes(r chi.Router) {
 			// other path is a page of the console (session ids may hold
 			// dots, so a path's look says nothing).
 			if strings.HasPrefix(name, "assets/") {
-				writeProblem(w, r, apierr.New(apierr.NotFound, "the console has no file %s", name))
+				response.Problem(w, r, apierr.New(apierr.NotFound, "the console has no file %s", name))
 				return
 			}
 			f = files["index.html"]

@@ -12,6 +12,8 @@ import (
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/events"
+	"github.com/planserver/planserver/internal/http/request"
+	"github.com/planserver/planserver/internal/http/response"
 	"github.com/planserver/planserver/internal/webhooks"
 	"github.com/planserver/planserver/internal/webhooks/deliver"
 )
@@ -22,7 +24,7 @@ import (
 
 func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	var in api.WebhookCreate
-	if err := s.decodeJSON(w, r, &in, decodeOptions{}); err != nil {
+	if err := request.DecodeJSON(w, r, &in, s.cfg.MaxBodyBytes, request.DecodeOptions{}); err != nil {
 		return err
 	}
 	out, err := s.webhooks.Create(r.Context(), in)
@@ -31,12 +33,12 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("Location", "/v1/webhooks/"+out.ID)
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusCreated, out)
+	response.JSON(w, http.StatusCreated, out)
 	return nil
 }
 
 func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) error {
-	limit, err := pageSize(r)
+	limit, err := request.PageSize(r)
 	if err != nil {
 		return err
 	}
@@ -44,7 +46,7 @@ func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, api.WebhookList{Webhooks: page, NextPageToken: next})
+	response.JSON(w, http.StatusOK, api.WebhookList{Webhooks: page, NextPageToken: next})
 	return nil
 }
 
@@ -53,20 +55,20 @@ func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, out)
+	response.JSON(w, http.StatusOK, out)
 	return nil
 }
 
 func (s *Server) patchWebhook(w http.ResponseWriter, r *http.Request) error {
 	var in api.WebhookPatch
-	if err := s.decodeJSON(w, r, &in, decodeOptions{mediaTypes: []string{"application/json", "application/merge-patch+json"}}); err != nil {
+	if err := request.DecodeJSON(w, r, &in, s.cfg.MaxBodyBytes, request.DecodeOptions{MediaTypes: []string{"application/json", "application/merge-patch+json"}}); err != nil {
 		return err
 	}
 	out, err := s.webhooks.Update(r.Context(), chi.URLParam(r, "id"), in)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, out)
+	response.JSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -80,7 +82,7 @@ func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request) error {
 	var in api.WebhookRotate
-	if err := s.decodeJSON(w, r, &in, decodeOptions{allowEmpty: true}); err != nil {
+	if err := request.DecodeJSON(w, r, &in, s.cfg.MaxBodyBytes, request.DecodeOptions{AllowEmpty: true}); err != nil {
 		return err
 	}
 	overlap := webhooks.DefaultOverlap
@@ -95,12 +97,12 @@ func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request) err
 		return err
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, out)
+	response.JSON(w, http.StatusOK, out)
 	return nil
 }
 
 func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request) error {
-	limit, err := pageSize(r)
+	limit, err := request.PageSize(r)
 	if err != nil {
 		return err
 	}
@@ -108,7 +110,7 @@ func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, api.DeliveryList{Deliveries: page, NextPageToken: next})
+	response.JSON(w, http.StatusOK, api.DeliveryList{Deliveries: page, NextPageToken: next})
 	return nil
 }
 
@@ -124,7 +126,7 @@ func (s *Server) redeliverWebhook(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusAccepted, out)
+	response.JSON(w, http.StatusAccepted, out)
 	return nil
 }
 

@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/planserver/planserver/internal/strictjson"
 )
 
 // The gate judges JSON-RPC messages that another program then executes:
@@ -125,64 +127,27 @@ func validID(raw json.RawMessage) bool {
 
 // checkUnambiguous refuses raw unless it is one well-formed JSON value in
 // UTF-8, nested at most maxDepth deep, in which no object has two members
-// whose names are equal or equal but for case.
+// whose names are equal or equal but for case (strictjson judges those).
 func checkUnambiguous(raw []byte) error {
 	if !utf8.Valid(raw) {
 		return errors.New("the message is not valid UTF-8")
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := walk(dec, 0); err != nil {
-		return err
+	var value json.RawMessage
+	if err := dec.Decode(&value); err != nil {
+		return fmt.Errorf("malformed JSON: %v", err)
+	}
+	var repeat *strictjson.Repeat
+	switch err := strictjson.Check(value, strictjson.Options{FoldCase: true, MaxDepth: maxDepth}); {
+	case errors.As(err, &repeat) && repeat.First == repeat.Name:
+		return fmt.Errorf("member %q appears twice in one object", repeat.Name)
+	case errors.As(err, &repeat):
+		return fmt.Errorf("members %q and %q differ only in case: readers would take either", repeat.First, repeat.Name)
+	case err != nil:
+		return fmt.Errorf("the message nests deeper than %d", maxDepth)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return errors.New("the message holds more than one JSON value")
-	}
-	return nil
-}
-
-func walk(dec *json.Decoder, depth int) error {
-	if depth > maxDepth {
-		return fmt.Errorf("the message nests deeper than %d", maxDepth)
-	}
-	tok, err := dec.Token()
-	if err != nil {
-		return fmt.Errorf("malformed JSON: %v", err)
-	}
-	d, ok := tok.(json.Delim)
-	if !ok {
-		return nil
-	}
-	switch d {
-	case '[':
-		for dec.More() {
-			if err := walk(dec, depth+1); err != nil {
-				return err
-			}
-		}
-	case '{':
-		seen := map[string]string{}
-		for dec.More() {
-			tok, err := dec.Token()
-			if err != nil {
-				return fmt.Errorf("malformed JSON: %v", err)
-			}
-			name, _ := tok.(string)
-			key := strings.ToLower(strings.ToUpper(name))
-			if first, dup := seen[key]; dup {
-				if first == name {
-					return fmt.Errorf("member %q appears twice in one object", name)
-				}
-				return fmt.Errorf("members %q and %q differ only in case: readers would take either", first, name)
-			}
-			seen[key] = name
-			if err := walk(dec, depth+1); err != nil {
-				return err
-			}
-		}
-	}
-	if _, err := dec.Token(); err != nil { // the closing delimiter
-		return fmt.Errorf("malformed JSON: %v", err)
 	}
 	return nil
 }

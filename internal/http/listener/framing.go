@@ -1,4 +1,4 @@
-package http
+package listener
 
 import (
 	"bytes"
@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-
-	"github.com/planserver/planserver/internal/apierr"
 )
 
 // A request that carries both Content-Length and Transfer-Encoding is the
@@ -17,11 +15,12 @@ import (
 // header and this server by the other, and then read the rest of the body
 // as the next request. RFC 9112 §6.1 lets a server refuse it and says it
 // must close the connection either way. net/http accepts it (it drops
-// Content-Length and reads the chunks), and no handler can see it did:
-// the header is gone. So the Listener's connections follow the framing of
-// the bytes they read, request by request, and remember which requests
-// named both; the conflicting-framing middleware answers those 400 and
-// closes the connection.
+// Content-Length and reads the chunks; TestNetHTTPAcceptsAmbiguousFraming
+// shows it), and no handler can see it did: the header is gone. So the
+// Listener's connections follow the framing of the bytes they read,
+// request by request, and remember which requests named both;
+// AmbiguousFraming tells the server, which answers those 400 and closes
+// the connection.
 
 // framing follows HTTP/1.1 message framing on the bytes a connection
 // reads, noting for each request head whether it names both
@@ -181,9 +180,9 @@ func (f *framing) next() bool {
 
 type connKey struct{}
 
-// ConnContext puts the connection into its requests' contexts, so the
-// conflicting-framing check finds what the connection's framing noted.
-// Set it as the http.Server's ConnContext.
+// ConnContext puts the connection into its requests' contexts, so
+// AmbiguousFraming finds what the connection's framing noted. Set it as
+// the http.Server's ConnContext.
 func (l *Listener) ConnContext(ctx context.Context, c net.Conn) context.Context {
 	if pc, ok := c.(*conn); ok {
 		return context.WithValue(ctx, connKey{}, pc)
@@ -191,17 +190,13 @@ func (l *Listener) ConnContext(ctx context.Context, c net.Conn) context.Context 
 	return ctx
 }
 
-// conflictingFraming answers a request that named both Content-Length and
-// Transfer-Encoding with 400, and closes its connection.
-func conflictingFraming(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if c, ok := r.Context().Value(connKey{}).(*conn); ok && c.framing.next() {
-			w.Header().Set("Connection", "close")
-			writeProblem(w, r, apierr.New(apierr.InvalidArgument,
-				"the request has both Content-Length and Transfer-Encoding, which frame its body two ways "+
-					"(RFC 9112 §6.1); send one of them. The connection is closed."))
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+// AmbiguousFraming reports whether r named both Content-Length and
+// Transfer-Encoding, for a server that answers it 400 and closes the
+// connection. Call it exactly once for each request served: the
+// connection notes its requests in order, and each call takes the oldest
+// note. Requests that did not come through a Listener (and its
+// ConnContext) are never ambiguous.
+func AmbiguousFraming(r *http.Request) bool {
+	c, ok := r.Context().Value(connKey{}).(*conn)
+	return ok && c.framing.next()
 }

@@ -1,4 +1,4 @@
-package http
+package request
 
 import (
 	"bytes"
@@ -211,4 +211,12 @@ func referenceExactMembers(body []byte, dst any) error {
 	}
 	slices.Sort(unknown)
 	return apierr.Invalid(unknown[0], "unknown field (member names are case-sensitive)")
+}
+
+// joinPath joins a field path as the references above name members.
+func joinPath(path, field string) string {
+	if path == "" {
+		return field
+	}
+	return path + "." + field
 }

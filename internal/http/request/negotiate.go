@@ -1,4 +1,4 @@
-package http
+package request
 
 import (
 	"net/http"
@@ -8,7 +8,7 @@ import (
 	"github.com/planserver/planserver/internal/apierr"
 )
 
-// negotiate picks the representation of a GET from offers (media types
+// Negotiate picks the representation of a GET from offers (media types
 // without parameters, the server's preference first) by the request's
 // Accept header (RFC 9110 §12.5.1): the offer with the highest quality
 // wins, ties go to the earlier offer, and the most specific matching range
@@ -16,7 +16,7 @@ import (
 // anything. When no offer is acceptable the answer is 406 not_acceptable
 // naming the offers, rather than a representation the client refused.
 // Malformed ranges are ignored, as if the client had not sent them.
-func negotiate(r *http.Request, offers ...string) (string, error) {
+func Negotiate(r *http.Request, offers ...string) (string, error) {
 	header := strings.Join(r.Header.Values("Accept"), ",")
 	if strings.TrimSpace(header) == "" {
 		return offers[0], nil

@@ -1,16 +1,17 @@
-package http
+package signin
 
 import (
 	"net/http"
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/auth"
+	"github.com/planserver/planserver/internal/http/response"
 )
 
-// me answers GET /v1/me: who the caller is, for a sign-in cookie and a
+// Me answers GET /v1/me: who the caller is, for a sign-in cookie and a
 // bearer token alike. A signed-in person also gets the CSRF token their
 // state-changing requests must carry.
-func (s *Server) me(w http.ResponseWriter, r *http.Request) error {
+func Me(w http.ResponseWriter, r *http.Request) error {
 	p := auth.PrincipalFrom(r.Context())
 	out := api.Me{Kind: p.Kind(), Subject: p.Name, Name: p.Name, Role: string(p.Role)}
 	if p.SessionID != "" {
@@ -32,6 +33,6 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request) error {
 	}
 	// The CSRF token is a secret of this browser's sign-in.
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, out)
+	response.JSON(w, http.StatusOK, out)
 	return nil
 }

@@ -1,4 +1,4 @@
-package http
+package request
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -21,14 +22,14 @@ import (
 // resource, Markdown its content alone, YAML the plan & action item
 // document of the seeds.
 const (
-	mediaJSON     = "application/json"
-	mediaMarkdown = "text/markdown"
-	mediaYAML     = "application/yaml"
+	MediaJSON     = "application/json"
+	MediaMarkdown = "text/markdown"
+	MediaYAML     = "application/yaml"
 )
 
-// mediaType returns the request's media type without parameters, lower-case;
+// MediaType returns the request's media type without parameters, lower-case;
 // "" when the request names none.
-func mediaType(r *http.Request) (string, error) {
+func MediaType(r *http.Request) (string, error) {
 	ct := r.Header.Get("Content-Type")
 	if ct == "" {
 		return "", nil
@@ -40,13 +41,13 @@ func mediaType(r *http.Request) (string, error) {
 	return mt, nil
 }
 
-// requireMediaType checks the request's Content-Type against the accepted
+// RequireMediaType checks the request's Content-Type against the accepted
 // ones: another type is 415, and so is a body without a Content-Type. A
 // web page can send a body without one to any origin without asking
 // (fetch with mode "no-cors"), so a body is taken as JSON only when it says
 // so; a request without a body needs no Content-Type.
-func requireMediaType(r *http.Request, accepted ...string) (string, error) {
-	mt, err := mediaType(r)
+func RequireMediaType(r *http.Request, accepted ...string) (string, error) {
+	mt, err := MediaType(r)
 	if err != nil {
 		return "", err
 	}
@@ -66,11 +67,11 @@ func requireMediaType(r *http.Request, accepted ...string) (string, error) {
 		mt, strings.Join(accepted, " or "))
 }
 
-// readBody reads the whole body, at most limit bytes (413 above). A body
+// ReadBody reads the whole body, at most limit bytes (413 above). A body
 // that stops arriving is the client's doing, never an internal error: 408
 // when the read deadline passes (the server's ReadTimeout, or a shutdown's
 // drain), 400 when the connection ends before the body does.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var (
@@ -90,41 +91,49 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	return body, nil
 }
 
-// planBodyLimit bounds the body of a write carrying a whole plan, shared or session plan: room for
-// content at the limit even when JSON or YAML escaping doubles it, plus the
-// other fields. The content itself is then held to MaxPlanBytes.
-func (s *Server) planBodyLimit() int64 {
-	return max(s.cfg.MaxBodyBytes, 2*s.cfg.MaxPlanBytes+64<<10)
+// answerTimeout is the write deadline of an answer to a request whose
+// body timed out: its own read deadline has passed already.
+const answerTimeout = 5 * time.Second
+
+// bodyTimedOut is the error of a request whose body stopped arriving
+// before the read deadline. The connection cannot carry another request
+// (the rest of the body may still come), and the answer gets a write
+// deadline of its own, since the request's is about to pass too.
+func bodyTimedOut(w http.ResponseWriter) error {
+	w.Header().Set("Connection", "close")
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(answerTimeout))
+	return apierr.New(apierr.RequestTimeout, "the request body did not arrive in time; send the request again")
 }
 
-// decodeOptions tune decodeJSON.
-type decodeOptions struct {
-	// allowEmpty accepts an empty body as {}.
-	allowEmpty bool
-	// mediaTypes are the accepted Content-Types; default application/json.
-	mediaTypes []string
+// DecodeOptions tune DecodeJSON.
+type DecodeOptions struct {
+	// AllowEmpty accepts an empty body as {}.
+	AllowEmpty bool
+	// MediaTypes are the accepted Content-Types; default application/json.
+	MediaTypes []string
 }
 
-// decodeJSON is the one JSON decode step of every handler: media type
-// check, size limit, unknown fields rejected, one value only, then field
-// validation. Every failure is an *apierr.Error naming the field.
-func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, dst any, opt decodeOptions) error {
-	types := opt.mediaTypes
+// DecodeJSON is the one JSON decode step of every handler: media type
+// check, size limit (limit bytes; 413 above), unknown fields rejected, one
+// value only, then field validation. Every failure is an *apierr.Error
+// naming the field.
+func DecodeJSON(w http.ResponseWriter, r *http.Request, dst any, limit int64, opt DecodeOptions) error {
+	types := opt.MediaTypes
 	if len(types) == 0 {
 		types = []string{"application/json"}
 	}
-	if _, err := requireMediaType(r, types...); err != nil {
+	if _, err := RequireMediaType(r, types...); err != nil {
 		return err
 	}
-	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	body, err := ReadBody(w, r, limit)
 	if err != nil {
 		return err
 	}
-	return decodeJSONBytes(body, dst, opt.allowEmpty)
+	return DecodeJSONBytes(body, dst, opt.AllowEmpty)
 }
 
-// decodeJSONBytes decodes body into dst strictly and validates it.
-func decodeJSONBytes(body []byte, dst any, allowEmpty bool) error {
+// DecodeJSONBytes decodes body into dst strictly and validates it.
+func DecodeJSONBytes(body []byte, dst any, allowEmpty bool) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		if allowEmpty {
 			return validation.Struct(dst)
@@ -189,9 +198,10 @@ func jsonTypeName(kind string) string {
 	return "of type " + kind
 }
 
-// precondition reads If-Match and If-None-Match and combines them with the
-// body's last_known_revision (nil when the resource has none).
-func (s *Server) precondition(r *http.Request, lastKnown *int64) (revision.Precondition, error) {
+// Precondition reads If-Match and If-None-Match and combines them with the
+// body's last_known_revision (nil when the resource has none); required is
+// the server's --require-preconditions.
+func Precondition(r *http.Request, lastKnown *int64, required bool) (revision.Precondition, error) {
 	im, err := revision.ParseMatch("If-Match", r.Header.Get("If-Match"))
 	if err != nil {
 		return revision.Precondition{}, err
@@ -200,29 +210,11 @@ func (s *Server) precondition(r *http.Request, lastKnown *int64) (revision.Preco
 	if err != nil {
 		return revision.Precondition{}, err
 	}
-	return revision.New(im, inm, lastKnown, s.cfg.RequirePreconditions)
+	return revision.New(im, inm, lastKnown, required)
 }
 
-// notModified answers a GET whose If-None-Match names the current
-// revision with 304 and reports whether it did; otherwise the handler
-// writes the representation. A malformed If-None-Match is its 400.
-func notModified(w http.ResponseWriter, r *http.Request, current int64) (bool, error) {
-	inm, err := revision.ParseMatch("If-None-Match", r.Header.Get("If-None-Match"))
-	if err != nil {
-		return false, err
-	}
-	if inm.NotModified(current) {
-		w.Header().Set("ETag", revision.ETag(current))
-		w.WriteHeader(http.StatusNotModified)
-		return true, nil
-	}
-	return false, nil
-}
-
-func setETag(w http.ResponseWriter, rev int64) { w.Header().Set("ETag", revision.ETag(rev)) }
-
-// sessionIDParam returns the {id} URL parameter, validated as a session id.
-func sessionIDParam(r *http.Request) (string, error) {
+// SessionID returns the {id} URL parameter, validated as a session id.
+func SessionID(r *http.Request) (string, error) {
 	id := chi.URLParam(r, "id")
 	if !validation.SessionID.MatchString(id) {
 		return "", apierr.Invalid("id", "session id %q must match %s", id, validation.SessionID.String())

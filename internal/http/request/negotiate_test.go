@@ -1,4 +1,4 @@
-package http
+package request
 
 import (
 	"net/http/httptest"
@@ -42,7 +42,7 @@ func TestNegotiate(t *testing.T) {
 		for _, a := range c.accept {
 			r.Header.Add("Accept", a)
 		}
-		got, err := negotiate(r, offers...)
+		got, err := Negotiate(r, offers...)
 		if c.want == "" {
 			if apierr.CodeOf(err) != apierr.NotAcceptable {
 				t.Errorf("Accept %q: %q, %v; want 406", c.accept, got, err)
@@ -64,7 +64,7 @@ func FuzzNegotiate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, accept string) {
 		r := httptest.NewRequest("GET", "/", nil)
 		r.Header.Set("Accept", accept)
-		got, err := negotiate(r, offers...)
+		got, err := Negotiate(r, offers...)
 		if err != nil {
 			if apierr.CodeOf(err) != apierr.NotAcceptable {
 				t.Fatalf("%q: %v", accept, err)

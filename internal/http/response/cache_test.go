@@ -1,4 +1,4 @@
-package http
+package response
 
 import (
 	"context"
@@ -20,15 +20,15 @@ func TestAnswerCacheServesUntilACommitOrItsExpiry(t *testing.T) {
 	dsn := dbtest.Fresh(t)
 	d := migrated.Open(t, dsn)
 	now := time.Date(2026, 1, 10, 9, 0, 0, 0, time.UTC)
-	c := newAnswerCache(d)
-	c.now = func() time.Time { return now }
+	c := NewCache(d)
+	c.Now = func() time.Time { return now }
 	loads := 0
 	var expires time.Time
 	read := func() string {
 		t.Helper()
-		_, body, err := c.answer(ctx, "k", func() (loaded, error) {
+		_, body, err := c.Answer(ctx, "k", func() (Loaded, error) {
 			loads++
-			return loaded{revision: int64(loads), value: map[string]int{"load": loads}, expires: expires}, nil
+			return Loaded{Revision: int64(loads), Value: map[string]int{"load": loads}, Expires: expires}, nil
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -1,4 +1,10 @@
-package http
+// Package listener owns the server's connections: the cap on how many are
+// open, the problem documents that replace net/http's plain-text refusals
+// of requests it cannot parse, the refusal of requests framed two ways
+// (framing.go), and the drain that cuts off requests still arriving when a
+// shutdown begins. The API contract promises each of these answers
+// (api/openapi.yaml, "Some answers come from the connection layer").
+package listener
 
 import (
 	"bytes"
@@ -15,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/planserver/planserver/internal/apierr"
+	"github.com/planserver/planserver/internal/http/response"
 )
 
 // Connection-level answers.
@@ -33,9 +40,6 @@ const (
 	// each for up to rejectLinger, so a flood cannot spend the file
 	// descriptors the cap keeps free.
 	maxRejecting = 32
-	// answerTimeout is the write deadline of an answer to a request whose
-	// body timed out: its own read deadline has passed already.
-	answerTimeout = 5 * time.Second
 )
 
 // Listener is the server's net.Listener. It does three things net/http
@@ -69,9 +73,9 @@ type Listener struct {
 	dropped atomic.Int64
 }
 
-// Listener wraps ln for this server; maxConns <= 0 sets no cap. Its
-// gauges are served at /metrics.
-func (s *Server) Listener(ln net.Listener, maxConns int) *Listener {
+// New wraps ln; maxConns <= 0 sets no cap. Its gauges are registered
+// with reg.
+func New(ln net.Listener, maxConns int, reg prometheus.Registerer) *Listener {
 	l := &Listener{
 		Listener:  ln,
 		maxConns:  int64(max(maxConns, 0)),
@@ -81,7 +85,7 @@ func (s *Server) Listener(ln net.Listener, maxConns int) *Listener {
 	l.rejection = problemAnswer(apierr.New(apierr.Unavailable,
 		"the server has %d connections open, its limit (--max-connections); retry in %d s", maxConns, connRetryAfter),
 		"Retry-After: "+strconv.Itoa(connRetryAfter))
-	s.registry.MustRegister(
+	reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "planserver_connections_open",
 			Help: "Client connections open now.",
@@ -285,9 +289,9 @@ func (c *conn) Close() error {
 
 // net/http answers requests it cannot parse by writing one of these
 // straight to the connection (net/http/server.go, conn.serve): a status
-// line, then exactly cannedHeaders, then a short text. Nothing routed here
-// starts that way: every answer of the router carries Cache-Control
-// (securityHeaders), which sorts before Content-Type.
+// line, then exactly cannedHeaders, then a short text. Nothing routed
+// starts that way: every answer of the router carries Cache-Control (the
+// API's securityHeaders middleware), which sorts before Content-Type.
 var (
 	cannedHeaders = []byte("\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n")
 	// An Expect other than 100-continue is answered 417 with no body.
@@ -338,9 +342,9 @@ func cannedAnswer(b []byte) []byte {
 // for the connection layer, where there is no ResponseWriter. The
 // connection closes after it.
 func problemAnswer(e *apierr.Error, headers ...string) []byte {
-	body, _ := json.Marshal(problemBody(e)) // strings and numbers only
+	body, _ := json.Marshal(response.ProblemBody(e)) // strings and numbers only
 	var b bytes.Buffer
-	status := statusOf(e)
+	status := response.Status(e)
 	fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\n", status, http.StatusText(status))
 	b.WriteString("Content-Type: application/problem+json\r\n")
 	b.WriteString("X-Content-Type-Options: nosniff\r\n")
@@ -351,14 +355,4 @@ func problemAnswer(e *apierr.Error, headers ...string) []byte {
 	fmt.Fprintf(&b, "Content-Length: %d\r\nConnection: close\r\n\r\n", len(body))
 	b.Write(body)
 	return b.Bytes()
-}
-
-// bodyTimedOut is the error of a request whose body stopped arriving
-// before the read deadline. The connection cannot carry another request
-// (the rest of the body may still come), and the answer gets a write
-// deadline of its own, since the request's is about to pass too.
-func bodyTimedOut(w http.ResponseWriter) error {
-	w.Header().Set("Connection", "close")
-	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(answerTimeout))
-	return apierr.New(apierr.RequestTimeout, "the request body did not arrive in time; send the request again")
 }

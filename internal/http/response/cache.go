@@ -1,18 +1,16 @@
-package http
+package response
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/planserver/planserver/internal/db"
 )
 
-// answerCache keeps the encoded JSON answers of the two single-resource
+// Cache keeps the encoded JSON answers of the two single-resource
 // reads agents and consoles poll most, GET a session and GET a plan, and
 // serves them again while nothing has committed since: profiles of those
 // reads showed the database read and the decoding of its row as a third of
@@ -28,10 +26,10 @@ import (
 // PostgreSQL it is one round trip that every request queued behind it
 // shares. A plan's answer also expires at its next lease end, when the
 // same row reads differently (plans.NextViewChange).
-type answerCache struct {
+type Cache struct {
 	db *db.DB
-	// now is the clock leases are judged by (the database's).
-	now func() time.Time
+	// Now is the clock leases are judged by (the database's).
+	Now func() time.Time
 
 	mu      sync.Mutex
 	entries map[string]cachedAnswer
@@ -56,28 +54,29 @@ const (
 	maxCachedBytes = 16 << 20
 )
 
-func newAnswerCache(d *db.DB) *answerCache {
-	return &answerCache{db: d, now: d.Now, entries: map[string]cachedAnswer{}}
+// NewCache keeps the answers read from d.
+func NewCache(d *db.DB) *Cache {
+	return &Cache{db: d, Now: d.Now, entries: map[string]cachedAnswer{}}
 }
 
-// loaded is what a read of the database gives the cache: the resource's
+// Loaded is what a read of the database gives the cache: the resource's
 // revision, the value to encode, and when it goes stale by time alone
 // (zero: never).
-type loaded struct {
-	revision int64
-	value    any
-	expires  time.Time
+type Loaded struct {
+	Revision int64
+	Value    any
+	Expires  time.Time
 }
 
-// answer returns the revision and encoded JSON answer for key, from the
+// Answer returns the revision and encoded JSON answer for key, from the
 // cache while it holds, else from load, which it then keeps.
-func (c *answerCache) answer(ctx context.Context, key string, load func() (loaded, error)) (int64, []byte, error) {
+func (c *Cache) Answer(ctx context.Context, key string, load func() (Loaded, error)) (int64, []byte, error) {
 	version, verr := c.db.Version(ctx)
 	if verr == nil {
 		c.mu.Lock()
 		a, ok := c.entries[key]
 		c.mu.Unlock()
-		if ok && a.version == version && (a.expires.IsZero() || c.now().Before(a.expires)) {
+		if ok && a.version == version && (a.expires.IsZero() || c.Now().Before(a.expires)) {
 			return a.revision, a.body, nil
 		}
 	}
@@ -86,19 +85,19 @@ func (c *answerCache) answer(ctx context.Context, key string, load func() (loade
 		return 0, nil, err
 	}
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(l.value); err != nil {
+	if err := json.NewEncoder(&buf).Encode(l.Value); err != nil {
 		return 0, nil, err
 	}
 	body := buf.Bytes()
 	// Without a version (the database did not answer, the request ended)
 	// the answer is not kept; load said what it could.
 	if verr == nil && len(body) <= maxCachedAnswer {
-		c.keep(key, cachedAnswer{version: version, expires: l.expires, revision: l.revision, body: body})
+		c.keep(key, cachedAnswer{version: version, expires: l.Expires, revision: l.Revision, body: body})
 	}
-	return l.revision, body, nil
+	return l.Revision, body, nil
 }
 
-func (c *answerCache) keep(key string, a cachedAnswer) {
+func (c *Cache) keep(key string, a cachedAnswer) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.entries[key]; ok {
@@ -113,12 +112,4 @@ func (c *answerCache) keep(key string, a cachedAnswer) {
 	}
 	c.entries[key] = a
 	c.size += len(a.body)
-}
-
-// writeJSONBody answers body, an encoded JSON document, with its length.
-func writeJSONBody(w http.ResponseWriter, status int, body []byte) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
 }
