@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/planserver/planserver/internal/hooks"
+	"github.com/planserver/planserver/internal/sandbox"
 )
 
 // LeanHook is the lean hook binary's name (cmd/planserver-hook).
@@ -89,14 +90,15 @@ func jsonLine(v any) string {
 	return string(raw)
 }
 
-// shellQuote quotes s for a POSIX shell when it needs quoting.
+// shellQuote quotes s for the shell a host runs hooks with (sandbox.Quote,
+// which fish reads alike too) when it needs quoting.
 func shellQuote(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+=:,@", r))
 	}) < 0 {
 		return s
 	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return sandbox.Quote(s)
 }
 
 // shellWords splits the simple command at the start of s into its words,

@@ -346,6 +346,13 @@ func decideShell(c Call, s Mode, p Policy) Decision {
 	if strings.TrimSpace(c.Command) == "" {
 		return Decision{Outcome: Deny, Reason: fmt.Sprintf("[planserver: plan mode] %s carried no command.", c.Tool)}
 	}
+	if !c.CanRewrite {
+		if r, ok := terminalControl(c.Command); ok {
+			return Decision{Outcome: Deny, Reason: fmt.Sprintf("[planserver: plan mode] This command carries the control character %U, "+
+				"which a terminal acts on as the command is typed into it (it can erase or move the line before it runs), and this host's "+
+				"hook cannot run the command in the sandbox, so it is refused. %s %s", r, modeSentence(s), NextStep(c))}
+		}
+	}
 	if !c.CanRewrite && p.Sandbox.Rewritten(c.Command, Wrap{}) {
 		return Decision{Outcome: Allow, Reason: "plan mode: the command already runs inside planserver's read-only sandbox " +
 			"(this host's earlier hook rewrote it), where every write and network connection fails"}
@@ -379,6 +386,23 @@ func decideShell(c Call, s Mode, p Policy) Decision {
 	return Decision{Outcome: Deny, Reason: fmt.Sprintf("[planserver: plan mode] %s, so only plain reads on the allowlist run "+
 		"(ls, cat, grep, find without -exec, ...: words only, no redirection but to /dev/null), and this one is not: %s. %s %s",
 		capitalize(noSandbox), why, modeSentence(s), NextStep(c))}
+}
+
+// terminalControl finds a character that a terminal acts on when a line is
+// typed into an interactive shell rather than handed to bash -c: a C0
+// control but the newline (Ctrl-U erases the line so far, Ctrl-A moves to
+// its start, a tab completes a name and can close a quote), DEL, or a C1
+// control (CSI). A host whose hook cannot rewrite the command may type it
+// into its terminal (Cursor's agent terminal is an interactive bash), so
+// what the hook judged must be what runs. Bytes that are not UTF-8 never
+// get this far: the hook's JSON input reads each as U+FFFD.
+func terminalControl(command string) (rune, bool) {
+	for _, r := range command {
+		if r < 0x20 && r != '\n' || r == 0x7f || r >= 0x80 && r <= 0x9f {
+			return r, true
+		}
+	}
+	return 0, false
 }
 
 // sandboxed is the command rewritten to run in the read-only sandbox,

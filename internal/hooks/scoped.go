@@ -60,6 +60,12 @@ func decideScopedShell(c Call, s Mode, p Policy) Decision {
 		return Decision{Outcome: Deny, Reason: fmt.Sprintf("[planserver: scoped build] %s carried no command.", c.Tool)}
 	}
 	w := Wrap{Scope: &ScopeWrap{Project: c.Project, Files: s.Scope.Files, Connect: s.Scope.Connect}}
+	if !c.CanRewrite {
+		if r, ok := terminalControl(c.Command); ok {
+			return outOfScope(c, s, fmt.Sprintf("The command carries the control character %U, which a terminal acts on as the "+
+				"command is typed into it, and this host's hook cannot run the command in the sandbox", r), "")
+		}
+	}
 	if !c.CanRewrite && p.Sandbox.Rewritten(c.Command, w) {
 		// The host's earlier hook put it in the scoped sandbox already.
 		return Decision{Outcome: None}

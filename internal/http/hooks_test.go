@@ -680,3 +680,41 @@ func TestCursorSecondHookSeesTheRewrite(t *testing.T) {
 		t.Errorf("plan mode's line in scoped build: %s", dec)
 	}
 }
+
+// TestCursorShellRefusesTerminalControls: where the hook cannot rewrite the
+// command (Cursor's beforeShellExecution), a command with a character a
+// terminal acts on as it is typed is refused, whether the allowlist would
+// take it or it is the sandbox line preToolUse made: Ctrl-U, Ctrl-A and a
+// tab can erase, move or complete the line in an interactive shell, so
+// what runs is not what was judged. Where the hook rewrites, the same
+// command runs in the sandbox.
+func TestCursorShellRefusesTerminalControls(t *testing.T) {
+	wrap := func(cmd string, _ hooks.Wrap) (string, error) {
+		return sandbox.WrapCommand("/opt/planserver", cmd, nil)
+	}
+	env := apitest.New(t, func(c *planhttp.Config) {
+		c.Hooks.Shell.Sandbox = hooks.Sandbox{Available: true, Wrap: wrap, Unwrap: sandbox.Unwrap}
+	})
+	createSession(t, env, map[string]any{"id": "p", "mode": "plan"})
+	for _, cmd := range []string{
+		"ls '\x15touch /tmp/x #'", "ls 'x\x01touch /tmp/x; : \x05'", "cat '/etc/hostnam\t; touch /tmp/x #'",
+		"echo '\x1b\x7ftouch x'", "ls '\u009btouch x'", "ls \x03",
+	} {
+		if dec, out := hookCall(t, env, "cursor", "session=p", withCommand(t, "cursor", "before_shell_ls", "", cmd)); dec != "deny" ||
+			!strings.Contains(out["agent_message"].(string), "control character") {
+			t.Errorf("beforeShellExecution %q: %s %v", cmd, dec, out)
+		}
+		line, _ := wrap(cmd, hooks.Wrap{})
+		if dec, _ := hookCall(t, env, "cursor", "session=p", withCommand(t, "cursor", "before_shell_ls", "", line)); dec != "deny" {
+			t.Errorf("beforeShellExecution, the sandbox line of %q: %s", cmd, dec)
+		}
+		if dec, _ := hookCall(t, env, "cursor", "session=p", withCommand(t, "cursor", "pre_tool_shell", "tool_input", cmd)); dec != "rewrite" {
+			t.Errorf("preToolUse %q: %s", cmd, dec)
+		}
+	}
+	for _, cmd := range []string{"ls -la\nls src", "grep -rn 'é' .", "ls '\uFFFD'"} {
+		if dec, out := hookCall(t, env, "cursor", "session=p", withCommand(t, "cursor", "before_shell_ls", "", cmd)); dec != "allow" {
+			t.Errorf("beforeShellExecution %q: %s %v", cmd, dec, out)
+		}
+	}
+}

@@ -255,9 +255,9 @@ func Unwrap(line string) (command, explain string, ok bool) {
 }
 
 // unquoteWords splits a line into the words bash would see, for lines made
-// of bare words and Quote's single quoting alone (a quote inside a quoted
-// word is closed, escaped with a backslash and reopened); any other shell
-// syntax makes it fail.
+// of bare words and Quote's single quoting alone (a quote or backslash of
+// a quoted word stands outside the quotes, escaped with a backslash); any
+// other shell syntax makes it fail.
 func unquoteWords(line string) ([]string, bool) {
 	var words []string
 	var w strings.Builder
@@ -273,10 +273,10 @@ func unquoteWords(line string) ([]string, bool) {
 			inWord = false
 			i++
 		case c == '\\':
-			if i+1 >= len(line) || line[i+1] != '\'' {
+			if i+1 >= len(line) || line[i+1] != '\'' && line[i+1] != '\\' {
 				return nil, false
 			}
-			w.WriteByte('\'')
+			w.WriteByte(line[i+1])
 			inWord = true
 			i += 2
 		case c == '\'':
@@ -312,8 +312,25 @@ func LeanBeside(planserverPath string) string {
 	return path
 }
 
-// Quote single-quotes s for bash and sh: inside single quotes nothing is
-// special, and a single quote is written as '\”.
+// Quote single-quotes s so that bash, sh, zsh and fish all read it back
+// as s: inside single quotes nothing is special to a POSIX shell, but fish
+// reads a backslash before a quote or a backslash there as an escape. So
+// neither a quote nor a backslash is ever written inside the quotes: each
+// stands outside them, escaped with a backslash, which every one of these
+// shells reads alike.
 func Quote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	var b strings.Builder
+	b.WriteByte('\'')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '\'', '\\':
+			b.WriteString("'\\")
+			b.WriteByte(c)
+			b.WriteByte('\'')
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('\'')
+	return b.String()
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // wrapCases are commands whose text must reach bash -c unchanged.
@@ -206,5 +207,46 @@ func TestUnwrap(t *testing.T) {
 		if command, _, ok := Unwrap(bad); ok {
 			t.Errorf("Unwrap(%q) = %q, ok: not Wrap's shape", bad, command)
 		}
+	}
+}
+
+// TestQuoteReadsAlikeInEveryShell: what Quote writes, bash, sh, zsh and
+// fish each read back as the very bytes quoted. fish reads \' and \\
+// inside single quotes as escapes, so a quoting that is right for POSIX
+// shells alone would let a command that ends in a backslash close the
+// quotes early there (and run what follows outside the sandbox). CI
+// installs zsh and fish (PLANSERVER_REQUIRE_SANDBOX=1 makes them
+// required); elsewhere a missing one is skipped, saying so.
+func TestQuoteReadsAlikeInEveryShell(t *testing.T) {
+	cases := []string{`a\`, `\'; touch marker #`, `\\`, `'\''`, `\`, `'`, `a\'b`, `x\\'y`, "tab\there", "é ü ∀"}
+	for _, c := range wrapCases {
+		cases = append(cases, c)
+	}
+	dir := t.TempDir()
+	for _, shell := range []string{"bash", "sh", "zsh", "fish"} {
+		path, err := exec.LookPath(shell)
+		if err != nil {
+			if shell == "bash" || shell == "sh" || os.Getenv("PLANSERVER_REQUIRE_SANDBOX") == "1" {
+				t.Fatalf("%s is not installed: %v", shell, err)
+			}
+			t.Logf("%s is not installed here: not checked", shell)
+			continue
+		}
+		for _, s := range cases {
+			if strings.ContainsRune(s, utf8.RuneError) || !utf8.ValidString(s) {
+				if shell == "fish" || shell == "zsh" {
+					continue // they keep bytes that are not UTF-8 in ways of their own; bash and sh check those
+				}
+			}
+			cmd := exec.Command(path, "-c", "printf '%s' "+Quote(s))
+			cmd.Dir = dir
+			out, err := cmd.Output()
+			if err != nil || string(out) != s {
+				t.Errorf("%s read %q back as %q (%v)", shell, s, out, err)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "marker")); !os.IsNotExist(err) {
+		t.Error("a quoted string ran as a command")
 	}
 }
