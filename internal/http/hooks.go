@@ -257,7 +257,7 @@ func (s *Server) hookSession(ctx context.Context, q url.Values, call hooks.Call)
 	case id != "" && parent != "":
 		return nil, apierr.Invalid("session", "name the session (?session=) or its parent (?parent=), not both")
 	case id != "":
-		if err := s.Authorize(ctx, auth.CheckTool, id, sessions.NotFound(id)); err != nil {
+		if err := s.authz.Authorize(ctx, auth.CheckTool, id, sessions.NotFound(id)); err != nil {
 			return nil, err
 		}
 		return s.sessions.Get(ctx, id)
@@ -265,10 +265,10 @@ func (s *Server) hookSession(ctx context.Context, q url.Values, call hooks.Call)
 		if call.Conversation == "" {
 			return nil, apierr.Invalid("parent", "the host sent no conversation id, so no child of %q can stand for it; use ?session=", parent)
 		}
-		if err := s.Authorize(ctx, auth.CheckTool, parent, sessions.UnknownParent(parent)); err != nil {
+		if err := s.authz.Authorize(ctx, auth.CheckTool, parent, sessions.UnknownParent(parent)); err != nil {
 			return nil, err
 		}
-		if err := s.Authorize(ctx, auth.CreateSession, parent, sessions.UnknownParent(parent)); err != nil {
+		if err := s.authz.Authorize(ctx, auth.CreateSession, parent, sessions.UnknownParent(parent)); err != nil {
 			return nil, err
 		}
 		sess, _, err := s.sessions.ChildFor(ctx, parent, call.Conversation, string(call.Host))
@@ -327,7 +327,7 @@ func (s *Server) hookReview(ctx context.Context, r *http.Request, call hooks.Cal
 		target = *sess.ModeSource
 	}
 	for _, a := range []auth.Action{auth.WriteSessionPlan, auth.RequestReview} {
-		if err := s.Authorize(ctx, a, target, sessions.NotFound(target)); err != nil {
+		if err := s.authz.Authorize(ctx, a, target, sessions.NotFound(target)); err != nil {
 			return hooks.Decision{}, err
 		}
 	}

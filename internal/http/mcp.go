@@ -25,7 +25,7 @@ func (s *Server) mcpRoutes(r chi.Router) {
 		Sessions:             s.sessions,
 		Plans:                s.plans,
 		Gate:                 s.gate,
-		Authorize:            s.Authorize,
+		Access:               s.authz,
 		ReviewURL:            reviewURL,
 		Problem:              response.Problem,
 		MaxPlanBytes:         s.cfg.MaxPlanBytes,

@@ -118,6 +118,9 @@ type Server struct {
 
 	sessions *sessions.Store
 	gate     sessions.Gate
+	// authz is the one access check (auth.Authorizer), shared with the
+	// plans store and the MCP endpoint.
+	authz *auth.Authorizer
 	// hookRules judge host hooks' calls (hooks.go).
 	hookRules hookRules
 	tokens    *auth.Store
@@ -204,10 +207,10 @@ func New(cfg Config) *Server {
 			Attempts: s.oidc.Settings().Attempts, Rules: s.oidc.Settings().Roles}
 	}
 	s.signIns = s.tokens.SignIns(signIns)
-	s.plans = plans.NewStore(cfg.DB, plans.Config{History: cfg.PlanHistory, MaxContentBytes: cfg.MaxPlanBytes,
-		// A plan body that starts, completes or claims a step executes it
-		// exactly as the step routes do, so it takes the same decision.
-		AuthorizeExecution: func(ctx context.Context) error { return s.Authorize(ctx, auth.ExecuteSteps, "", nil) }})
+	s.authz = auth.NewAuthorizer(s.sessions)
+	// A plan body that starts, completes or claims a step executes it
+	// exactly as the step routes do, so it takes the same decision.
+	s.plans = plans.NewStore(cfg.DB, plans.Config{History: cfg.PlanHistory, MaxContentBytes: cfg.MaxPlanBytes, Access: s.authz})
 	s.eventMetrics = newEventMetrics(reg, func() int { return s.tail.Subscribers() })
 	tailReads := s.eventMetrics.reads.WithLabelValues("tail")
 	s.tail = events.NewTail(cfg.DB, events.TailOptions{OnRead: tailReads.Inc})

@@ -108,7 +108,7 @@ func (s *Server) patchStep(w http.ResponseWriter, r *http.Request) error {
 	// keeps from agents; setting its owner, or pending or blocked, is
 	// planning.
 	if patch.Status != nil && plans.ExecutingStatus(*patch.Status) {
-		if err := s.Authorize(r.Context(), auth.ExecuteSteps, "", nil); err != nil {
+		if err := s.authz.Authorize(r.Context(), auth.ExecuteSteps, "", nil); err != nil {
 			return err
 		}
 	}

@@ -41,7 +41,7 @@ func Bind(ctx context.Context, b Backend, header http.Header, meta map[string]an
 	if !validation.SessionID.MatchString(named) {
 		return nil, apierr.Invalid(SessionHeader, "session id %q must match %s", named, validation.SessionID.String())
 	}
-	if err := b.Authorize(ctx, auth.ReadSession, named, sessions.NotFound(named)); err != nil {
+	if err := b.Access.Authorize(ctx, auth.ReadSession, named, sessions.NotFound(named)); err != nil {
 		return nil, err
 	}
 	return b.Sessions.Get(ctx, named)

@@ -5,7 +5,7 @@
 //
 // It owns the MCP side only. Every tool is an operation of the HTTP API
 // (Operations maps each to its route in auth.Routes): it is authorized with
-// that route's action through the server's one access check, and it calls
+// that route's action through auth.Authorizer, the one access check, and it calls
 // the same store method, so the same events, actors and errors follow. It
 // never imports internal/http; the server fills in a Backend and mounts the
 // Endpoint.
@@ -51,10 +51,10 @@ type Backend struct {
 	Plans    *plans.Store
 	// Gate is the plan-mode tool policy (the --plan-mode-allow list).
 	Gate sessions.Gate
-	// Authorize is the server's one access check (Server.Authorize):
-	// whether ctx's caller may perform a on session target ("" for none),
-	// answering hidden when the target is outside an agent's scope.
-	Authorize func(ctx context.Context, a auth.Action, target string, hidden error) error
+	// Access is the one access check (auth.Authorizer): whether ctx's
+	// caller may perform a on session target ("" for none), answering
+	// hidden when the target is outside an agent's scope.
+	Access Access
 	// ReviewURL is the human review page of one plan revision of a session,
 	// under base (the URL the client reached this server at).
 	ReviewURL func(base, sessionID string, revision int64) string
@@ -70,6 +70,11 @@ type Backend struct {
 	RequirePreconditions bool
 	Version              string
 	Logger               *slog.Logger
+}
+
+// Access is what the endpoint needs of the access check (auth.Authorizer).
+type Access interface {
+	Authorize(ctx context.Context, a auth.Action, target string, hidden error) error
 }
 
 // Endpoint is the /mcp handler.
