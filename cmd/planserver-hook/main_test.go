@@ -21,6 +21,7 @@ func TestHookBinaryStaysLean(t *testing.T) {
 	ours := map[string]bool{
 		"github.com/planserver/planserver/cmd/planserver-hook": true,
 		"github.com/planserver/planserver/internal/hookwire":   true,
+		"github.com/planserver/planserver/internal/hookproto":  true,
 	}
 	heavy := []string{"net/http", "crypto/tls", "crypto/x509", "regexp", "compress/"}
 	var seen int

@@ -7,9 +7,9 @@ import (
 
 	"github.com/planserver/planserver/internal/hookcmd"
 	"github.com/planserver/planserver/internal/hooks"
+	"github.com/planserver/planserver/internal/hookservice"
 	planhttp "github.com/planserver/planserver/internal/http"
 	"github.com/planserver/planserver/internal/sandbox"
-	"github.com/planserver/planserver/internal/shellclass"
 )
 
 // hookConfig is how serve's host hooks judge shell commands: the shell
@@ -22,7 +22,7 @@ func hookConfig(cfg *config) (planhttp.HookConfig, error) {
 	if err != nil {
 		return planhttp.HookConfig{}, err
 	}
-	hc := planhttp.HookConfig{Shell: hooks.Policy{Writes: shellclass.Writes, Strict: shellclass.StrictJudge(table)}}
+	hc := planhttp.HookConfig{Shell: hookservice.ShellPolicy(table, hooks.Sandbox{})}
 	for _, n := range strings.Split(cfg.HookMCPServers, ",") {
 		if n = strings.TrimSpace(n); n != "" {
 			hc.OwnServers = append(hc.OwnServers, n)

@@ -3,10 +3,11 @@
 // planserver-hook HOST that does the same without the server's start-up
 // cost). It reads the host's input, asks planserver (POST
 // /v1/hooks/{host}) and prints the host's answer; it judges by itself only
-// when planserver cannot be asked (hooks.Fallback).
+// when planserver cannot be asked (hookservice.Offline).
 //
-// Like hooks, it imports nothing heavy: its process starts once per tool
-// call (TestHookBinaryStaysLean in cmd/planserver-hook).
+// It runs inside the planserver binary; the lean planserver-hook, which
+// links only internal/hookwire (TestHookBinaryStaysLean in
+// cmd/planserver-hook), hands over to it what it does not do itself.
 package hookcmd
 
 import (
@@ -18,9 +19,10 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"time"
 
+	"github.com/planserver/planserver/internal/hookproto"
 	"github.com/planserver/planserver/internal/hooks"
+	"github.com/planserver/planserver/internal/hookservice"
 	"github.com/planserver/planserver/internal/hookwire"
 	"github.com/planserver/planserver/internal/sandbox"
 	"github.com/planserver/planserver/internal/shellclass"
@@ -103,7 +105,7 @@ func Run(ctx context.Context, hostName string, args []string, getenv func(string
 		write(hookwire.AnyHostDeny(hooks.Refusal(hostErr.Error() + ".").Reason))
 		return
 	}
-	raw, err := io.ReadAll(io.LimitReader(stdin, hookwire.MaxInput+1))
+	raw, err := io.ReadAll(io.LimitReader(stdin, hookproto.MaxInput+1))
 	if err != nil {
 		write(hooks.Render(host, call, hooks.Refusal(fmt.Sprintf("the hook input could not be read (%v).", err))))
 		return
@@ -134,51 +136,27 @@ func Run(ctx context.Context, hostName string, args []string, getenv func(string
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "planserver hook: %v\n", err)
-		write(hooks.Render(host, call, judgeLocally(call, policy, err)))
+		write(hooks.Render(host, call, hookservice.Offline(call, policy, err)))
 		return
 	}
 	answer, err := askPlanserver(ctx, set, token, host, raw)
 	if err != nil {
 		fmt.Fprintf(stderr, "planserver hook: %v\n", err)
-		write(hooks.Render(host, call, judgeLocally(call, policy, err)))
+		write(hooks.Render(host, call, hookservice.Offline(call, policy, err)))
 		return
 	}
 	write(answer)
 }
 
-// localBudget bounds the hook's own judgement of a call when planserver
-// cannot be asked: a host that gets no answer within its hook timeout runs
-// the tool as it is, so a command too costly to judge is refused instead.
-const localBudget = 2 * time.Second
-
-// judgeLocally is hooks.Fallback within localBudget.
-func judgeLocally(call hooks.Call, policy hooks.Policy, err error) hooks.Decision {
-	done := make(chan hooks.Decision, 1)
-	go func() {
-		defer func() {
-			if r := recover(); r != nil {
-				done <- hooks.Refusal(fmt.Sprintf("planserver hook failed judging the call (internal error: %v).", r))
-			}
-		}()
-		done <- hooks.Fallback(call, policy, err)
-	}()
-	select {
-	case d := <-done:
-		return d
-	case <-time.After(localBudget):
-		return hooks.Refusal(fmt.Sprintf("planserver could not be asked (%v), and judging this call here took longer than %s.", err, localBudget))
-	}
-}
-
 // hookLocalPolicy is how the hook judges a shell command by itself when
-// planserver cannot be asked: as plan mode would (hooks.Fallback), with the
-// sandbox of this machine, which never connects anywhere.
+// planserver cannot be asked: as plan mode would (hookservice.Offline),
+// with the sandbox of this machine, which never connects anywhere.
 func hookLocalPolicy(shellReadOnly string) hooks.Policy {
 	table, err := shellclass.LoadFile(shellReadOnly)
 	if err != nil {
 		table = shellclass.DefaultTable()
 	}
-	return hooks.Policy{Writes: shellclass.Writes, Strict: shellclass.StrictJudge(table), Sandbox: SandboxHere(nil, "")}
+	return hookservice.ShellPolicy(table, SandboxHere(nil, ""))
 }
 
 // SandboxHere is the sandbox of this machine for the hooks' decision:

@@ -35,7 +35,6 @@ func (s *Server) mcpRoutes(r chi.Router) {
 		Logger:               s.log,
 	}
 	endpoint := mcp.New(backend)
-	s.gates = mcp.NewGateStore(s.cfg.DB)
 	upstreams := mcp.NewUpstreams(backend, s.gates)
 	// Say at start which tool servers the gate fronts, and which of their
 	// tools the operator declared read-only: what plan mode lets through

@@ -23,6 +23,7 @@ import (
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/events"
+	"github.com/planserver/planserver/internal/hookservice"
 	"github.com/planserver/planserver/internal/http/request"
 	"github.com/planserver/planserver/internal/http/response"
 	"github.com/planserver/planserver/internal/http/signin"
@@ -121,9 +122,9 @@ type Server struct {
 	// authz is the one access check (auth.Authorizer), shared with the
 	// plans store and the MCP endpoint.
 	authz *auth.Authorizer
-	// hookRules judge host hooks' calls (hooks.go).
-	hookRules hookRules
-	tokens    *auth.Store
+	// hooks answers host hooks' calls (hooks.go).
+	hooks  *hookservice.Service
+	tokens *auth.Store
 	// signIns keeps the sign-ins of OIDC (nil oidc: none are made).
 	signIns *auth.SignIns
 	oidc    *signin.OIDC
@@ -199,7 +200,6 @@ func New(cfg Config) *Server {
 		limiter:  newLimiter(cfg.RateLimit, cfg.RateBurst),
 		shutdown: make(chan struct{}),
 	}
-	s.hookRules = newHookRules(cfg.Hooks, reg)
 	s.oidc = cfg.OIDC
 	signIns := auth.SignInConfig{}
 	if s.oidc != nil {
@@ -208,6 +208,14 @@ func New(cfg Config) *Server {
 	}
 	s.signIns = s.tokens.SignIns(signIns)
 	s.authz = auth.NewAuthorizer(s.sessions)
+	s.gates = mcp.NewGateStore(cfg.DB)
+	ownTools := map[string]bool{}
+	for _, op := range mcp.Operations {
+		ownTools[op.Name] = op.ReadOnly
+	}
+	s.hooks = hookservice.New(hookservice.Config{Sessions: s.sessions, Gate: s.gate, Access: s.authz, Gates: s.gates,
+		Shell: cfg.Hooks.Shell, OwnServers: cfg.Hooks.OwnServers, OwnTools: ownTools, MaxPlanBytes: cfg.MaxPlanBytes,
+		Registry: reg, Logger: cfg.Logger})
 	// A plan body that starts, completes or claims a step executes it
 	// exactly as the step routes do, so it takes the same decision.
 	s.plans = plans.NewStore(cfg.DB, plans.Config{History: cfg.PlanHistory, MaxContentBytes: cfg.MaxPlanBytes, Access: s.authz})
