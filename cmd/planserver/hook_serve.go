@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/planserver/planserver/internal/hookcmd"
-	"github.com/planserver/planserver/internal/hooks"
 	"github.com/planserver/planserver/internal/hookservice"
+	"github.com/planserver/planserver/internal/hosthook"
 	planhttp "github.com/planserver/planserver/internal/http"
 	"github.com/planserver/planserver/internal/sandbox"
 )
@@ -22,7 +22,7 @@ func hookConfig(cfg *config) (planhttp.HookConfig, error) {
 	if err != nil {
 		return planhttp.HookConfig{}, err
 	}
-	hc := planhttp.HookConfig{Shell: hookservice.ShellPolicy(table, hooks.Sandbox{})}
+	hc := planhttp.HookConfig{Shell: hookservice.ShellPolicy(table, hosthook.Sandbox{})}
 	for _, n := range strings.Split(cfg.HookMCPServers, ",") {
 		if n = strings.TrimSpace(n); n != "" {
 			hc.OwnServers = append(hc.OwnServers, n)
@@ -37,7 +37,7 @@ func hookConfig(cfg *config) (planhttp.HookConfig, error) {
 		_, own, _ := net.SplitHostPort(cfg.Addr)
 		hc.Shell.Sandbox = hookcmd.SandboxHere(allow, own)
 	case "off":
-		hc.Shell.Sandbox = hooks.Sandbox{Why: "the operator turned it off (--hook-sandbox off)"}
+		hc.Shell.Sandbox = hosthook.Sandbox{Why: "the operator turned it off (--hook-sandbox off)"}
 	default:
 		return hc, fmt.Errorf("--hook-sandbox %q: want on or off", cfg.HookSandbox)
 	}

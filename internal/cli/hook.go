@@ -10,8 +10,8 @@ import (
 
 	"github.com/planserver/planserver/internal/hookcmd"
 	"github.com/planserver/planserver/internal/hookinstall"
-	"github.com/planserver/planserver/internal/hooks"
 	"github.com/planserver/planserver/internal/hookwire"
+	"github.com/planserver/planserver/internal/hosthook"
 	"github.com/spf13/cobra"
 )
 
@@ -95,7 +95,7 @@ func hookInstallCommand(verb string, env Env) *cobra.Command {
 			if len(args) == 0 {
 				return Usage(cmd, "name the host: claude-code, gemini-cli, cursor or opencode")
 			}
-			host, err := hooks.ParseHost(args[0])
+			host, err := hosthook.ParseHost(args[0])
 			if err == nil {
 				err = hookinstall.Supported(host)
 			}
@@ -114,7 +114,7 @@ func hookInstallCommand(verb string, env Env) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			host, _ := hooks.ParseHost(args[0])
+			host, _ := hosthook.ParseHost(args[0])
 			return hookInstall(cmd.Context(), verb, host, o, tokenFile, env.Getenv, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}, hookInstallHelp, "", "")
@@ -135,7 +135,7 @@ func hookInstallCommand(verb string, env Env) *cobra.Command {
 
 // hookInstall runs verb for host with the options the flags gave, the
 // rest from the environment.
-func hookInstall(ctx context.Context, verb string, host hooks.Host, o hookinstall.Options, tokenFile string, getenv func(string) string, stdout, stderr io.Writer) error {
+func hookInstall(ctx context.Context, verb string, host hosthook.Host, o hookinstall.Options, tokenFile string, getenv func(string) string, stdout, stderr io.Writer) error {
 	name := "planserver hook " + verb
 	var err error
 	o.Host, o.Out = host, stdout

@@ -21,9 +21,9 @@ import (
 	"os"
 
 	"github.com/planserver/planserver/internal/hookproto"
-	"github.com/planserver/planserver/internal/hooks"
 	"github.com/planserver/planserver/internal/hookservice"
 	"github.com/planserver/planserver/internal/hookwire"
+	"github.com/planserver/planserver/internal/hosthook"
 	"github.com/planserver/planserver/internal/sandbox"
 	"github.com/planserver/planserver/internal/shellclass"
 )
@@ -77,9 +77,9 @@ added. Their own help: planserver hook install --help.
 // it always prints one JSON object the host reads, since a host runs the
 // tool when its hook fails.
 func Run(ctx context.Context, hostName string, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) {
-	host, hostErr := hooks.ParseHost(hostName)
+	host, hostErr := hosthook.ParseHost(hostName)
 	var (
-		call    = hooks.Call{Host: host}
+		call    = hosthook.Call{Host: host}
 		written bool
 	)
 	write := func(raw []byte) {
@@ -92,33 +92,33 @@ func Run(ctx context.Context, hostName string, args []string, getenv func(string
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(stderr, "planserver hook: internal error: %v\n", r)
-			d := hooks.Refusal(fmt.Sprintf("planserver hook failed (internal error: %v).", r))
+			d := hosthook.Refusal(fmt.Sprintf("planserver hook failed (internal error: %v).", r))
 			if hostErr != nil {
 				write(hookwire.AnyHostDeny(d.Reason))
 				return
 			}
-			write(hooks.Render(host, call, d))
+			write(hosthook.Render(host, call, d))
 		}
 	}()
 	if hostErr != nil {
 		fmt.Fprintf(stderr, "planserver hook: %v\n", hostErr)
-		write(hookwire.AnyHostDeny(hooks.Refusal(hostErr.Error() + ".").Reason))
+		write(hookwire.AnyHostDeny(hosthook.Refusal(hostErr.Error() + ".").Reason))
 		return
 	}
 	raw, err := io.ReadAll(io.LimitReader(stdin, hookproto.MaxInput+1))
 	if err != nil {
-		write(hooks.Render(host, call, hooks.Refusal(fmt.Sprintf("the hook input could not be read (%v).", err))))
+		write(hosthook.Render(host, call, hosthook.Refusal(fmt.Sprintf("the hook input could not be read (%v).", err))))
 		return
 	}
-	call, err = hooks.Parse(host, raw)
+	call, err = hosthook.Parse(host, raw)
 	if err != nil {
-		d := hooks.Refusal(err.Error())
-		if call.Phase == hooks.After {
+		d := hosthook.Refusal(err.Error())
+		if call.Phase == hosthook.After {
 			// A report never blocks: the tool ran already.
 			fmt.Fprintf(stderr, "planserver hook: the report of a run could not be read: %v\n", err)
-			d = hooks.Decision{Outcome: hooks.None}
+			d = hosthook.Decision{Outcome: hosthook.None}
 		}
-		write(hooks.Render(host, call, d))
+		write(hosthook.Render(host, call, d))
 		return
 	}
 	set, err := hookwire.ParseFlags(args, getenv)
@@ -136,13 +136,13 @@ func Run(ctx context.Context, hostName string, args []string, getenv func(string
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "planserver hook: %v\n", err)
-		write(hooks.Render(host, call, hookservice.Offline(call, policy, err)))
+		write(hosthook.Render(host, call, hookservice.Offline(call, policy, err)))
 		return
 	}
 	answer, err := askPlanserver(ctx, set, token, host, raw)
 	if err != nil {
 		fmt.Fprintf(stderr, "planserver hook: %v\n", err)
-		write(hooks.Render(host, call, hookservice.Offline(call, policy, err)))
+		write(hosthook.Render(host, call, hookservice.Offline(call, policy, err)))
 		return
 	}
 	write(answer)
@@ -151,7 +151,7 @@ func Run(ctx context.Context, hostName string, args []string, getenv func(string
 // hookLocalPolicy is how the hook judges a shell command by itself when
 // planserver cannot be asked: as plan mode would (hookservice.Offline),
 // with the sandbox of this machine, which never connects anywhere.
-func hookLocalPolicy(shellReadOnly string) hooks.Policy {
+func hookLocalPolicy(shellReadOnly string) hosthook.Policy {
 	table, err := shellclass.LoadFile(shellReadOnly)
 	if err != nil {
 		table = shellclass.DefaultTable()
@@ -167,15 +167,15 @@ func hookLocalPolicy(shellReadOnly string) hooks.Policy {
 // scoped build it is the scope's, less every entry on port ownPort
 // (planserver's own, which no scope grants: "" for none), and it may
 // write what the scope's files open.
-func SandboxHere(allowConnect []string, ownPort string) hooks.Sandbox {
+func SandboxHere(allowConnect []string, ownPort string) hosthook.Sandbox {
 	if _, err := sandbox.Available(); err != nil {
-		return hooks.Sandbox{Why: err.Error()}
+		return hosthook.Sandbox{Why: err.Error()}
 	}
 	self, err := os.Executable()
 	if err != nil {
-		return hooks.Sandbox{Why: fmt.Sprintf("planserver cannot find its own path (%v)", err)}
+		return hosthook.Sandbox{Why: fmt.Sprintf("planserver cannot find its own path (%v)", err)}
 	}
-	return hooks.Sandbox{Available: true, Wrap: func(command string, w hooks.Wrap) (string, error) {
+	return hosthook.Sandbox{Available: true, Wrap: func(command string, w hosthook.Wrap) (string, error) {
 		o := sandbox.WrapOptions{AllowConnect: allowConnect, Explain: w.Explain}
 		if sc := w.Scope; sc != nil {
 			o.AllowConnect = nil
@@ -195,7 +195,7 @@ func SandboxHere(allowConnect []string, ownPort string) hooks.Sandbox {
 // net/http, so that https and the proxy settings of the environment work;
 // the lean planserver-hook sends the same request (hookwire.NewRequest)
 // with a client of its own.
-func askPlanserver(ctx context.Context, set hookwire.Settings, token string, host hooks.Host, raw []byte) ([]byte, error) {
+func askPlanserver(ctx context.Context, set hookwire.Settings, token string, host hosthook.Host, raw []byte) ([]byte, error) {
 	q, err := hookwire.NewRequest(set, token, string(host), raw)
 	if err != nil {
 		return nil, err

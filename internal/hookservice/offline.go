@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/planserver/planserver/internal/hooks"
+	"github.com/planserver/planserver/internal/hosthook"
 	"github.com/planserver/planserver/internal/shellclass"
 )
 
@@ -12,8 +12,8 @@ import (
 // command form while planserver cannot be asked: shellclass.Writes, the
 // strict allowlist of table (nil: the default table), and the sandbox sb.
 // It is the one place the policy is put together.
-func ShellPolicy(table *shellclass.Table, sb hooks.Sandbox) hooks.Policy {
-	return hooks.Policy{Writes: shellclass.Writes, Strict: shellclass.StrictJudge(table), Sandbox: sb}
+func ShellPolicy(table *shellclass.Table, sb hosthook.Sandbox) hosthook.Policy {
+	return hosthook.Policy{Writes: shellclass.Writes, Strict: shellclass.StrictJudge(table), Sandbox: sb}
 }
 
 // offlineBudget bounds the command form's own judgement of a call when
@@ -23,22 +23,22 @@ func ShellPolicy(table *shellclass.Table, sb hooks.Sandbox) hooks.Policy {
 const offlineBudget = 2 * time.Second
 
 // Offline decides a call the command form could not ask planserver about
-// (err says why): hooks.Fallback, as plan mode would, within
+// (err says why): hosthook.Fallback, as plan mode would, within
 // offlineBudget. It is the service's decision without planserver's state.
-func Offline(call hooks.Call, policy hooks.Policy, err error) hooks.Decision {
-	done := make(chan hooks.Decision, 1)
+func Offline(call hosthook.Call, policy hosthook.Policy, err error) hosthook.Decision {
+	done := make(chan hosthook.Decision, 1)
 	go func() {
 		defer func() {
 			if r := recover(); r != nil {
-				done <- hooks.Refusal(fmt.Sprintf("planserver hook failed judging the call (internal error: %v).", r))
+				done <- hosthook.Refusal(fmt.Sprintf("planserver hook failed judging the call (internal error: %v).", r))
 			}
 		}()
-		done <- hooks.Fallback(call, policy, err)
+		done <- hosthook.Fallback(call, policy, err)
 	}()
 	select {
 	case d := <-done:
 		return d
 	case <-time.After(offlineBudget):
-		return hooks.Refusal(fmt.Sprintf("planserver could not be asked (%v), and judging this call here took longer than %s.", err, offlineBudget))
+		return hosthook.Refusal(fmt.Sprintf("planserver could not be asked (%v), and judging this call here took longer than %s.", err, offlineBudget))
 	}
 }

@@ -3,14 +3,14 @@ package hookservice
 import (
 	"testing"
 
-	"github.com/planserver/planserver/internal/hooks"
+	"github.com/planserver/planserver/internal/hosthook"
 )
 
 // TestShellPolicyDefaults: the policy the service and the command form
 // share judges a writer as one and lets a plain read through the default
 // table, and keeps the sandbox it is given.
 func TestShellPolicyDefaults(t *testing.T) {
-	p := ShellPolicy(nil, hooks.Sandbox{Why: "off"})
+	p := ShellPolicy(nil, hosthook.Sandbox{Why: "off"})
 	if yes, _ := p.Writes("rm -rf build"); !yes {
 		t.Error("rm -rf is not judged a writer")
 	}

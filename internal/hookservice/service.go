@@ -1,7 +1,7 @@
 // Package hookservice is the host-hook use case: one hook call of an agent
 // host (POST /v1/hooks/{host}, which planserver hook and planserver-hook
 // ask) parsed from the host's input, the session it acts for found, the
-// facts gathered, decided by hooks.Decide, recorded, and rendered in the
+// facts gathered, decided by hosthook.Decide, recorded, and rendered in the
 // host's own format. The HTTP handler only reads the request and writes
 // the answer; this package is the one place a hook call is decided with
 // planserver's state.
@@ -22,7 +22,7 @@ import (
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/auth"
-	"github.com/planserver/planserver/internal/hooks"
+	"github.com/planserver/planserver/internal/hosthook"
 	"github.com/planserver/planserver/internal/revision"
 	"github.com/planserver/planserver/internal/scope"
 	"github.com/planserver/planserver/internal/sessions"
@@ -52,7 +52,7 @@ type Config struct {
 	// Shell judges shell commands (ShellPolicy builds it). A nil Writes is
 	// shellclass.Writes; a nil Strict is shellclass.Strict with its
 	// default table.
-	Shell hooks.Policy
+	Shell hosthook.Policy
 	// OwnServers are the names hosts give planserver's own MCP server
 	// (mcp__<name>__tool); "planserver" when empty.
 	OwnServers []string
@@ -94,7 +94,7 @@ func New(cfg Config) *Service {
 		Name: "planserver_hook_unjudged_runs_total",
 		Help: "Tool runs a host's after-tool hook reported that planserver never decided (reason no_decision) or had denied (reason denied); each is a tool_call.unjudged event.",
 	}, []string{"host", "reason"})
-	for _, h := range hooks.Hosts {
+	for _, h := range hosthook.Hosts {
 		for _, why := range []string{api.UnjudgedNoDecision, api.UnjudgedDenied} {
 			s.unjudged.WithLabelValues(string(h), why)
 		}
@@ -113,7 +113,7 @@ func New(cfg Config) *Service {
 
 // Request is one hook call as the transport received it.
 type Request struct {
-	Host hooks.Host
+	Host hosthook.Host
 	// Adapter is who asks: "http" (the host itself), "command" or
 	// "plugin" (hookproto.AdapterHeader).
 	Adapter string
@@ -133,7 +133,7 @@ type Request struct {
 // Answer is what the host gets: its hook output, and the decision's
 // outcome (the Planserver-Hook-Decision header).
 type Answer struct {
-	Outcome hooks.Outcome
+	Outcome hosthook.Outcome
 	Body    []byte
 }
 
@@ -142,33 +142,33 @@ type Answer struct {
 // decision" and runs the tool.
 func (s *Service) Answer(ctx context.Context, q Request) Answer {
 	call, d := s.decide(ctx, q)
-	return Answer{Outcome: d.Outcome, Body: hooks.Render(q.Host, call, d)}
+	return Answer{Outcome: d.Outcome, Body: hosthook.Render(q.Host, call, d)}
 }
 
 // decide decides one hook call; it never fails, turning every error into
 // a refusal. A report of a run (an after-tool hook) is matched to its
 // decision and answered with none, whatever happens: it never blocks.
-func (s *Service) decide(ctx context.Context, q Request) (hooks.Call, hooks.Decision) {
+func (s *Service) decide(ctx context.Context, q Request) (hosthook.Call, hosthook.Decision) {
 	host, adapter := q.Host, q.Adapter
-	refuse := func(call hooks.Call, err error) (hooks.Call, hooks.Decision) {
-		if call.Phase == hooks.After {
+	refuse := func(call hosthook.Call, err error) (hosthook.Call, hosthook.Decision) {
+		if call.Phase == hosthook.After {
 			// A report never blocks: the tool ran already.
 			s.log.WarnContext(ctx, "hook: a report of a run could not be matched", "host", host, "err", err)
-			return call, hooks.Decision{Outcome: hooks.None}
+			return call, hosthook.Decision{Outcome: hosthook.None}
 		}
 		if e, ok := apierr.As(err); ok && e.Code != apierr.Internal {
-			return call, hooks.Refusal(e.Detail + ".")
+			return call, hosthook.Refusal(e.Detail + ".")
 		}
-		if !hooks.IsInputError(err) {
+		if !hosthook.IsInputError(err) {
 			s.log.ErrorContext(ctx, "hook", "host", host, "err", err)
-			return call, hooks.Refusal("planserver failed to decide (internal error; see its log).")
+			return call, hosthook.Refusal("planserver failed to decide (internal error; see its log).")
 		}
-		return call, hooks.Refusal(err.Error())
+		return call, hosthook.Refusal(err.Error())
 	}
 	if q.Unreadable != nil {
-		return refuse(hooks.Call{Host: host}, q.Unreadable)
+		return refuse(hosthook.Call{Host: host}, q.Unreadable)
 	}
-	call, err := hooks.Parse(host, q.Input)
+	call, err := hosthook.Parse(host, q.Input)
 	if err == nil {
 		call.MCPName, err = mcpName(q.MCP)
 	}
@@ -181,8 +181,8 @@ func (s *Service) decide(ctx context.Context, q Request) (hooks.Call, hooks.Deci
 	}
 	hc := sessions.HookCall{Host: string(host), Adapter: adapter, Tool: call.Tool, ToolUseID: call.RunID,
 		AgentID: call.AgentID, AgentType: call.AgentType}
-	if call.Phase == hooks.After {
-		hc.Keys = hooks.RunKeys(call, nil)
+	if call.Phase == hosthook.After {
+		hc.Keys = hosthook.RunKeys(call, nil)
 		run, err := s.cfg.Sessions.ReportToolRun(ctx, sess.ID, hc)
 		if err != nil {
 			return refuse(call, err)
@@ -190,21 +190,21 @@ func (s *Service) decide(ctx context.Context, q Request) (hooks.Call, hooks.Deci
 		if run != nil {
 			s.unjudged.WithLabelValues(string(host), run.Reason).Inc()
 		}
-		return call, hooks.Decision{Outcome: hooks.None}
+		return call, hosthook.Decision{Outcome: hosthook.None}
 	}
 	policy := s.cfg.Shell
 	facts, err := s.facts(ctx, call, sess)
 	if err != nil {
 		return refuse(call, err)
 	}
-	d := hooks.Decide(call, modeOf(sess), policy, facts)
-	review := d.Outcome == hooks.Review
+	d := hosthook.Decide(call, modeOf(sess), policy, facts)
+	review := d.Outcome == hosthook.Review
 	if review {
 		if d, err = s.review(ctx, q.BaseURL, call, sess); err != nil {
 			return refuse(call, err)
 		}
 	}
-	if !call.Reported() && d.Outcome != hooks.Deny {
+	if !call.Reported() && d.Outcome != hosthook.Deny {
 		// No report follows: nothing to record but the enforcement.
 		if err := s.cfg.Sessions.NoteEnforcement(ctx, sess, string(host), adapter); err != nil {
 			s.log.WarnContext(ctx, "hook: enforcement not recorded", "session", sess.ID, "err", err)
@@ -212,7 +212,7 @@ func (s *Service) decide(ctx context.Context, q Request) (hooks.Call, hooks.Deci
 		return call, d
 	}
 	if call.Reported() {
-		hc.Keys = hooks.RunKeys(call, d.Input)
+		hc.Keys = hosthook.RunKeys(call, d.Input)
 	}
 	// Decide again where the decision is recorded: a mode changed since
 	// the read is honoured, and the record and the event match the answer.
@@ -221,14 +221,14 @@ func (s *Service) decide(ctx context.Context, q Request) (hooks.Call, hooks.Deci
 	first := modeOf(sess)
 	_, _, err = s.cfg.Sessions.DecideToolCall(ctx, sess.ID, hc, func(cur *sessions.Session) sessions.HookVerdict {
 		if mode := modeOf(cur); !mode.Same(first) && !review {
-			d = hooks.Decide(call, mode, policy, facts)
+			d = hosthook.Decide(call, mode, policy, facts)
 		}
 		outcome := d.Outcome
 		if review && cur.EffectiveMode != sessions.Plan {
-			outcome = hooks.None
+			outcome = hosthook.None
 		}
 		v := sessions.HookVerdict{Outcome: outcome.String()}
-		if outcome == hooks.Deny {
+		if outcome == hosthook.Deny {
 			v.Denial = denial(host, adapter, call, d, cur)
 		}
 		return v
@@ -239,10 +239,10 @@ func (s *Service) decide(ctx context.Context, q Request) (hooks.Call, hooks.Deci
 	return call, d
 }
 
-// modeOf is what hooks.Decide needs of a session: its effective mode and,
+// modeOf is what hosthook.Decide needs of a session: its effective mode and,
 // in scoped build, its scope (the chain of grants, judged by scope.Chain).
-func modeOf(sess *sessions.Session) hooks.Mode {
-	m := hooks.Mode{Session: sess.ID, Plan: sess.EffectiveMode == sessions.Plan}
+func modeOf(sess *sessions.Session) hosthook.Mode {
+	m := hosthook.Mode{Session: sess.ID, Plan: sess.EffectiveMode == sessions.Plan}
 	if sess.ModeSource != nil {
 		m.Source = *sess.ModeSource
 	}
@@ -252,19 +252,19 @@ func modeOf(sess *sessions.Session) hooks.Mode {
 		if len(b.AlsoLimitedBy) > 0 {
 			summary += fmt.Sprintf(", within the scopes of %d ancestor sessions", len(b.AlsoLimitedBy))
 		}
-		m.Scope = &hooks.Scope{Session: b.SessionID, Revision: b.PlanRevision, Allows: chain.Allows,
+		m.Scope = &hosthook.Scope{Session: b.SessionID, Revision: b.PlanRevision, Allows: chain.Allows,
 			Files: chain.Files(), Connect: chain.Connect(), Summary: summary}
 	}
 	return m
 }
 
 // denial is what the event of a denial d of call c records.
-func denial(host hooks.Host, adapter string, call hooks.Call, d hooks.Decision, cur *sessions.Session) *sessions.HookDenial {
+func denial(host hosthook.Host, adapter string, call hosthook.Call, d hosthook.Decision, cur *sessions.Session) *sessions.HookDenial {
 	h := &sessions.HookDenial{Tool: call.Tool, Reason: d.Reason, Host: string(host), Adapter: adapter, AgentID: call.AgentID}
 	if d.OutOfScope && cur.BuildScope != nil {
 		h.OutOfScope = &sessions.OutOfScope{AgentType: call.AgentType, Path: d.Path, ScopeRevision: cur.BuildScope.PlanRevision,
 			ScopeSession: cur.BuildScope.SessionID}
-		if call.Kind == hooks.Shell {
+		if call.Kind == hosthook.Shell {
 			h.OutOfScope.Command = call.Command
 		}
 	}
@@ -273,9 +273,9 @@ func denial(host hooks.Host, adapter string, call hooks.Call, d hooks.Decision, 
 
 // mcpName reads ?mcp=: the name under which planserver's MCP server is
 // set up in the host (what planserver hook install wrote into the hook's
-// command), hooks.NoMCP, or nothing.
+// command), hosthook.NoMCP, or nothing.
 func mcpName(v string) (string, error) {
-	if v == "" || v == hooks.NoMCP {
+	if v == "" || v == hosthook.NoMCP {
 		return v, nil
 	}
 	if len(v) > 64 || strings.IndexFunc(v, func(r rune) bool {
@@ -289,7 +289,7 @@ func mcpName(v string) (string, error) {
 // session is the session a hook call acts for: ?session=ID, or the child
 // of ?parent=P that stands for the host's conversation (found or created).
 // The caller must be allowed to check tools of it.
-func (s *Service) session(ctx context.Context, id, parent string, call hooks.Call) (*sessions.Session, error) {
+func (s *Service) session(ctx context.Context, id, parent string, call hosthook.Call) (*sessions.Session, error) {
 	switch {
 	case id != "" && parent != "":
 		return nil, apierr.Invalid("session", "name the session (?session=) or its parent (?parent=), not both")
@@ -319,14 +319,14 @@ func (s *Service) session(ctx context.Context, id, parent string, call hooks.Cal
 // policy, so a tool is judged alike on both paths); for an MCP call to
 // another server, whether the operator declared the tool read-only in the
 // gate registry (a gate named like the server).
-func (s *Service) facts(ctx context.Context, call hooks.Call, sess *sessions.Session) (hooks.Facts, error) {
-	var f hooks.Facts
-	if call.Kind != hooks.MCP || call.MCPServer == "" {
+func (s *Service) facts(ctx context.Context, call hosthook.Call, sess *sessions.Session) (hosthook.Facts, error) {
+	var f hosthook.Facts
+	if call.Kind != hosthook.MCP || call.MCPServer == "" {
 		return f, nil
 	}
 	if ro, known := s.cfg.OwnTools[call.MCPTool]; known && s.ownServers[call.MCPServer] {
 		res := s.cfg.Gate.Check(sess, sessions.Tool{Name: call.MCPTool, ReadOnlyHint: &ro})
-		f.Own = &hooks.Verdict{Allowed: res.Allowed, Reason: res.Reason}
+		f.Own = &hosthook.Verdict{Allowed: res.Allowed, Reason: res.Reason}
 		return f, nil
 	}
 	name, behind := strings.CutPrefix(call.MCPServer, "gate:")
@@ -357,14 +357,14 @@ func (s *Service) facts(ctx context.Context, call hooks.Call, sess *sessions.Ses
 // plan mode (the call's session, or the ancestor it inherits plan mode
 // from, whose approval is what lifts it), and a review is requested. The
 // answer is the denial with the review's link under base.
-func (s *Service) review(ctx context.Context, base string, call hooks.Call, sess *sessions.Session) (hooks.Decision, error) {
+func (s *Service) review(ctx context.Context, base string, call hosthook.Call, sess *sessions.Session) (hosthook.Decision, error) {
 	target := sess.ID
 	if sess.ModeSource != nil {
 		target = *sess.ModeSource
 	}
 	for _, a := range []auth.Action{auth.WriteSessionPlan, auth.RequestReview} {
 		if err := s.cfg.Access.Authorize(ctx, a, target, sessions.NotFound(target)); err != nil {
-			return hooks.Decision{}, err
+			return hosthook.Decision{}, err
 		}
 	}
 	author := string(call.Host)
@@ -374,12 +374,12 @@ func (s *Service) review(ctx context.Context, base string, call hooks.Call, sess
 	plan, _, err := s.cfg.Sessions.PutSessionPlan(ctx, target, api.SessionPlanWrite{Content: call.Plan, Author: &author},
 		s.cfg.MaxPlanBytes, revision.Precondition{})
 	if err != nil {
-		return hooks.Decision{}, err
+		return hosthook.Decision{}, err
 	}
 	rationale := fmt.Sprintf("%s asked to leave plan mode (%s)", call.Host, call.Tool)
 	if _, err := s.cfg.Sessions.RequestReview(ctx, target, api.ReviewRequest{Rationale: &rationale}, revision.Precondition{}); err != nil {
-		return hooks.Decision{}, err
+		return hosthook.Decision{}, err
 	}
 	link := fmt.Sprintf("%s/ui/sessions/%s/review?revision=%d", base, url.PathEscape(target), plan.Revision)
-	return hooks.ReviewDenial(target, plan.Revision, link), nil
+	return hosthook.ReviewDenial(target, plan.Revision, link), nil
 }

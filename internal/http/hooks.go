@@ -7,8 +7,8 @@ import (
 
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/hookproto"
-	"github.com/planserver/planserver/internal/hooks"
 	"github.com/planserver/planserver/internal/hookservice"
+	"github.com/planserver/planserver/internal/hosthook"
 	"github.com/planserver/planserver/internal/http/request"
 	"github.com/planserver/planserver/internal/http/response"
 )
@@ -19,7 +19,7 @@ type HookConfig struct {
 	// rewritable command runs in, the early denial of certain writers, the
 	// allowlist where no sandbox runs (hookservice.ShellPolicy builds it;
 	// nil judges are the defaults, see hookservice.Config.Shell).
-	Shell hooks.Policy
+	Shell hosthook.Policy
 	// OwnServers are the names hosts give planserver's own MCP server
 	// (mcp__<name>__tool); "planserver" when empty.
 	OwnServers []string
@@ -32,7 +32,7 @@ type HookConfig struct {
 // does), so a request the hook cannot serve (a malformed input, no such
 // session, an unknown parent) is a denial that says why.
 func (s *Server) hook(w http.ResponseWriter, r *http.Request) error {
-	host, err := hooks.ParseHost(chi.URLParam(r, "host"))
+	host, err := hosthook.ParseHost(chi.URLParam(r, "host"))
 	if err != nil {
 		return apierr.New(apierr.NotFound, "%v", err)
 	}
