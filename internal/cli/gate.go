@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/planserver/planserver/internal/hookwire"
+	"github.com/planserver/planserver/internal/hosthookwire"
 	"github.com/planserver/planserver/internal/mcp"
 	"github.com/planserver/planserver/internal/sandbox"
 	"github.com/spf13/cobra"
@@ -75,7 +75,7 @@ func GateCommand() *cobra.Command {
 	}, gateUsage, "Flags (--server and --token given on the command line win over their environment variables):", "")
 	fs := cmd.Flags()
 	fs.StringVar(&g.session, "session", "", "the `session` whose mode gates the tools (required)")
-	fs.StringVar(&g.server, "server", hookwire.DefaultServer, "planserver's `URL`")
+	fs.StringVar(&g.server, "server", hosthookwire.DefaultServer, "planserver's `URL`")
 	fs.StringVar(&g.token, "token", "", "a `token` that may check tools of the session, e.g. its agent token")
 	fs.StringVar(&g.name, "name", "", "the upstream's `name` in tool_call.denied events (default: CMD's file name)")
 	fs.StringVar(&g.project, "project", "", "the `dir` CMD runs in, which a scoped build's paths are relative to (default: the working directory)")

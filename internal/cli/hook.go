@@ -10,13 +10,13 @@ import (
 
 	"github.com/planserver/planserver/internal/hookcmd"
 	"github.com/planserver/planserver/internal/hookinstall"
-	"github.com/planserver/planserver/internal/hookwire"
 	"github.com/planserver/planserver/internal/hosthook"
+	"github.com/planserver/planserver/internal/hosthookwire"
 	"github.com/spf13/cobra"
 )
 
 // HookCommand is planserver hook: the hook itself (hook HOST), which
-// reads its own settings (internal/hookwire, shared with the lean
+// reads its own settings (internal/hosthookwire, shared with the lean
 // planserver-hook) and always answers the host in JSON, and install,
 // doctor and uninstall.
 func HookCommand(env Env) *cobra.Command {
@@ -28,7 +28,7 @@ func HookCommand(env Env) *cobra.Command {
 				return ErrUsage
 			}
 			for _, a := range args {
-				if hookwire.IsHelp(a) {
+				if hosthookwire.IsHelp(a) {
 					fmt.Fprint(cmd.OutOrStdout(), hookcmd.Usage)
 					return nil
 				}
@@ -149,7 +149,7 @@ func hookInstall(ctx context.Context, verb string, host hosthook.Host, o hookins
 	}
 	o.ConfigHome, o.DataHome, o.ClaudeDir = getenv("XDG_CONFIG_HOME"), getenv("XDG_DATA_HOME"), getenv("CLAUDE_CONFIG_DIR")
 	if o.Server == "" {
-		o.Server = hookwire.DefaultServer
+		o.Server = hosthookwire.DefaultServer
 	}
 	o.Server = strings.TrimRight(o.Server, "/")
 	if o.Session == "" && o.Parent == "" {

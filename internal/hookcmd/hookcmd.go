@@ -6,7 +6,7 @@
 // when planserver cannot be asked (hookservice.Offline).
 //
 // It runs inside the planserver binary; the lean planserver-hook, which
-// links only internal/hookwire (TestHookBinaryStaysLean in
+// links only internal/hosthookwire (TestHookBinaryStaysLean in
 // cmd/planserver-hook), hands over to it what it does not do itself.
 package hookcmd
 
@@ -22,8 +22,8 @@ import (
 
 	"github.com/planserver/planserver/internal/hookproto"
 	"github.com/planserver/planserver/internal/hookservice"
-	"github.com/planserver/planserver/internal/hookwire"
 	"github.com/planserver/planserver/internal/hosthook"
+	"github.com/planserver/planserver/internal/hosthookwire"
 	"github.com/planserver/planserver/internal/sandbox"
 	"github.com/planserver/planserver/internal/shellclass"
 )
@@ -94,7 +94,7 @@ func Run(ctx context.Context, hostName string, args []string, getenv func(string
 			fmt.Fprintf(stderr, "planserver hook: internal error: %v\n", r)
 			d := hosthook.Refusal(fmt.Sprintf("planserver hook failed (internal error: %v).", r))
 			if hostErr != nil {
-				write(hookwire.AnyHostDeny(d.Reason))
+				write(hosthookwire.AnyHostDeny(d.Reason))
 				return
 			}
 			write(hosthook.Render(host, call, d))
@@ -102,7 +102,7 @@ func Run(ctx context.Context, hostName string, args []string, getenv func(string
 	}()
 	if hostErr != nil {
 		fmt.Fprintf(stderr, "planserver hook: %v\n", hostErr)
-		write(hookwire.AnyHostDeny(hosthook.Refusal(hostErr.Error() + ".").Reason))
+		write(hosthookwire.AnyHostDeny(hosthook.Refusal(hostErr.Error() + ".").Reason))
 		return
 	}
 	raw, err := io.ReadAll(io.LimitReader(stdin, hookproto.MaxInput+1))
@@ -121,7 +121,7 @@ func Run(ctx context.Context, hostName string, args []string, getenv func(string
 		write(hosthook.Render(host, call, d))
 		return
 	}
-	set, err := hookwire.ParseFlags(args, getenv)
+	set, err := hosthookwire.ParseFlags(args, getenv)
 	policy := hookLocalPolicy(set.ShellReadOnly)
 	if err == nil {
 		err = set.Check()
@@ -132,7 +132,7 @@ func Run(ctx context.Context, hostName string, args []string, getenv func(string
 	}
 	var token string
 	if err == nil {
-		token, err = hookwire.Token(set, getenv)
+		token, err = hosthookwire.Token(set, getenv)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "planserver hook: %v\n", err)
@@ -193,10 +193,10 @@ func SandboxHere(allowConnect []string, ownPort string) hosthook.Sandbox {
 // askPlanserver sends the host's input to POST /v1/hooks/{host} and
 // returns the answer, which must be a 200 JSON object. It goes through
 // net/http, so that https and the proxy settings of the environment work;
-// the lean planserver-hook sends the same request (hookwire.NewRequest)
+// the lean planserver-hook sends the same request (hosthookwire.NewRequest)
 // with a client of its own.
-func askPlanserver(ctx context.Context, set hookwire.Settings, token string, host hosthook.Host, raw []byte) ([]byte, error) {
-	q, err := hookwire.NewRequest(set, token, string(host), raw)
+func askPlanserver(ctx context.Context, set hosthookwire.Settings, token string, host hosthook.Host, raw []byte) ([]byte, error) {
+	q, err := hosthookwire.NewRequest(set, token, string(host), raw)
 	if err != nil {
 		return nil, err
 	}
@@ -218,5 +218,5 @@ func askPlanserver(ctx context.Context, set hookwire.Settings, token string, hos
 	if err != nil {
 		return nil, fmt.Errorf("planserver at %s: reading the answer: %w", set.Server, err)
 	}
-	return hookwire.Answer(resp.StatusCode, body)
+	return hosthookwire.Answer(resp.StatusCode, body)
 }

@@ -1,4 +1,4 @@
-package hookwire
+package hosthookwire
 
 import (
 	"bufio"

@@ -1,4 +1,4 @@
-// Package hookwire is what a hook process needs to ask planserver: its
+// Package hosthookwire is what a hook process needs to ask planserver: its
 // settings, its token, and one POST /v1/hooks/{host} over HTTP/1.1.
 //
 // A host starts the hook before every tool call, so the hook's start-up is
@@ -16,7 +16,7 @@
 // Content-Length, chunks or the end of the connection). Judging a call
 // without planserver, and https, are planserver hook's: planserver-hook
 // hands the call over to it (cmd/planserver-hook).
-package hookwire
+package hosthookwire
 
 import (
 	"bufio"
