@@ -10,7 +10,7 @@
 // put them): judging the call when planserver could not be asked (reads
 // allowed, everything else denied, saying why), https and proxies, and
 // every refusal of bad flags or input, so that those rules keep one home
-// (internal/hookcmd). Without planserver beside it, such a call is denied.
+// (internal/hosthookcmd). Without planserver beside it, such a call is denied.
 //
 //	planserver-hook HOST [--server URL] [--token-file FILE] [--session ID | --parent ID] [--timeout D]
 package main

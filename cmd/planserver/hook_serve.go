@@ -5,9 +5,9 @@ import (
 	"net"
 	"strings"
 
-	"github.com/planserver/planserver/internal/hookcmd"
 	"github.com/planserver/planserver/internal/hookservice"
 	"github.com/planserver/planserver/internal/hosthook"
+	"github.com/planserver/planserver/internal/hosthookcmd"
 	planhttp "github.com/planserver/planserver/internal/http"
 	"github.com/planserver/planserver/internal/sandbox"
 )
@@ -35,7 +35,7 @@ func hookConfig(cfg *config) (planhttp.HookConfig, error) {
 	switch cfg.HookSandbox {
 	case "on":
 		_, own, _ := net.SplitHostPort(cfg.Addr)
-		hc.Shell.Sandbox = hookcmd.SandboxHere(allow, own)
+		hc.Shell.Sandbox = hosthookcmd.SandboxHere(allow, own)
 	case "off":
 		hc.Shell.Sandbox = hosthook.Sandbox{Why: "the operator turned it off (--hook-sandbox off)"}
 	default:

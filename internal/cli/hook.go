@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/planserver/planserver/internal/hookcmd"
 	"github.com/planserver/planserver/internal/hookinstall"
 	"github.com/planserver/planserver/internal/hosthook"
+	"github.com/planserver/planserver/internal/hosthookcmd"
 	"github.com/planserver/planserver/internal/hosthookwire"
 	"github.com/spf13/cobra"
 )
@@ -24,20 +24,20 @@ func HookCommand(env Env) *cobra.Command {
 		Use: "hook", DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				fmt.Fprint(cmd.OutOrStdout(), hookcmd.Usage)
+				fmt.Fprint(cmd.OutOrStdout(), hosthookcmd.Usage)
 				return ErrUsage
 			}
 			for _, a := range args {
 				if hosthookwire.IsHelp(a) {
-					fmt.Fprint(cmd.OutOrStdout(), hookcmd.Usage)
+					fmt.Fprint(cmd.OutOrStdout(), hosthookcmd.Usage)
 					return nil
 				}
 			}
 			// A host's hook: its input on stdin, the host's output on stdout.
-			hookcmd.Run(cmd.Context(), args[0], args[1:], env.Getenv, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			hosthookcmd.Run(cmd.Context(), args[0], args[1:], env.Getenv, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 			return nil
 		},
-	}, hookcmd.Usage, "", "")
+	}, hosthookcmd.Usage, "", "")
 	for _, verb := range []string{"install", "doctor", "uninstall"} {
 		hook.AddCommand(hookInstallCommand(verb, env))
 	}

@@ -1,4 +1,4 @@
-// Package hookcmd is the command form of host hooks: the process a host
+// Package hosthookcmd is the command form of host hooks: the process a host
 // starts before every tool call (planserver hook HOST, and the lean
 // planserver-hook HOST that does the same without the server's start-up
 // cost). It reads the host's input, asks planserver (POST
@@ -8,7 +8,7 @@
 // It runs inside the planserver binary; the lean planserver-hook, which
 // links only internal/hosthookwire (TestHookBinaryStaysLean in
 // cmd/planserver-hook), hands over to it what it does not do itself.
-package hookcmd
+package hosthookcmd
 
 import (
 	"bytes"
