@@ -5,9 +5,9 @@ import (
 	"net"
 	"strings"
 
-	"github.com/planserver/planserver/internal/hookservice"
 	"github.com/planserver/planserver/internal/hosthook"
 	"github.com/planserver/planserver/internal/hosthookcmd"
+	"github.com/planserver/planserver/internal/hosthookservice"
 	planhttp "github.com/planserver/planserver/internal/http"
 	"github.com/planserver/planserver/internal/sandbox"
 )
@@ -22,7 +22,7 @@ func hookConfig(cfg *config) (planhttp.HookConfig, error) {
 	if err != nil {
 		return planhttp.HookConfig{}, err
 	}
-	hc := planhttp.HookConfig{Shell: hookservice.ShellPolicy(table, hosthook.Sandbox{})}
+	hc := planhttp.HookConfig{Shell: hosthookservice.ShellPolicy(table, hosthook.Sandbox{})}
 	for _, n := range strings.Split(cfg.HookMCPServers, ",") {
 		if n = strings.TrimSpace(n); n != "" {
 			hc.OwnServers = append(hc.OwnServers, n)

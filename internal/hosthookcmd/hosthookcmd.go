@@ -3,7 +3,7 @@
 // planserver-hook HOST that does the same without the server's start-up
 // cost). It reads the host's input, asks planserver (POST
 // /v1/hooks/{host}) and prints the host's answer; it judges by itself only
-// when planserver cannot be asked (hookservice.Offline).
+// when planserver cannot be asked (hosthookservice.Offline).
 //
 // It runs inside the planserver binary; the lean planserver-hook, which
 // links only internal/hosthookwire (TestHookBinaryStaysLean in
@@ -21,8 +21,8 @@ import (
 	"os"
 
 	"github.com/planserver/planserver/internal/hookproto"
-	"github.com/planserver/planserver/internal/hookservice"
 	"github.com/planserver/planserver/internal/hosthook"
+	"github.com/planserver/planserver/internal/hosthookservice"
 	"github.com/planserver/planserver/internal/hosthookwire"
 	"github.com/planserver/planserver/internal/sandbox"
 	"github.com/planserver/planserver/internal/shellclass"
@@ -136,27 +136,27 @@ func Run(ctx context.Context, hostName string, args []string, getenv func(string
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "planserver hook: %v\n", err)
-		write(hosthook.Render(host, call, hookservice.Offline(call, policy, err)))
+		write(hosthook.Render(host, call, hosthookservice.Offline(call, policy, err)))
 		return
 	}
 	answer, err := askPlanserver(ctx, set, token, host, raw)
 	if err != nil {
 		fmt.Fprintf(stderr, "planserver hook: %v\n", err)
-		write(hosthook.Render(host, call, hookservice.Offline(call, policy, err)))
+		write(hosthook.Render(host, call, hosthookservice.Offline(call, policy, err)))
 		return
 	}
 	write(answer)
 }
 
 // hookLocalPolicy is how the hook judges a shell command by itself when
-// planserver cannot be asked: as plan mode would (hookservice.Offline),
+// planserver cannot be asked: as plan mode would (hosthookservice.Offline),
 // with the sandbox of this machine, which never connects anywhere.
 func hookLocalPolicy(shellReadOnly string) hosthook.Policy {
 	table, err := shellclass.LoadFile(shellReadOnly)
 	if err != nil {
 		table = shellclass.DefaultTable()
 	}
-	return hookservice.ShellPolicy(table, SandboxHere(nil, ""))
+	return hosthookservice.ShellPolicy(table, SandboxHere(nil, ""))
 }
 
 // SandboxHere is the sandbox of this machine for the hooks' decision:

@@ -7,8 +7,8 @@ import (
 
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/hookproto"
-	"github.com/planserver/planserver/internal/hookservice"
 	"github.com/planserver/planserver/internal/hosthook"
+	"github.com/planserver/planserver/internal/hosthookservice"
 	"github.com/planserver/planserver/internal/http/request"
 	"github.com/planserver/planserver/internal/http/response"
 )
@@ -17,8 +17,8 @@ import (
 type HookConfig struct {
 	// Shell judges shell commands in plan mode: the sandbox every
 	// rewritable command runs in, the early denial of certain writers, the
-	// allowlist where no sandbox runs (hookservice.ShellPolicy builds it;
-	// nil judges are the defaults, see hookservice.Config.Shell).
+	// allowlist where no sandbox runs (hosthookservice.ShellPolicy builds it;
+	// nil judges are the defaults, see hosthookservice.Config.Shell).
 	Shell hosthook.Policy
 	// OwnServers are the names hosts give planserver's own MCP server
 	// (mcp__<name>__tool); "planserver" when empty.
@@ -26,7 +26,7 @@ type HookConfig struct {
 }
 
 // hook is POST /v1/hooks/{host}: a host's hook input in, the host's hook
-// output out, decided by the host-hook service (internal/hookservice).
+// output out, decided by the host-hook service (internal/hosthookservice).
 // Once the host is known every answer is 200 in the host's format: a host
 // treats an error status as "no decision" and runs the tool (Claude Code
 // does), so a request the hook cannot serve (a malformed input, no such
@@ -37,7 +37,7 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) error {
 		return apierr.New(apierr.NotFound, "%v", err)
 	}
 	q := r.URL.Query()
-	req := hookservice.Request{Host: host, Adapter: "http", Session: q.Get("session"), Parent: q.Get("parent"),
+	req := hosthookservice.Request{Host: host, Adapter: "http", Session: q.Get("session"), Parent: q.Get("parent"),
 		MCP: q.Get("mcp"), BaseURL: baseURL(r)}
 	switch v := r.Header.Get(hookproto.AdapterHeader); v {
 	case "command", "plugin":

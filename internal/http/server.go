@@ -23,7 +23,7 @@ import (
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/events"
-	"github.com/planserver/planserver/internal/hookservice"
+	"github.com/planserver/planserver/internal/hosthookservice"
 	"github.com/planserver/planserver/internal/http/request"
 	"github.com/planserver/planserver/internal/http/response"
 	"github.com/planserver/planserver/internal/http/signin"
@@ -123,7 +123,7 @@ type Server struct {
 	// plans store and the MCP endpoint.
 	authz *auth.Authorizer
 	// hooks answers host hooks' calls (hooks.go).
-	hooks  *hookservice.Service
+	hooks  *hosthookservice.Service
 	tokens *auth.Store
 	// signIns keeps the sign-ins of OIDC (nil oidc: none are made).
 	signIns *auth.SignIns
@@ -213,7 +213,7 @@ func New(cfg Config) *Server {
 	for _, op := range mcp.Operations {
 		ownTools[op.Name] = op.ReadOnly
 	}
-	s.hooks = hookservice.New(hookservice.Config{Sessions: s.sessions, Gate: s.gate, Access: s.authz, Gates: s.gates,
+	s.hooks = hosthookservice.New(hosthookservice.Config{Sessions: s.sessions, Gate: s.gate, Access: s.authz, Gates: s.gates,
 		Shell: cfg.Hooks.Shell, OwnServers: cfg.Hooks.OwnServers, OwnTools: ownTools, MaxPlanBytes: cfg.MaxPlanBytes,
 		Registry: reg, Logger: cfg.Logger})
 	// A plan body that starts, completes or claims a step executes it

@@ -1,4 +1,4 @@
-package hookservice
+package hosthookservice
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-// Package hookservice is the host-hook use case: one hook call of an agent
+// Package hosthookservice is the host-hook use case: one hook call of an agent
 // host (POST /v1/hooks/{host}, which planserver hook and planserver-hook
 // ask) parsed from the host's input, the session it acts for found, the
 // facts gathered, decided by hosthook.Decide, recorded, and rendered in the
@@ -8,7 +8,7 @@
 //
 // It imports no transport: internal/http calls it, and the composition
 // root (internal/app) builds it with the stores and the shell policy.
-package hookservice
+package hosthookservice
 
 import (
 	"context"
