@@ -25,7 +25,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"github.com/planserver/planserver/internal/hookproto"
+	"github.com/planserver/planserver/internal/hosthookproto"
 	"github.com/planserver/planserver/internal/hosthookwire"
 )
 
@@ -66,8 +66,8 @@ itself: judging a call while planserver cannot be asked, https and proxies.
 // answer is the host's output for one call: planserver's answer when the
 // question goes through, else planserver hook's.
 func answer(host string, args []string) []byte {
-	raw, err := io.ReadAll(io.LimitReader(os.Stdin, hookproto.MaxInput+1))
-	if err != nil || len(raw) > hookproto.MaxInput {
+	raw, err := io.ReadAll(io.LimitReader(os.Stdin, hosthookproto.MaxInput+1))
+	if err != nil || len(raw) > hosthookproto.MaxInput {
 		return handOver(host, args, raw, "")
 	}
 	set, err := hosthookwire.ParseFlags(args, os.Getenv)

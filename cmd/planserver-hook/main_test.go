@@ -19,9 +19,9 @@ func TestHookBinaryStaysLean(t *testing.T) {
 		t.Fatalf("go list: %v", err)
 	}
 	ours := map[string]bool{
-		"github.com/planserver/planserver/cmd/planserver-hook":   true,
-		"github.com/planserver/planserver/internal/hosthookwire": true,
-		"github.com/planserver/planserver/internal/hookproto":    true,
+		"github.com/planserver/planserver/cmd/planserver-hook":    true,
+		"github.com/planserver/planserver/internal/hosthookwire":  true,
+		"github.com/planserver/planserver/internal/hosthookproto": true,
 	}
 	heavy := []string{"net/http", "crypto/tls", "crypto/x509", "regexp", "compress/"}
 	var seen int

@@ -18,8 +18,8 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/client"
-	"github.com/planserver/planserver/internal/hookproto"
 	"github.com/planserver/planserver/internal/hosthook"
+	"github.com/planserver/planserver/internal/hosthookproto"
 )
 
 // SelfTestConversation is the host conversation id the canary calls carry:
@@ -239,7 +239,7 @@ func askPlugin(ctx context.Context, m Manifest, token string, raw []byte) (answe
 		return answer{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(hookproto.AdapterHeader, "plugin")
+	req.Header.Set(hosthookproto.AdapterHeader, "plugin")
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}

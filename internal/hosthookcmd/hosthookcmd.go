@@ -20,8 +20,8 @@ import (
 	"net/http"
 	"os"
 
-	"github.com/planserver/planserver/internal/hookproto"
 	"github.com/planserver/planserver/internal/hosthook"
+	"github.com/planserver/planserver/internal/hosthookproto"
 	"github.com/planserver/planserver/internal/hosthookservice"
 	"github.com/planserver/planserver/internal/hosthookwire"
 	"github.com/planserver/planserver/internal/sandbox"
@@ -105,7 +105,7 @@ func Run(ctx context.Context, hostName string, args []string, getenv func(string
 		write(hosthookwire.AnyHostDeny(hosthook.Refusal(hostErr.Error() + ".").Reason))
 		return
 	}
-	raw, err := io.ReadAll(io.LimitReader(stdin, hookproto.MaxInput+1))
+	raw, err := io.ReadAll(io.LimitReader(stdin, hosthookproto.MaxInput+1))
 	if err != nil {
 		write(hosthook.Render(host, call, hosthook.Refusal(fmt.Sprintf("the hook input could not be read (%v).", err))))
 		return

@@ -115,7 +115,7 @@ func New(cfg Config) *Service {
 type Request struct {
 	Host hosthook.Host
 	// Adapter is who asks: "http" (the host itself), "command" or
-	// "plugin" (hookproto.AdapterHeader).
+	// "plugin" (hosthookproto.AdapterHeader).
 	Adapter string
 	// Input is the host's hook input; Unreadable, when set, says why the
 	// transport could not read it (its media type, its size), and the call

@@ -35,12 +35,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/planserver/planserver/internal/hookproto"
+	"github.com/planserver/planserver/internal/hosthookproto"
 )
 
 // maxAnswer bounds planserver's answer: an answer carries at most the
 // input's command back (updatedInput), so twice the input is plenty.
-const maxAnswer = 2*hookproto.MaxInput + 1<<20
+const maxAnswer = 2*hosthookproto.MaxInput + 1<<20
 
 // DefaultServer is the planserver the hook, its installer and the API
 // commands talk to when neither --server nor PLANSERVER_URL names one.
@@ -173,7 +173,7 @@ func NewRequest(set Settings, token, host string, raw []byte) (Request, error) {
 	}
 	u.Path, u.RawPath = strings.TrimRight(u.Path, "/")+"/v1/hooks/"+host, ""
 	u.RawQuery = q.Encode()
-	header := [][2]string{{"Content-Type", "application/json"}, {hookproto.AdapterHeader, "command"}}
+	header := [][2]string{{"Content-Type", "application/json"}, {hosthookproto.AdapterHeader, "command"}}
 	if token != "" {
 		header = append(header, [2]string{"Authorization", "Bearer " + token})
 	}
@@ -327,7 +327,7 @@ func readAtMost(r io.Reader, n int64) ([]byte, error) {
 }
 
 // IsReport reports whether raw is host's report of a run (one of
-// hookproto.ReportEvents), for the answers given when nothing else could be read:
+// hosthookproto.ReportEvents), for the answers given when nothing else could be read:
 // a report gets no decision. It unmarshals, so it is for the paths where
 // the hook already failed, not the start-up of every call.
 func IsReport(host string, raw []byte) bool {
@@ -342,7 +342,7 @@ func IsReport(host string, raw []byte) bool {
 	if host == "opencode" {
 		ev = in.Event
 	}
-	for _, r := range hookproto.ReportEvents[host] {
+	for _, r := range hosthookproto.ReportEvents[host] {
 		if ev == r {
 			return true
 		}

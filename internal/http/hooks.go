@@ -6,8 +6,8 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/planserver/planserver/internal/apierr"
-	"github.com/planserver/planserver/internal/hookproto"
 	"github.com/planserver/planserver/internal/hosthook"
+	"github.com/planserver/planserver/internal/hosthookproto"
 	"github.com/planserver/planserver/internal/hosthookservice"
 	"github.com/planserver/planserver/internal/http/request"
 	"github.com/planserver/planserver/internal/http/response"
@@ -39,13 +39,13 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	req := hosthookservice.Request{Host: host, Adapter: "http", Session: q.Get("session"), Parent: q.Get("parent"),
 		MCP: q.Get("mcp"), BaseURL: baseURL(r)}
-	switch v := r.Header.Get(hookproto.AdapterHeader); v {
+	switch v := r.Header.Get(hosthookproto.AdapterHeader); v {
 	case "command", "plugin":
 		req.Adapter = v
 	}
 	if _, err := request.RequireMediaType(r, request.MediaJSON); err != nil {
 		req.Unreadable = err
-	} else if req.Input, err = request.ReadBody(w, r, hookproto.MaxInput+1); err != nil {
+	} else if req.Input, err = request.ReadBody(w, r, hosthookproto.MaxInput+1); err != nil {
 		req.Unreadable = err
 	}
 	a := s.hooks.Answer(r.Context(), req)

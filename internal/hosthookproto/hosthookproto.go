@@ -1,10 +1,10 @@
-// Package hookproto holds the facts of the host-hook protocol that both of
+// Package hosthookproto holds the facts of the host-hook protocol that both of
 // its ends need: the server that decides (internal/hosthook,
 // internal/hosthookservice, internal/http) and the clients a host starts
 // (internal/hosthookwire, planserver-hook, internal/hosthookcmd). It is a leaf of
 // constants, so that the lean planserver-hook can link it and the server
 // need not link a client to know them.
-package hookproto
+package hosthookproto
 
 // AdapterHeader names the adapter that asks POST /v1/hooks/{host}:
 // planserver hook and planserver-hook send "command", the opencode plugin
