@@ -5,10 +5,9 @@ import (
 	"net"
 	"strings"
 
+	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/hosthook"
 	"github.com/planserver/planserver/internal/hosthookcmd"
-	"github.com/planserver/planserver/internal/hosthookservice"
-	planhttp "github.com/planserver/planserver/internal/http"
 	"github.com/planserver/planserver/internal/sandbox"
 )
 
@@ -17,12 +16,12 @@ import (
 // runs it. The sandbox's network rule is always on, and never lets a
 // command reach planserver itself: under --auth none any local caller is
 // an admin, so a sandboxed curl to planserver could lift plan mode.
-func hookConfig(cfg *config) (planhttp.HookConfig, error) {
+func hookConfig(cfg *config) (app.HookConfig, error) {
 	table, err := cfg.shellTable()
 	if err != nil {
-		return planhttp.HookConfig{}, err
+		return app.HookConfig{}, err
 	}
-	hc := planhttp.HookConfig{Shell: hosthookservice.ShellPolicy(table, hosthook.Sandbox{})}
+	hc := app.HookConfig{Shell: hosthookcmd.ShellPolicy(table, hosthook.Sandbox{})}
 	for _, n := range strings.Split(cfg.HookMCPServers, ",") {
 		if n = strings.TrimSpace(n); n != "" {
 			hc.OwnServers = append(hc.OwnServers, n)

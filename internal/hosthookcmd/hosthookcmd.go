@@ -5,6 +5,9 @@
 // /v1/hooks/{host}) and prints the host's answer; it judges by itself only
 // when planserver cannot be asked (hosthookservice.Offline).
 //
+// It also holds how this machine judges shell commands (ShellPolicy,
+// SandboxHere), which serve's hook service uses too.
+//
 // It runs inside the planserver binary; the lean planserver-hook, which
 // links only internal/hosthookwire (TestHookBinaryStaysLean in
 // cmd/planserver-hook), hands over to it what it does not do itself.
@@ -156,7 +159,16 @@ func hookLocalPolicy(shellReadOnly string) hosthook.Policy {
 	if err != nil {
 		table = shellclass.DefaultTable()
 	}
-	return hosthookservice.ShellPolicy(table, SandboxHere(nil, ""))
+	return ShellPolicy(table, SandboxHere(nil, ""))
+}
+
+// ShellPolicy is how shell commands are judged, by serve's hook service
+// and by this command while planserver cannot be asked:
+// shellclass.Writes, the strict allowlist of table (nil: the default
+// table), and the sandbox sb. It is the one place the policy is put
+// together.
+func ShellPolicy(table *shellclass.Table, sb hosthook.Sandbox) hosthook.Policy {
+	return hosthook.Policy{Writes: shellclass.Writes, Strict: shellclass.StrictJudge(table), Sandbox: sb}
 }
 
 // SandboxHere is the sandbox of this machine for the hooks' decision:

@@ -5,16 +5,7 @@ import (
 	"time"
 
 	"github.com/planserver/planserver/internal/hosthook"
-	"github.com/planserver/planserver/internal/shellclass"
 )
-
-// ShellPolicy is how shell commands are judged, by the service and by the
-// command form while planserver cannot be asked: shellclass.Writes, the
-// strict allowlist of table (nil: the default table), and the sandbox sb.
-// It is the one place the policy is put together.
-func ShellPolicy(table *shellclass.Table, sb hosthook.Sandbox) hosthook.Policy {
-	return hosthook.Policy{Writes: shellclass.Writes, Strict: shellclass.StrictJudge(table), Sandbox: sb}
-}
 
 // offlineBudget bounds the command form's own judgement of a call when
 // planserver cannot be asked: a host that gets no answer within its hook

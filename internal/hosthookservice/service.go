@@ -6,8 +6,10 @@
 // the answer; this package is the one place a hook call is decided with
 // planserver's state.
 //
-// It imports no transport: internal/http calls it, and the composition
-// root (internal/app) builds it with the stores and the shell policy.
+// It imports no transport and no shell parser: internal/http calls it, and
+// the composition root (internal/app) builds it with the stores and the
+// shell policy (hosthookcmd.ShellPolicy). Offline is the same decision
+// without planserver's state, for the command form (internal/hosthookcmd).
 package hosthookservice
 
 import (
@@ -26,7 +28,6 @@ import (
 	"github.com/planserver/planserver/internal/revision"
 	"github.com/planserver/planserver/internal/scope"
 	"github.com/planserver/planserver/internal/sessions"
-	"github.com/planserver/planserver/internal/shellclass"
 )
 
 // Access is the access check the service asks (auth.Authorizer).
@@ -49,9 +50,7 @@ type Config struct {
 	Gate   sessions.Gate
 	Access Access
 	Gates  Gates
-	// Shell judges shell commands (ShellPolicy builds it). A nil Writes is
-	// shellclass.Writes; a nil Strict is shellclass.Strict with its
-	// default table.
+	// Shell judges shell commands: hosthookcmd.ShellPolicy, whole.
 	Shell hosthook.Policy
 	// OwnServers are the names hosts give planserver's own MCP server
 	// (mcp__<name>__tool); "planserver" when empty.
@@ -82,12 +81,6 @@ type Service struct {
 func New(cfg Config) *Service {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
-	}
-	if cfg.Shell.Writes == nil {
-		cfg.Shell.Writes = shellclass.Writes
-	}
-	if cfg.Shell.Strict == nil {
-		cfg.Shell.Strict = shellclass.StrictJudge(nil)
 	}
 	s := &Service{cfg: cfg, log: cfg.Logger, ownServers: map[string]bool{}}
 	s.unjudged = prometheus.NewCounterVec(prometheus.CounterOpts{

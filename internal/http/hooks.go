@@ -13,18 +13,6 @@ import (
 	"github.com/planserver/planserver/internal/http/response"
 )
 
-// HookConfig is how POST /v1/hooks/{host} judges shell commands.
-type HookConfig struct {
-	// Shell judges shell commands in plan mode: the sandbox every
-	// rewritable command runs in, the early denial of certain writers, the
-	// allowlist where no sandbox runs (hosthookservice.ShellPolicy builds it;
-	// nil judges are the defaults, see hosthookservice.Config.Shell).
-	Shell hosthook.Policy
-	// OwnServers are the names hosts give planserver's own MCP server
-	// (mcp__<name>__tool); "planserver" when empty.
-	OwnServers []string
-}
-
 // hook is POST /v1/hooks/{host}: a host's hook input in, the host's hook
 // output out, decided by the host-hook service (internal/hosthookservice).
 // Once the host is known every answer is 200 in the host's format: a host

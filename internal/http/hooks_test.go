@@ -10,9 +10,9 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apitest"
+	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/hosthook"
-	planhttp "github.com/planserver/planserver/internal/http"
 	"github.com/planserver/planserver/internal/sandbox"
 )
 
@@ -346,7 +346,7 @@ func TestHookBadInput(t *testing.T) {
 // bind children under its session; another session is a denial that
 // cannot tell "outside your scope" from "does not exist".
 func TestHookAccess(t *testing.T) {
-	env := apitest.New(t, func(c *planhttp.Config) { c.Auth = "token" })
+	env := apitest.New(t, func(c *app.Config) { c.Auth = "token" })
 	admin := env.As(env.Token(auth.Admin, "admin", ""))
 	createSession(t, admin, map[string]any{"id": "mine", "mode": "plan"})
 	createSession(t, admin, map[string]any{"id": "theirs", "mode": "plan"})
@@ -403,7 +403,7 @@ func TestHookSandboxRewrite(t *testing.T) {
 	wrap := func(cmd string, _ hosthook.Wrap) (string, error) {
 		return sandbox.WrapCommand("/opt/planserver", cmd, nil)
 	}
-	env := apitest.New(t, func(c *planhttp.Config) {
+	env := apitest.New(t, func(c *app.Config) {
 		c.Hooks.Shell.Sandbox = hosthook.Sandbox{Available: true, Wrap: wrap}
 	})
 	createSession(t, env, map[string]any{"id": "p", "mode": "plan"})
@@ -467,7 +467,7 @@ func TestHookSandboxRewrite(t *testing.T) {
 	}
 
 	// Without the sandbox only a plain read on the allowlist runs.
-	off := apitest.New(t, func(c *planhttp.Config) {
+	off := apitest.New(t, func(c *app.Config) {
 		c.Hooks.Shell.Sandbox = hosthook.Sandbox{Why: "Landlock ABI 2 is below 6"}
 	})
 	createSession(t, off, map[string]any{"id": "p", "mode": "plan"})
@@ -488,7 +488,7 @@ func TestHookCodex(t *testing.T) {
 	wrap := func(cmd string, w hosthook.Wrap) (string, error) {
 		return sandbox.WrapCommand("/opt/planserver", cmd, nil)
 	}
-	env := apitest.New(t, func(c *planhttp.Config) {
+	env := apitest.New(t, func(c *app.Config) {
 		c.Hooks.Shell.Sandbox = hosthook.Sandbox{Available: true, Wrap: wrap}
 	})
 	createSession(t, env, map[string]any{"id": "p", "mode": "plan"})
@@ -544,7 +544,7 @@ func TestHookScopedBuild(t *testing.T) {
 		}
 		return sandbox.Wrap("/opt/planserver", cmd, o)
 	}
-	env := apitest.New(t, func(c *planhttp.Config) {
+	env := apitest.New(t, func(c *app.Config) {
 		c.Hooks.Shell.Sandbox = hosthook.Sandbox{Available: true, Wrap: wrap}
 	})
 	createSession(t, env, map[string]any{"id": "s", "mode": "plan"})
@@ -624,7 +624,7 @@ func TestCursorSecondHookSeesTheRewrite(t *testing.T) {
 		}
 		return sandbox.Wrap("/opt/planserver", cmd, o)
 	}
-	env := apitest.New(t, func(c *planhttp.Config) {
+	env := apitest.New(t, func(c *app.Config) {
 		c.Hooks.Shell.Sandbox = hosthook.Sandbox{Available: true, Wrap: wrap, Unwrap: sandbox.Unwrap}
 	})
 	createSession(t, env, map[string]any{"id": "p", "mode": "plan"})
@@ -692,7 +692,7 @@ func TestCursorShellRefusesTerminalControls(t *testing.T) {
 	wrap := func(cmd string, _ hosthook.Wrap) (string, error) {
 		return sandbox.WrapCommand("/opt/planserver", cmd, nil)
 	}
-	env := apitest.New(t, func(c *planhttp.Config) {
+	env := apitest.New(t, func(c *app.Config) {
 		c.Hooks.Shell.Sandbox = hosthook.Sandbox{Available: true, Wrap: wrap, Unwrap: sandbox.Unwrap}
 	})
 	createSession(t, env, map[string]any{"id": "p", "mode": "plan"})

@@ -63,7 +63,7 @@ type Backend struct {
 	// MaxPlanBytes bounds session plan content (--max-plan-bytes).
 	MaxPlanBytes int64
 	// UpstreamTimeout bounds every call to a gate's tool server, connecting
-	// included (--upstream-timeout); 0 means 30 s.
+	// included (--upstream-timeout); 0 means DefaultUpstreamTimeout.
 	UpstreamTimeout time.Duration
 	// RequirePreconditions is --require-preconditions: updates and deletes
 	// need last_known_revision.
@@ -71,6 +71,10 @@ type Backend struct {
 	Version              string
 	Logger               *slog.Logger
 }
+
+// DefaultUpstreamTimeout bounds a call to a gate's tool server when the
+// operator names no limit (--upstream-timeout).
+const DefaultUpstreamTimeout = 30 * time.Second
 
 // Access is what the endpoint needs of the access check (auth.Authorizer).
 type Access interface {

@@ -223,7 +223,7 @@ func (up *upstream) timeout() time.Duration {
 	if t := up.u.b.UpstreamTimeout; t > 0 {
 		return t
 	}
-	return 30 * time.Second
+	return DefaultUpstreamTimeout
 }
 
 // session returns the client session to the upstream, connecting when

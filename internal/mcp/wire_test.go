@@ -13,6 +13,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/planserver/planserver/internal/apitest"
+	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/auth"
 	planhttp "github.com/planserver/planserver/internal/http"
 	"github.com/planserver/planserver/internal/mcp"
@@ -78,7 +79,7 @@ func TestHTTPGateRefusesAmbiguousMessages(t *testing.T) {
 	srv := im.server()
 	ts := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{Stateless: true}))
 	t.Cleanup(ts.Close)
-	env := apitest.New(t, func(c *planhttp.Config) { c.Auth = planhttp.AuthToken })
+	env := apitest.New(t, func(c *app.Config) { c.Auth = planhttp.AuthToken })
 	admin := env.As(env.Token(auth.Admin, "root", ""))
 	session(t, admin, map[string]any{"id": "s"}) // build mode: only the reading decides
 	mustStatus(t, admin.Call("PUT", "/v1/gates/impostor", map[string]any{"url": ts.URL + "/mcp"}), http.StatusCreated)

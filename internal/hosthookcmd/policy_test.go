@@ -1,4 +1,4 @@
-package hosthookservice
+package hosthookcmd
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 	"github.com/planserver/planserver/internal/hosthook"
 )
 
-// TestShellPolicyDefaults: the policy the service and the command form
+// TestShellPolicyDefaults: the policy serve's hook service and the command form
 // share judges a writer as one and lets a plain read through the default
 // table, and keeps the sandbox it is given.
 func TestShellPolicyDefaults(t *testing.T) {
