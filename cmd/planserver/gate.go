@@ -10,6 +10,7 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/cli"
+	"github.com/planserver/planserver/internal/gates"
 	"github.com/planserver/planserver/internal/mcp"
 	"github.com/spf13/cobra"
 )
@@ -67,7 +68,7 @@ func gateRegistry(ctx context.Context, action string, cfg config, readOnly cli.R
 		return err
 	}
 	defer d.Close()
-	store := mcp.NewGateStore(d)
+	store := gates.NewStore(d)
 	switch action {
 	case "add":
 		tools := []string{}

@@ -20,6 +20,7 @@ import (
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/events"
+	"github.com/planserver/planserver/internal/gates"
 	"github.com/planserver/planserver/internal/hosthook"
 	"github.com/planserver/planserver/internal/hosthookcmd"
 	"github.com/planserver/planserver/internal/hosthookservice"
@@ -146,7 +147,7 @@ func New(cfg Config) *App {
 	// exactly as the step routes do, so it takes the same decision.
 	a.plans = plans.NewStore(cfg.DB, plans.Config{History: cfg.PlanHistory, MaxContentBytes: cfg.MaxPlanBytes, Access: access})
 	tokens := auth.NewStore(cfg.DB)
-	gates := mcp.NewGateStore(cfg.DB)
+	gates := gates.NewStore(cfg.DB)
 
 	var tail *events.Tail
 	a.metrics = events.NewMetrics(reg, func() int { return tail.Subscribers() })

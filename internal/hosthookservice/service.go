@@ -35,7 +35,7 @@ type Access interface {
 	Authorize(ctx context.Context, a auth.Action, target string, hidden error) error
 }
 
-// Gates looks up the gate registry (mcp.GateStore): a gate named like an
+// Gates looks up the gate registry (gates.Store): a gate named like an
 // MCP server says which of its tools the operator declared read-only.
 // Errors: invalid_argument (not a gate's name), not_found.
 type Gates interface {

@@ -112,7 +112,7 @@ type Deps struct {
 }
 
 // GateRegistry is the gate registry the /v1/gates routes serve
-// (mcp.GateStore).
+// (gates.Store).
 type GateRegistry interface {
 	Put(ctx context.Context, name string, in api.GateWrite) (*api.Gate, bool, error)
 	Get(ctx context.Context, name string) (*api.Gate, error)

@@ -17,6 +17,7 @@ import (
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/auth"
+	"github.com/planserver/planserver/internal/gates"
 	"github.com/planserver/planserver/internal/sessions"
 )
 
@@ -29,14 +30,14 @@ import (
 // caller's credential is never sent upstream.
 type Upstreams struct {
 	b     Backend
-	store *GateStore
+	store *gates.Store
 
 	mu    sync.Mutex
 	gates map[string]*upstream
 }
 
 // NewUpstreams returns the gate endpoint over the registry store.
-func NewUpstreams(b Backend, store *GateStore) *Upstreams {
+func NewUpstreams(b Backend, store *gates.Store) *Upstreams {
 	if b.Logger == nil {
 		b.Logger = defaultLogger()
 	}
