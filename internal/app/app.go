@@ -147,6 +147,11 @@ func New(cfg Config) *App {
 	// exactly as the step routes do, so it takes the same decision.
 	a.plans = plans.NewStore(cfg.DB, plans.Config{History: cfg.PlanHistory, MaxContentBytes: cfg.MaxPlanBytes, Access: access})
 	tokens := auth.NewStore(cfg.DB)
+	signIns := auth.SignInConfig{}
+	if o := cfg.OIDC; o != nil {
+		signIns = auth.SignInConfig{Timeouts: auth.Timeouts{Idle: o.Settings().Idle, MaxAge: o.Settings().MaxAge},
+			Attempts: o.Settings().Attempts, Rules: o.Settings().Roles}
+	}
 	gates := gates.NewStore(cfg.DB)
 
 	var tail *events.Tail
@@ -222,6 +227,7 @@ func New(cfg Config) *App {
 		Gate:         gate,
 		Access:       access,
 		Tokens:       tokens,
+		SignIns:      tokens.SignIns(signIns),
 		Plans:        a.plans,
 		Webhooks:     subscriptions,
 		Tail:         tail,

@@ -90,9 +90,12 @@ type Config struct {
 type Deps struct {
 	Sessions *sessions.Store
 	// Gate is the plan-mode tool policy (the --plan-mode-allow list).
-	Gate     sessions.Gate
-	Access   *auth.Authorizer
-	Tokens   *auth.Store
+	Gate   sessions.Gate
+	Access *auth.Authorizer
+	Tokens *auth.Store
+	// SignIns keeps the sign-ins of Config.OIDC (Tokens.SignIns with the
+	// provider's settings).
+	SignIns  *auth.SignIns
 	Plans    *plans.Store
 	Webhooks *webhooks.Store
 	// Tail wakes event streams after every commit, and serves the
@@ -213,6 +216,7 @@ func New(cfg Config, deps Deps) *Server {
 		authz:        deps.Access,
 		hooks:        deps.Hooks,
 		tokens:       deps.Tokens,
+		signIns:      deps.SignIns,
 		plans:        deps.Plans,
 		gates:        deps.Gates,
 		mcp:          deps.MCP,
@@ -225,14 +229,6 @@ func New(cfg Config, deps Deps) *Server {
 		shutdown:     make(chan struct{}),
 	}
 	s.oidc = cfg.OIDC
-	if s.tokens != nil {
-		signIns := auth.SignInConfig{}
-		if s.oidc != nil {
-			signIns = auth.SignInConfig{Timeouts: auth.Timeouts{Idle: s.oidc.Settings().Idle, MaxAge: s.oidc.Settings().MaxAge},
-				Attempts: s.oidc.Settings().Attempts, Rules: s.oidc.Settings().Roles}
-		}
-		s.signIns = s.tokens.SignIns(signIns)
-	}
 	s.streams = newStreamGate(cfg.MaxEventStreams, reg)
 	registerProcessMetrics(reg, cfg.DB, cfg.Version)
 	s.answers = response.NewCache(cfg.DB)
