@@ -11,7 +11,7 @@ import (
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/cli"
 	"github.com/planserver/planserver/internal/gates"
-	"github.com/planserver/planserver/internal/mcp"
+	"github.com/planserver/planserver/internal/gates/proxy"
 	"github.com/spf13/cobra"
 )
 
@@ -85,7 +85,7 @@ func gateRegistry(ctx context.Context, action string, cfg config, readOnly cli.R
 			verb = "registered"
 		}
 		fmt.Fprintf(stderr, "%s gate %q: agents reach %s at /mcp/gate/%s (extra read-only tools: %s)\n",
-			verb, g.Name, g.URL, g.Name, mcp.ReadOnlyList(readOnly))
+			verb, g.Name, g.URL, g.Name, proxy.ReadOnlyList(readOnly))
 	case "list":
 		gates, err := store.List(ctx)
 		if err != nil {

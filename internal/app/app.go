@@ -21,6 +21,7 @@ import (
 	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/events"
 	"github.com/planserver/planserver/internal/gates"
+	"github.com/planserver/planserver/internal/gates/proxy"
 	"github.com/planserver/planserver/internal/hosthook"
 	"github.com/planserver/planserver/internal/hosthookcmd"
 	"github.com/planserver/planserver/internal/hosthookservice"
@@ -49,7 +50,7 @@ type Config struct {
 	// empty means none.
 	PlanModeAllow []string
 	// UpstreamTimeout bounds every call to a gate's tool server
-	// (--upstream-timeout); 0 means mcp.DefaultUpstreamTimeout.
+	// (--upstream-timeout); 0 means proxy.DefaultUpstreamTimeout.
 	UpstreamTimeout time.Duration
 	// PlanHistory is how many revisions of a shared plan stay readable, the
 	// current one included (--plan-history); 100 when zero.
@@ -128,7 +129,7 @@ func New(cfg Config) *App {
 		cfg.MaxPlanBytes = planhttp.DefaultMaxPlanBytes
 	}
 	if cfg.UpstreamTimeout <= 0 {
-		cfg.UpstreamTimeout = mcp.DefaultUpstreamTimeout
+		cfg.UpstreamTimeout = proxy.DefaultUpstreamTimeout
 	}
 	if cfg.Now != nil {
 		cfg.DB.SetClock(cfg.Now)
@@ -194,7 +195,7 @@ func New(cfg Config) *App {
 		Logger:               cfg.Logger,
 	}
 	endpoint := mcp.New(backend)
-	upstreams := mcp.NewUpstreams(backend, gates)
+	upstreams := proxy.NewUpstreams(backend, gates)
 	// Say at start which tool servers the gate fronts, and which of their
 	// tools the operator declared read-only: what plan mode lets through
 	// beyond the annotations.

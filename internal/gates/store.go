@@ -1,6 +1,6 @@
 // Package gates keeps the gate registry (/v1/gates, planserver gate
 // add|list|remove): the streamable-HTTP MCP servers the gate proxy fronts
-// at /mcp/gate/{name} (internal/mcp's Upstreams), each with the tools its
+// at /mcp/gate/{name} (internal/gates/proxy), each with the tools its
 // operator declared read-only. It is the registry's store and its rules
 // (the name, the URL); the proxy that serves a gate is a transport above
 // it, as webhooks/deliver is above webhooks.

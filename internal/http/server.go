@@ -123,7 +123,7 @@ type GateRegistry interface {
 	Delete(ctx context.Context, name string) error
 }
 
-// GateProxy serves the gate called name (mcp.Upstreams).
+// GateProxy serves the gate called name (proxy.Upstreams, internal/gates/proxy).
 type GateProxy interface {
 	ServeGate(w http.ResponseWriter, r *http.Request, name string)
 }

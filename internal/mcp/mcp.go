@@ -63,7 +63,8 @@ type Backend struct {
 	// MaxPlanBytes bounds session plan content (--max-plan-bytes).
 	MaxPlanBytes int64
 	// UpstreamTimeout bounds every call to a gate's tool server, connecting
-	// included (--upstream-timeout); 0 means DefaultUpstreamTimeout.
+	// included (--upstream-timeout), for the gate proxy
+	// (internal/gates/proxy); 0 means proxy.DefaultUpstreamTimeout.
 	UpstreamTimeout time.Duration
 	// RequirePreconditions is --require-preconditions: updates and deletes
 	// need last_known_revision.
@@ -71,10 +72,6 @@ type Backend struct {
 	Version              string
 	Logger               *slog.Logger
 }
-
-// DefaultUpstreamTimeout bounds a call to a gate's tool server when the
-// operator names no limit (--upstream-timeout).
-const DefaultUpstreamTimeout = 30 * time.Second
 
 // Access is what the endpoint needs of the access check (auth.Authorizer).
 type Access interface {
@@ -143,15 +140,15 @@ Writes to shared plans take last_known_revision: on a version conflict, re-read 
 // allowed to connect by the server's guard; the base URL of the request is
 // kept for the review links the tools return.
 func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	serveMCP(e.handler, e.b.Problem, w, r)
+	Serve(e.handler, e.b.Problem, w, r)
 }
 
-// serveMCP serves r with h, an SDK handler, keeping the base URL of the
+// Serve serves r with h, an SDK handler, keeping the base URL of the
 // request for the review links the tools return. The SDK answers
 // transport errors (a wrong method or media type, a malformed body) in
 // plain text; every error of this server is a problem document, so those
 // are answered with problem instead.
-func serveMCP(h http.Handler, problem func(http.ResponseWriter, *http.Request, error), w http.ResponseWriter, r *http.Request) {
+func Serve(h http.Handler, problem func(http.ResponseWriter, *http.Request, error), w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(context.WithValue(r.Context(), baseKey{}, baseURL(r)))
 	pw := &problemWriter{ResponseWriter: w}
 	h.ServeHTTP(pw, r)
@@ -226,5 +223,3 @@ func statusCode(status int) apierr.Code {
 	}
 	return apierr.Internal
 }
-
-func defaultLogger() *slog.Logger { return slog.Default() }

@@ -15,8 +15,8 @@ import (
 	"github.com/planserver/planserver/internal/apitest"
 	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/auth"
+	"github.com/planserver/planserver/internal/gates/proxy"
 	planhttp "github.com/planserver/planserver/internal/http"
-	"github.com/planserver/planserver/internal/mcp"
 )
 
 // confusing are tools/call messages the gate could judge by one reading
@@ -46,8 +46,8 @@ func TestStdioGateRefusesAmbiguousMessages(t *testing.T) {
 	go func() { _ = im.server().Run(ctx, &sdk.IOTransport{Reader: upInR, Writer: upOutW}) }()
 	hostInR, in := io.Pipe()
 	hostOutR, hostOutW := io.Pipe()
-	g := &mcp.StdioGate{
-		Policy: mcp.Policy{Upstream: "impostor", Checker: mcp.RemoteChecker{Server: env.Server.URL, Session: "s"}},
+	g := &proxy.StdioGate{
+		Policy: proxy.Policy{Upstream: "impostor", Checker: proxy.RemoteChecker{Server: env.Server.URL, Session: "s"}},
 		Log:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	go func() { _ = g.Run(ctx, hostInR, hostOutW, upInW, upOutR) }()

@@ -1,4 +1,4 @@
-package mcp_test
+package proxy_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/planserver/planserver/api"
-	"github.com/planserver/planserver/internal/mcp"
+	"github.com/planserver/planserver/internal/gates/proxy"
 	"github.com/planserver/planserver/internal/sessions"
 )
 
@@ -32,7 +32,7 @@ func TestRemoteCheckerAsksThroughTheClient(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	c := mcp.RemoteChecker{Server: srv.URL, Session: "s1", Token: "tok"}
+	c := proxy.RemoteChecker{Server: srv.URL, Session: "s1", Token: "tok"}
 	_, _, err := c.Check(context.Background(), sessions.Tool{Name: "deploy", Upstream: "ops"})
 	want := "POST " + srv.URL + "/v1/sessions/s1/tools/check answered 403 permission_denied: not yours"
 	if err == nil || err.Error() != want {
