@@ -153,7 +153,7 @@ func New(cfg Config) *App {
 		signIns = auth.SignInConfig{Timeouts: auth.Timeouts{Idle: o.Settings().Idle, MaxAge: o.Settings().MaxAge},
 			Attempts: o.Settings().Attempts, Rules: o.Settings().Roles}
 	}
-	gates := gates.NewStore(cfg.DB)
+	registry := gates.NewStore(cfg.DB)
 
 	var tail *events.Tail
 	a.metrics = events.NewMetrics(reg, func() int { return tail.Subscribers() })
@@ -177,7 +177,7 @@ func New(cfg Config) *App {
 			shell.Strict = def.Strict
 		}
 	}
-	hostHooks := hosthookservice.New(hosthookservice.Config{Sessions: a.sessions, Gate: gate, Access: access, Gates: gates,
+	hostHooks := hosthookservice.New(hosthookservice.Config{Sessions: a.sessions, Gate: gate, Access: access, Gates: registry,
 		Shell: shell, OwnServers: cfg.Hooks.OwnServers, OwnTools: ownTools, MaxPlanBytes: cfg.MaxPlanBytes,
 		Registry: reg, Logger: cfg.Logger})
 
@@ -195,11 +195,11 @@ func New(cfg Config) *App {
 		Logger:               cfg.Logger,
 	}
 	endpoint := mcp.New(backend)
-	upstreams := proxy.NewUpstreams(backend, gates)
+	upstreams := proxy.NewUpstreams(backend, registry)
 	// Say at start which tool servers the gate fronts, and which of their
 	// tools the operator declared read-only: what plan mode lets through
 	// beyond the annotations.
-	if list, err := gates.List(context.Background()); err == nil {
+	if list, err := registry.List(context.Background()); err == nil {
 		for _, g := range list {
 			cfg.Logger.Info("gate registered", "name", g.Name, "url", g.URL, "path", "/mcp/gate/"+g.Name,
 				"extra_read_only_tools", strings.Join(g.ReadOnlyTools, ","))
@@ -234,7 +234,7 @@ func New(cfg Config) *App {
 		Tail:         tail,
 		Head:         events.NewHeadCache(cfg.DB),
 		EventMetrics: a.metrics,
-		Gates:        gates,
+		Gates:        registry,
 		MCP:          endpoint,
 		GateProxy:    upstreams,
 		Hooks:        hostHooks,
