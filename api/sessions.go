@@ -325,6 +325,8 @@ type ToolAnnotations struct {
 type Tool struct {
 	Name        string           `json:"name"`
 	Annotations *ToolAnnotations `json:"annotations,omitempty"`
+	// Meta is the tool's _meta: only UpstreamMeta is read.
+	Meta map[string]string `json:"_meta,omitempty"`
 }
 
 // UpstreamMeta is the _meta key of a checked tool that names the tool

@@ -20,6 +20,7 @@ import (
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/client"
 	"github.com/planserver/planserver/internal/apitest"
+	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/events"
@@ -64,8 +65,8 @@ type errorCase struct {
 }
 
 // tokenServer is planserver with --auth token and an admin token.
-func tokenServer(t *testing.T, configure ...func(*planhttp.Config)) (*apitest.Env, string) {
-	env := apitest.New(t, append([]func(*planhttp.Config){func(c *planhttp.Config) { c.Auth = planhttp.AuthToken }}, configure...)...)
+func tokenServer(t *testing.T, configure ...func(*app.Config)) (*apitest.Env, string) {
+	env := apitest.New(t, append([]func(*app.Config){func(c *app.Config) { c.Auth = planhttp.AuthToken }}, configure...)...)
 	return env, env.Token(auth.Admin, "alice", "")
 }
 
@@ -133,7 +134,7 @@ var errorCases = []errorCase{
 		}
 	}},
 	{api.CodePreconditionRequired, 428, func(t *testing.T) error {
-		_, c := newTest(t, func(c *planhttp.Config) { c.RequirePreconditions = true })
+		_, c := newTest(t, func(c *app.Config) { c.RequirePreconditions = true })
 		if _, err := c.PutPlanContent(t.Context(), "p", "# one"); err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +142,7 @@ var errorCases = []errorCase{
 		return err
 	}, nil},
 	{api.CodePayloadTooLarge, 413, func(t *testing.T) error {
-		_, c := newTest(t, func(c *planhttp.Config) { c.MaxPlanBytes = 16 })
+		_, c := newTest(t, func(c *app.Config) { c.MaxPlanBytes = 16 })
 		_, err := c.PutPlanContent(t.Context(), "p", strings.Repeat("x", 64))
 		return err
 	}, nil},
@@ -222,20 +223,20 @@ var errorCases = []errorCase{
 		}
 	}},
 	{api.CodeCursorExpired, 410, func(t *testing.T) error {
-		env, c := newTest(t, func(c *planhttp.Config) { c.EventRetention = events.Retention{MaxRows: 1} })
+		env, c := newTest(t, func(c *app.Config) { c.EventRetention = events.Retention{MaxRows: 1} })
 		for _, id := range []string{"a", "b"} {
 			if _, err := c.CreateSession(t.Context(), api.SessionCreate{ID: client.Ptr(id)}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if _, err := env.API.PruneEvents(t.Context(), time.Now()); err != nil {
+		if _, err := env.App.PruneEvents(t.Context(), time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		_, err := c.ListEvents(t.Context(), client.EventQuery{After: client.Ptr[int64](0)})
 		return err
 	}, nil},
 	{api.CodeRateLimited, 429, func(t *testing.T) error {
-		env, admin := tokenServer(t, func(c *planhttp.Config) { c.RateLimit, c.RateBurst = 0.001, 1 })
+		env, admin := tokenServer(t, func(c *app.Config) { c.RateLimit, c.RateBurst = 0.001, 1 })
 		c := checkedClient(t, env.Server.URL, client.WithToken(admin))
 		for range 2 {
 			if _, err := c.ListSessions(t.Context(), client.SessionQuery{}); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/planserver/planserver/client"
 	"github.com/planserver/planserver/internal/apitest"
+	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/db"
 	planhttp "github.com/planserver/planserver/internal/http"
 )
@@ -84,7 +85,7 @@ func badClient(tb testing.TB, url string, opts ...client.Option) *client.Client 
 
 // newTest starts planserver on a fresh SQLite file and returns it with a
 // checked client.
-func newTest(t *testing.T, configure ...func(*planhttp.Config)) (*apitest.Env, *client.Client) {
+func newTest(t *testing.T, configure ...func(*app.Config)) (*apitest.Env, *client.Client) {
 	t.Helper()
 	env := apitest.New(t, configure...)
 	return env, checkedClient(t, env.Server.URL)
@@ -100,9 +101,10 @@ type server struct {
 	t         *testing.T
 	path      string
 	addr      string
-	configure []func(*planhttp.Config)
+	configure []func(*app.Config)
 	// readTimeout is the http.Server's (0: none).
 	readTimeout time.Duration
+	App         *app.App
 	API         *planhttp.Server
 	DB          *db.DB
 	http        *http.Server
@@ -110,7 +112,7 @@ type server struct {
 }
 
 // startServer serves a fresh database on a free loopback port.
-func startServer(t *testing.T, configure ...func(*planhttp.Config)) *server {
+func startServer(t *testing.T, configure ...func(*app.Config)) *server {
 	t.Helper()
 	return startServerWith(t, func(s *server) { s.configure = configure })
 }
@@ -142,11 +144,12 @@ func (s *server) start(before ...func(*server)) {
 	if _, _, err := d.MigrateUp(ctx, nil); err != nil {
 		s.t.Fatal(err)
 	}
-	cfg := planhttp.Config{DB: d, Version: "test", Logger: discard}
+	cfg := app.Config{DB: d, Version: "test", Logger: discard}
 	for _, c := range s.configure {
 		c(&cfg)
 	}
-	s.DB, s.API = d, planhttp.New(cfg)
+	s.App = app.New(cfg)
+	s.DB, s.API = d, s.App.HTTP
 	for _, b := range before {
 		b(s)
 	}

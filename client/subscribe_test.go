@@ -13,6 +13,7 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/client"
+	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/events"
 	planhttp "github.com/planserver/planserver/internal/http"
@@ -165,7 +166,7 @@ func TestSubscribeFromACursor(t *testing.T) {
 // by heartbeats, that the log moved past events it skipped, so its resume
 // point does not fall behind into what retention prunes.
 func TestSubscribeDeliversHeartbeatCursors(t *testing.T) {
-	srv := startServer(t, func(c *planhttp.Config) { c.SSEHeartbeat = 20 * time.Millisecond })
+	srv := startServer(t, func(c *app.Config) { c.SSEHeartbeat = 20 * time.Millisecond })
 	c := checkedClient(t, srv.URL())
 	sub := c.Subscribe(t.Context(), client.EventQuery{Types: []string{api.EventPlanCreated}}, client.SubscribeOptions{})
 	defer sub.Close()
@@ -195,7 +196,7 @@ func TestSubscribeDeliversHeartbeatCursors(t *testing.T) {
 // after its cursor are pruned; its reconnection is refused with 410, which
 // ends the subscription with ErrCursorExpired instead of retrying.
 func TestSubscribeCursorExpired(t *testing.T) {
-	srv := startServer(t, func(c *planhttp.Config) { c.EventRetention = events.Retention{MaxRows: 1} })
+	srv := startServer(t, func(c *app.Config) { c.EventRetention = events.Retention{MaxRows: 1} })
 	c := checkedClient(t, srv.URL())
 	create(t, c, "a")
 	var r reconnects
@@ -207,7 +208,7 @@ func TestSubscribeCursorExpired(t *testing.T) {
 	srv.restart(func(s *server) {
 		createDirect(t, s, "b")
 		createDirect(t, s, "c")
-		if n, err := s.API.PruneEvents(t.Context(), time.Now()); err != nil || n != 2 {
+		if n, err := s.App.PruneEvents(t.Context(), time.Now()); err != nil || n != 2 {
 			t.Fatalf("pruned %d, %v", n, err)
 		}
 	})
@@ -225,7 +226,7 @@ func TestSubscribeCursorExpired(t *testing.T) {
 // ends the stream with an error event; the subscription reports
 // ErrUnauthenticated from it, without trying to reconnect.
 func TestSubscribeEndsWithItsToken(t *testing.T) {
-	srv := startServer(t, func(c *planhttp.Config) {
+	srv := startServer(t, func(c *app.Config) {
 		c.Auth = planhttp.AuthToken
 		c.SSEHeartbeat = 20 * time.Millisecond
 	})
@@ -313,7 +314,7 @@ func TestSubscribeBacksOff(t *testing.T) {
 // TestSubscribeIdleTimeout: a connection that stays silent past
 // IdleTimeout is dropped and made again, and nothing is lost or repeated.
 func TestSubscribeIdleTimeout(t *testing.T) {
-	srv := startServer(t, func(c *planhttp.Config) { c.SSEHeartbeat = time.Hour })
+	srv := startServer(t, func(c *app.Config) { c.SSEHeartbeat = time.Hour })
 	c := checkedClient(t, srv.URL())
 	create(t, c, "a")
 	var r reconnects

@@ -1,7 +1,7 @@
 // Command planserver-hook is the command form of host hooks, lean: a host
 // starts it before every tool call, so its start-up is added to every call.
-// It links only internal/hookwire and a small part of the standard library
-// (no net/http, no TLS, no shell parser; see the hookwire package comment
+// It links only internal/hosthookwire and a small part of the standard library
+// (no net/http, no TLS, no shell parser; see the hosthookwire package comment
 // for the measured cost of each), reads the host's input, asks planserver
 // (POST /v1/hooks/{host}) and prints the answer.
 //
@@ -10,7 +10,7 @@
 // put them): judging the call when planserver could not be asked (reads
 // allowed, everything else denied, saying why), https and proxies, and
 // every refusal of bad flags or input, so that those rules keep one home
-// (internal/hookcmd). Without planserver beside it, such a call is denied.
+// (internal/hosthookcmd). Without planserver beside it, such a call is denied.
 //
 //	planserver-hook HOST [--server URL] [--token-file FILE] [--session ID | --parent ID] [--timeout D]
 package main
@@ -25,12 +25,13 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"github.com/planserver/planserver/internal/hookwire"
+	"github.com/planserver/planserver/internal/hosthookproto"
+	"github.com/planserver/planserver/internal/hosthookwire"
 )
 
 func main() {
 	args := os.Args[1:]
-	if len(args) == 0 || hookwire.IsHelp(args[0]) || (len(args) > 1 && anyHelp(args[1:])) {
+	if len(args) == 0 || hosthookwire.IsHelp(args[0]) || (len(args) > 1 && anyHelp(args[1:])) {
 		fmt.Print(usage)
 		if len(args) == 0 {
 			os.Exit(2)
@@ -47,7 +48,7 @@ func main() {
 		if r := recover(); r != nil {
 			msg := fmt.Sprintf("[planserver hook] planserver-hook failed (internal error: %v). The call is refused so that plan mode cannot be bypassed.", r)
 			fmt.Fprintln(os.Stderr, msg)
-			os.Stdout.Write(append(hookwire.AnyHostDeny(msg), '\n'))
+			os.Stdout.Write(append(hosthookwire.AnyHostDeny(msg), '\n'))
 		}
 	}()
 	os.Stdout.Write(append(answer(args[0], args[1:]), '\n'))
@@ -65,29 +66,29 @@ itself: judging a call while planserver cannot be asked, https and proxies.
 // answer is the host's output for one call: planserver's answer when the
 // question goes through, else planserver hook's.
 func answer(host string, args []string) []byte {
-	raw, err := io.ReadAll(io.LimitReader(os.Stdin, hookwire.MaxInput+1))
-	if err != nil || len(raw) > hookwire.MaxInput {
+	raw, err := io.ReadAll(io.LimitReader(os.Stdin, hosthookproto.MaxInput+1))
+	if err != nil || len(raw) > hosthookproto.MaxInput {
 		return handOver(host, args, raw, "")
 	}
-	set, err := hookwire.ParseFlags(args, os.Getenv)
+	set, err := hosthookwire.ParseFlags(args, os.Getenv)
 	if err != nil || set.Check() != nil || set.OfflineReason != "" {
 		return handOver(host, args, raw, "")
 	}
-	token, err := hookwire.Token(set, os.Getenv)
+	token, err := hosthookwire.Token(set, os.Getenv)
 	if err != nil {
 		return handOver(host, args, raw, "")
 	}
-	req, err := hookwire.NewRequest(set, token, host, raw)
-	if err != nil || !hookwire.Direct(req.URL, os.Getenv) {
+	req, err := hosthookwire.NewRequest(set, token, host, raw)
+	if err != nil || !hosthookwire.Direct(req.URL, os.Getenv) {
 		return handOver(host, args, raw, "")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), set.Timeout)
 	defer cancel()
-	status, body, err := hookwire.Send(ctx, req)
+	status, body, err := hosthookwire.Send(ctx, req)
 	if err != nil {
 		return handOver(host, args, raw, fmt.Sprintf("planserver did not answer: %v", err))
 	}
-	out, err := hookwire.Answer(status, body)
+	out, err := hosthookwire.Answer(status, body)
 	if err != nil {
 		return handOver(host, args, raw, err.Error())
 	}
@@ -119,7 +120,7 @@ func handOver(host string, args []string, raw []byte, reason string) []byte {
 			err = fmt.Errorf("it printed no JSON: %.200q", out.String())
 		}
 	}
-	if hookwire.IsReport(host, raw) {
+	if hosthookwire.IsReport(host, raw) {
 		// A report of a run never blocks: the tool ran already.
 		fmt.Fprintf(os.Stderr, "[planserver hook] planserver-hook could not pass on this report of a run, and planserver hook, in %s, failed: %v\n", full, err)
 		return []byte("{}")
@@ -131,12 +132,12 @@ func handOver(host string, args []string, raw []byte, reason string) []byte {
 	msg := fmt.Sprintf("[planserver hook] planserver-hook could not answer by itself (%s), and planserver hook, in %s, failed: %v. "+
 		"The call is refused so that plan mode cannot be bypassed. Install planserver beside planserver-hook (make build puts them together), or ask the user to.", why, full, err)
 	fmt.Fprintln(os.Stderr, msg)
-	return hookwire.AnyHostDeny(msg)
+	return hosthookwire.AnyHostDeny(msg)
 }
 
 func anyHelp(args []string) bool {
 	for _, a := range args {
-		if hookwire.IsHelp(a) {
+		if hosthookwire.IsHelp(a) {
 			return true
 		}
 	}

@@ -9,18 +9,19 @@ import (
 // TestHookBinaryStaysLean: a host starts this binary before every tool
 // call, and every package it links adds to that start-up (initialisers run
 // before main, and more of the binary is paged in). It links
-// internal/hookwire and the standard library's plain networking, nothing
+// internal/hosthookwire and the standard library's plain networking, nothing
 // else: not the adapters and the shell parser (planserver hook judges
 // what planserver cannot, in the planserver binary), not net/http or TLS
-// (hookwire's client speaks the HTTP it needs; https is handed over).
+// (hosthookwire's client speaks the HTTP it needs; https is handed over).
 func TestHookBinaryStaysLean(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{.Standard}} {{.ImportPath}}", ".").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
 	ours := map[string]bool{
-		"github.com/planserver/planserver/cmd/planserver-hook": true,
-		"github.com/planserver/planserver/internal/hookwire":   true,
+		"github.com/planserver/planserver/cmd/planserver-hook":    true,
+		"github.com/planserver/planserver/internal/hosthookwire":  true,
+		"github.com/planserver/planserver/internal/hosthookproto": true,
 	}
 	heavy := []string{"net/http", "crypto/tls", "crypto/x509", "regexp", "compress/"}
 	var seen int
@@ -29,7 +30,7 @@ func TestHookBinaryStaysLean(t *testing.T) {
 		if standard == "false" {
 			seen++
 			if !ours[path] {
-				t.Errorf("planserver-hook links %s: keep it to internal/hookwire (see its package comment)", path)
+				t.Errorf("planserver-hook links %s: keep it to internal/hosthookwire (see its package comment)", path)
 			}
 			continue
 		}

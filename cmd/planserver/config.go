@@ -15,6 +15,7 @@ import (
 	"github.com/planserver/planserver/internal/cli"
 	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/events"
+	"github.com/planserver/planserver/internal/gates/proxy"
 	planhttp "github.com/planserver/planserver/internal/http"
 	"github.com/planserver/planserver/internal/http/signin"
 	"github.com/planserver/planserver/internal/sessions"
@@ -163,7 +164,7 @@ func serveFlags(fs *pflag.FlagSet, cfg *config) {
 		"a sign-in ends this `duration` after login whatever the activity")
 	// Issue 29: a gate's upstream that never answers must not hold a
 	// caller (or anything else) forever.
-	fs.DurationVar(&cfg.UpstreamTimeout, "upstream-timeout", planhttp.DefaultUpstreamTimeout,
+	fs.DurationVar(&cfg.UpstreamTimeout, "upstream-timeout", proxy.DefaultUpstreamTimeout,
 		"the longest a call to a registered gate's tool server (/mcp/gate/{name}) may take, connecting included; "+
 			"past it the caller gets an error")
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/planserver/planserver/internal/apitest"
+	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/dbtest"
@@ -18,7 +19,7 @@ import (
 	planhttp "github.com/planserver/planserver/internal/http"
 )
 
-func withTokenAuth(c *planhttp.Config) { c.Auth = planhttp.AuthToken }
+func withTokenAuth(c *app.Config) { c.Auth = planhttp.AuthToken }
 
 // copyFixture is what TestCopyBothWays writes through the API before the
 // copy, and the secrets it needs after.

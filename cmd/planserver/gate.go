@@ -10,7 +10,8 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/cli"
-	"github.com/planserver/planserver/internal/mcp"
+	"github.com/planserver/planserver/internal/gates"
+	"github.com/planserver/planserver/internal/gates/proxy"
 	"github.com/spf13/cobra"
 )
 
@@ -67,7 +68,7 @@ func gateRegistry(ctx context.Context, action string, cfg config, readOnly cli.R
 		return err
 	}
 	defer d.Close()
-	store := mcp.NewGateStore(d)
+	store := gates.NewStore(d)
 	switch action {
 	case "add":
 		tools := []string{}
@@ -84,7 +85,7 @@ func gateRegistry(ctx context.Context, action string, cfg config, readOnly cli.R
 			verb = "registered"
 		}
 		fmt.Fprintf(stderr, "%s gate %q: agents reach %s at /mcp/gate/%s (extra read-only tools: %s)\n",
-			verb, g.Name, g.URL, g.Name, mcp.ReadOnlyList(readOnly))
+			verb, g.Name, g.URL, g.Name, proxy.ReadOnlyList(readOnly))
 	case "list":
 		gates, err := store.List(ctx)
 		if err != nil {

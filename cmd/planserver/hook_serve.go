@@ -5,11 +5,10 @@ import (
 	"net"
 	"strings"
 
-	"github.com/planserver/planserver/internal/hookcmd"
-	"github.com/planserver/planserver/internal/hooks"
-	planhttp "github.com/planserver/planserver/internal/http"
+	"github.com/planserver/planserver/internal/app"
+	"github.com/planserver/planserver/internal/hosthook"
+	"github.com/planserver/planserver/internal/hosthookcmd"
 	"github.com/planserver/planserver/internal/sandbox"
-	"github.com/planserver/planserver/internal/shellclass"
 )
 
 // hookConfig is how serve's host hooks judge shell commands: the shell
@@ -17,12 +16,12 @@ import (
 // runs it. The sandbox's network rule is always on, and never lets a
 // command reach planserver itself: under --auth none any local caller is
 // an admin, so a sandboxed curl to planserver could lift plan mode.
-func hookConfig(cfg *config) (planhttp.HookConfig, error) {
+func hookConfig(cfg *config) (app.HookConfig, error) {
 	table, err := cfg.shellTable()
 	if err != nil {
-		return planhttp.HookConfig{}, err
+		return app.HookConfig{}, err
 	}
-	hc := planhttp.HookConfig{Shell: hooks.Policy{Writes: shellclass.Writes, Strict: shellclass.StrictJudge(table)}}
+	hc := app.HookConfig{Shell: hosthookcmd.ShellPolicy(table, hosthook.Sandbox{})}
 	for _, n := range strings.Split(cfg.HookMCPServers, ",") {
 		if n = strings.TrimSpace(n); n != "" {
 			hc.OwnServers = append(hc.OwnServers, n)
@@ -35,9 +34,9 @@ func hookConfig(cfg *config) (planhttp.HookConfig, error) {
 	switch cfg.HookSandbox {
 	case "on":
 		_, own, _ := net.SplitHostPort(cfg.Addr)
-		hc.Shell.Sandbox = hookcmd.SandboxHere(allow, own)
+		hc.Shell.Sandbox = hosthookcmd.SandboxHere(allow, own)
 	case "off":
-		hc.Shell.Sandbox = hooks.Sandbox{Why: "the operator turned it off (--hook-sandbox off)"}
+		hc.Shell.Sandbox = hosthook.Sandbox{Why: "the operator turned it off (--hook-sandbox off)"}
 	default:
 		return hc, fmt.Errorf("--hook-sandbox %q: want on or off", cfg.HookSandbox)
 	}

@@ -324,7 +324,7 @@ func TestHookCommandSandboxes(t *testing.T) {
 // TestHookFormsAnswerAlike: the lean planserver-hook (its own small HTTP
 // client) and planserver hook (net/http) answer every call byte for byte
 // alike, an answer far longer than one read included. (planserver sizes its
-// answers with Content-Length; hookwire's tests cover chunks too.)
+// answers with Content-Length; hosthookwire's tests cover chunks too.)
 func TestHookFormsAnswerAlike(t *testing.T) {
 	p := start(t, filepath.Join(t.TempDir(), "p.db"))
 	url := "http://" + p.addr

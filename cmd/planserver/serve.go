@@ -14,10 +14,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/cli"
 	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/events"
-	planhttp "github.com/planserver/planserver/internal/http"
 	"github.com/planserver/planserver/internal/http/signin"
 	"github.com/planserver/planserver/internal/tracing"
 	"github.com/planserver/planserver/internal/webhooks/deliver"
@@ -126,7 +126,7 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, stdout, 
 	if publicURL == "" {
 		publicURL = defaultPublicURL(cfg.Addr)
 	}
-	api := planhttp.New(planhttp.Config{
+	built := app.New(app.Config{
 		Hooks:                hookCfg,
 		DB:                   store,
 		Logger:               log,
@@ -149,13 +149,14 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, stdout, 
 			LeaseTTL: cfg.WebhookLease},
 		OIDC: signInProvider,
 	})
+	api := built.HTTP
 	// Retention runs beside the server; it stops (and is waited for)
 	// before the database closes.
 	pruneCtx, stopPruning := context.WithCancel(ctx)
 	pruned := make(chan struct{})
 	go func() {
 		defer close(pruned)
-		api.RunPruner(pruneCtx, planhttp.DefaultPruneInterval)
+		built.RunPruner(pruneCtx, app.DefaultPruneInterval)
 	}()
 	defer func() {
 		stopPruning()
@@ -168,7 +169,7 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, stdout, 
 	delivered := make(chan struct{})
 	go func() {
 		defer close(delivered)
-		api.RunWebhooks(webhooksCtx)
+		built.RunWebhooks(webhooksCtx)
 	}()
 	defer func() {
 		stopWebhooks()
@@ -181,7 +182,7 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, stdout, 
 	swept := make(chan struct{})
 	go func() {
 		defer close(swept)
-		api.RunLeaseSweeper(sweepCtx)
+		built.RunLeaseSweeper(sweepCtx)
 	}()
 	defer func() {
 		stopSweeping()

@@ -26,6 +26,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/legacy"
 
 	"github.com/planserver/planserver/api"
+	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/db"
 	_ "github.com/planserver/planserver/internal/db/postgres" // the engines its databases are on
@@ -75,8 +76,11 @@ func Router(tb testing.TB) routers.Router {
 
 // Env is one planserver under test.
 type Env struct {
-	TB     testing.TB
-	DB     *db.DB
+	TB testing.TB
+	DB *db.DB
+	// App is the planserver built (its jobs: PruneEvents, RunWebhooks,
+	// SweepLeases...); API is its HTTP server.
+	App    *app.App
 	API    *planhttp.Server
 	Server *httptest.Server
 	Client *http.Client
@@ -120,16 +124,17 @@ func (e *Env) Token(role auth.Role, name, session string) string {
 	return secret
 }
 
-// New starts planserver on a fresh database (dbtest.Fresh). configure may
-// adjust the HTTP configuration before the server is built.
-func New(tb testing.TB, configure ...func(*planhttp.Config)) *Env {
+// New starts planserver on a fresh database (dbtest.Fresh), built as
+// serve builds it (app.New). configure may adjust the configuration
+// before it is built.
+func New(tb testing.TB, configure ...func(*app.Config)) *Env {
 	tb.Helper()
 	return Open(tb, dbtest.Fresh(tb), configure...)
 }
 
 // Open starts planserver on the database at path (a SQLite file or a
 // PostgreSQL URL), migrating it first.
-func Open(tb testing.TB, path string, configure ...func(*planhttp.Config)) *Env {
+func Open(tb testing.TB, path string, configure ...func(*app.Config)) *Env {
 	tb.Helper()
 	return OpenOn(tb, path, nil, configure...)
 }
@@ -137,7 +142,7 @@ func Open(tb testing.TB, path string, configure ...func(*planhttp.Config)) *Env 
 // OpenOn is Open serving on ln (a loopback listener the test made first,
 // so that settings such as the sign-in's redirect URL can name the
 // server's address); nil picks one.
-func OpenOn(tb testing.TB, path string, ln net.Listener, configure ...func(*planhttp.Config)) *Env {
+func OpenOn(tb testing.TB, path string, ln net.Listener, configure ...func(*app.Config)) *Env {
 	tb.Helper()
 	ctx := context.Background()
 	store, err := db.Open(ctx, path, db.Options{})
@@ -148,18 +153,19 @@ func OpenOn(tb testing.TB, path string, ln net.Listener, configure ...func(*plan
 		store.Close()
 		tb.Fatal(err)
 	}
-	cfg := planhttp.Config{DB: store, Logger: discardLogger(), Version: "test"}
+	cfg := app.Config{DB: store, Logger: discardLogger(), Version: "test"}
 	for _, c := range configure {
 		c(&cfg)
 	}
-	srv := planhttp.New(cfg)
+	a := app.New(cfg)
+	srv := a.HTTP
 	ts := httptest.NewUnstartedServer(srv)
 	if ln != nil {
 		ts.Listener.Close()
 		ts.Listener = ln
 	}
 	ts.Start()
-	e := &Env{TB: tb, DB: store, API: srv, Server: ts, Client: ts.Client(), DBPath: path}
+	e := &Env{TB: tb, DB: store, App: a, API: srv, Server: ts, Client: ts.Client(), DBPath: path}
 	tb.Cleanup(e.Close)
 	return e
 }

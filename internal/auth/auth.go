@@ -2,8 +2,9 @@
 // only as SHA-256), the three roles, and Decide, the one pure function that
 // says what a principal may do to a target. Plan mode is only a guarantee if
 // the agent's own credential cannot undo it, so every way out of plan mode
-// is an action an agent is denied here. The HTTP middleware that calls it
-// lives in internal/http.
+// is an action an agent is denied here. Authorizer (authorizer.go) is the
+// one access check every transport and the plans store make; the HTTP
+// middleware that authenticates callers lives in internal/http.
 package auth
 
 import (

@@ -21,7 +21,7 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/client"
-	"github.com/planserver/planserver/internal/hookwire"
+	"github.com/planserver/planserver/internal/hosthookwire"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -188,7 +188,7 @@ func apiCommand(d *cliCommand, env Env) *cobra.Command {
 	Help(cmd, fmt.Sprintf("Usage: planserver %s [flags]\n\n%s", strings.TrimSpace(d.name+" "+d.args), d.help), apiFlags, cliExitHelp)
 	fs := cmd.Flags()
 	runCmd := d.flags(fs)
-	fs.StringVar(&x.server, "server", hookwire.DefaultServer, "the planserver's base `url`")
+	fs.StringVar(&x.server, "server", hosthookwire.DefaultServer, "the planserver's base `url`")
 	fs.StringVar(&token, "token", "", "bearer `token` (a server with --auth token needs one)")
 	fs.BoolVar(&x.json, "json", false, "print JSON for scripts instead of text for people")
 	BindEnv(fs, "server", "PLANSERVER_URL")

@@ -14,8 +14,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/planserver/planserver/internal/hookwire"
-	"github.com/planserver/planserver/internal/mcp"
+	"github.com/planserver/planserver/internal/gates/proxy"
+	"github.com/planserver/planserver/internal/hosthookwire"
 	"github.com/planserver/planserver/internal/sandbox"
 	"github.com/spf13/cobra"
 )
@@ -75,7 +75,7 @@ func GateCommand() *cobra.Command {
 	}, gateUsage, "Flags (--server and --token given on the command line win over their environment variables):", "")
 	fs := cmd.Flags()
 	fs.StringVar(&g.session, "session", "", "the `session` whose mode gates the tools (required)")
-	fs.StringVar(&g.server, "server", hookwire.DefaultServer, "planserver's `URL`")
+	fs.StringVar(&g.server, "server", hosthookwire.DefaultServer, "planserver's `URL`")
 	fs.StringVar(&g.token, "token", "", "a `token` that may check tools of the session, e.g. its agent token")
 	fs.StringVar(&g.name, "name", "", "the upstream's `name` in tool_call.denied events (default: CMD's file name)")
 	fs.StringVar(&g.project, "project", "", "the `dir` CMD runs in, which a scoped build's paths are relative to (default: the working directory)")
@@ -97,7 +97,7 @@ type gateSettings struct {
 // flag given any number of times.
 type ReadOnlyTools map[string]bool
 
-func (f ReadOnlyTools) String() string { return mcp.ReadOnlyList(f) }
+func (f ReadOnlyTools) String() string { return proxy.ReadOnlyList(f) }
 func (f ReadOnlyTools) Type() string   { return "value" }
 
 func (f ReadOnlyTools) Set(v string) error {
@@ -118,9 +118,9 @@ func gateProxy(ctx context.Context, g gateSettings, command []string, stdin io.R
 	}
 
 	logger := slog.New(slog.NewTextHandler(stderr, nil)).With("gate", name)
-	checker := mcp.RemoteChecker{Server: server, Session: session, Token: token}
-	gate := &mcp.StdioGate{
-		Policy:     mcp.Policy{Upstream: name, ReadOnly: readOnly, Checker: checker},
+	checker := proxy.RemoteChecker{Server: server, Session: session, Token: token}
+	gate := &proxy.StdioGate{
+		Policy:     proxy.Policy{Upstream: name, ReadOnly: readOnly, Checker: checker},
 		Log:        logger,
 		WatchEvery: every,
 		Watch: func(ctx context.Context) string {
@@ -139,16 +139,16 @@ func gateProxy(ctx context.Context, g gateSettings, command []string, stdin io.R
 	// Said once at start, so an operator can see what the gate lets
 	// through in plan mode beyond the annotations.
 	logger.Info("planserver gate starting", "session", session, "server", server, "command", strings.Join(command, " "),
-		"extra_read_only_tools", mcp.ReadOnlyList(readOnly), "project", project)
+		"extra_read_only_tools", proxy.ReadOnlyList(readOnly), "project", project)
 
-	// The kernel holds the upstream to the session's mode (mcp.HoldOf):
+	// The kernel holds the upstream to the session's mode (proxy.HoldOf):
 	// asked at the start, before every call, and by the watch.
-	gate.Held = func(ctx context.Context) mcp.Hold {
+	gate.Held = func(ctx context.Context) proxy.Hold {
 		s, err := checker.Get(ctx)
 		if err != nil {
-			return mcp.UnreachableHold(err)
+			return proxy.UnreachableHold(err)
 		}
-		return mcp.HoldOf(s)
+		return proxy.HoldOf(s)
 	}
 	up := &upstream{command: command, project: project, server: server, stderr: stderr, log: logger}
 	gate.Start = up.start
@@ -175,7 +175,7 @@ type upstream struct {
 // relative to the project, and its network in scoped build, never
 // planserver's own port). Where the kernel has no sandbox it runs
 // unconfined, and the gate's annotations are all that hold it.
-func (u *upstream) start(ctx context.Context, h mcp.Hold) (*mcp.UpstreamRun, error) {
+func (u *upstream) start(ctx context.Context, h proxy.Hold) (*proxy.UpstreamRun, error) {
 	argv := u.command
 	if h.Mode != "full" {
 		if held, err := u.held(h); err != nil {
@@ -207,7 +207,7 @@ func (u *upstream) start(ctx context.Context, h mcp.Hold) (*mcp.UpstreamRun, err
 	stopOnSignal := context.AfterFunc(ctx, func() { _ = cmd.Process.Signal(os.Interrupt) })
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); stopOnSignal(); close(exited) }()
-	return &mcp.UpstreamRun{In: in, Out: out, Stop: func() {
+	return &proxy.UpstreamRun{In: in, Out: out, Stop: func() {
 		// The sandbox's supervisor passes the signal on; what is left
 		// after a second is killed.
 		_ = cmd.Process.Signal(os.Interrupt)
@@ -221,7 +221,7 @@ func (u *upstream) start(ctx context.Context, h mcp.Hold) (*mcp.UpstreamRun, err
 }
 
 // held is the command line of the upstream inside the sandbox for hold h.
-func (u *upstream) held(h mcp.Hold) ([]string, error) {
+func (u *upstream) held(h proxy.Hold) ([]string, error) {
 	if _, err := sandbox.Available(); err != nil {
 		return nil, err
 	}

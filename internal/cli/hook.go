@@ -8,15 +8,15 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/planserver/planserver/internal/hookcmd"
 	"github.com/planserver/planserver/internal/hookinstall"
-	"github.com/planserver/planserver/internal/hooks"
-	"github.com/planserver/planserver/internal/hookwire"
+	"github.com/planserver/planserver/internal/hosthook"
+	"github.com/planserver/planserver/internal/hosthookcmd"
+	"github.com/planserver/planserver/internal/hosthookwire"
 	"github.com/spf13/cobra"
 )
 
 // HookCommand is planserver hook: the hook itself (hook HOST), which
-// reads its own settings (internal/hookwire, shared with the lean
+// reads its own settings (internal/hosthookwire, shared with the lean
 // planserver-hook) and always answers the host in JSON, and install,
 // doctor and uninstall.
 func HookCommand(env Env) *cobra.Command {
@@ -24,20 +24,20 @@ func HookCommand(env Env) *cobra.Command {
 		Use: "hook", DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				fmt.Fprint(cmd.OutOrStdout(), hookcmd.Usage)
+				fmt.Fprint(cmd.OutOrStdout(), hosthookcmd.Usage)
 				return ErrUsage
 			}
 			for _, a := range args {
-				if hookwire.IsHelp(a) {
-					fmt.Fprint(cmd.OutOrStdout(), hookcmd.Usage)
+				if hosthookwire.IsHelp(a) {
+					fmt.Fprint(cmd.OutOrStdout(), hosthookcmd.Usage)
 					return nil
 				}
 			}
 			// A host's hook: its input on stdin, the host's output on stdout.
-			hookcmd.Run(cmd.Context(), args[0], args[1:], env.Getenv, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			hosthookcmd.Run(cmd.Context(), args[0], args[1:], env.Getenv, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 			return nil
 		},
-	}, hookcmd.Usage, "", "")
+	}, hosthookcmd.Usage, "", "")
 	for _, verb := range []string{"install", "doctor", "uninstall"} {
 		hook.AddCommand(hookInstallCommand(verb, env))
 	}
@@ -95,7 +95,7 @@ func hookInstallCommand(verb string, env Env) *cobra.Command {
 			if len(args) == 0 {
 				return Usage(cmd, "name the host: claude-code, gemini-cli, cursor or opencode")
 			}
-			host, err := hooks.ParseHost(args[0])
+			host, err := hosthook.ParseHost(args[0])
 			if err == nil {
 				err = hookinstall.Supported(host)
 			}
@@ -114,7 +114,7 @@ func hookInstallCommand(verb string, env Env) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			host, _ := hooks.ParseHost(args[0])
+			host, _ := hosthook.ParseHost(args[0])
 			return hookInstall(cmd.Context(), verb, host, o, tokenFile, env.Getenv, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}, hookInstallHelp, "", "")
@@ -135,7 +135,7 @@ func hookInstallCommand(verb string, env Env) *cobra.Command {
 
 // hookInstall runs verb for host with the options the flags gave, the
 // rest from the environment.
-func hookInstall(ctx context.Context, verb string, host hooks.Host, o hookinstall.Options, tokenFile string, getenv func(string) string, stdout, stderr io.Writer) error {
+func hookInstall(ctx context.Context, verb string, host hosthook.Host, o hookinstall.Options, tokenFile string, getenv func(string) string, stdout, stderr io.Writer) error {
 	name := "planserver hook " + verb
 	var err error
 	o.Host, o.Out = host, stdout
@@ -149,7 +149,7 @@ func hookInstall(ctx context.Context, verb string, host hooks.Host, o hookinstal
 	}
 	o.ConfigHome, o.DataHome, o.ClaudeDir = getenv("XDG_CONFIG_HOME"), getenv("XDG_DATA_HOME"), getenv("CLAUDE_CONFIG_DIR")
 	if o.Server == "" {
-		o.Server = hookwire.DefaultServer
+		o.Server = hosthookwire.DefaultServer
 	}
 	o.Server = strings.TrimRight(o.Server, "/")
 	if o.Session == "" && o.Parent == "" {

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/planserver/planserver/internal/hooks"
+	"github.com/planserver/planserver/internal/hosthook"
 	"github.com/planserver/planserver/internal/sandbox"
 )
 
@@ -20,7 +20,7 @@ type command struct {
 	// bin is the hook's binary: planserver-hook (lean: "BIN HOST ...") or
 	// planserver ("BIN hook HOST ...").
 	bin                     string
-	host                    hooks.Host
+	host                    hosthook.Host
 	server, session, parent string
 	tokenFile, mcp          string
 }
@@ -62,9 +62,9 @@ func (c command) before() string {
 	msg := FailedReason(c.host)
 	var out string
 	switch c.host {
-	case hooks.GeminiCLI:
+	case hosthook.GeminiCLI:
 		out = jsonLine(map[string]string{"decision": "deny", "reason": msg})
-	case hooks.Cursor:
+	case hosthook.Cursor:
 		out = jsonLine(map[string]string{"permission": "deny", "user_message": msg, "agent_message": msg})
 	}
 	fallback := "printf '%s\\n' " + shellQuote(msg) + " >&2; exit 2;"
@@ -80,7 +80,7 @@ func (c command) after() string { return c.plain() + " || true" }
 
 // FailedReason is what the model (and the user) reads when host's hook
 // command could not run at all.
-func FailedReason(h hooks.Host) string {
+func FailedReason(h hosthook.Host) string {
 	return "[planserver hook] The planserver hook command failed (its binary is missing, could not start, or crashed), " +
 		"so this call is refused to keep plan mode from being bypassed. Stop and ask the user to run: planserver hook doctor " + string(h)
 }
@@ -157,7 +157,7 @@ func shellWords(s string) ([]string, error) {
 // parseCommand reads a hook command back: whether it is one planserver
 // hook install wrote for host (planserver-hook HOST, or planserver's
 // binary running hook HOST, by the binary's name), and its settings.
-func parseCommand(s string, host hooks.Host) (command, bool) {
+func parseCommand(s string, host hosthook.Host) (command, bool) {
 	words, err := shellWords(s)
 	if err != nil || len(words) < 2 {
 		return command{}, false

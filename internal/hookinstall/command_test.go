@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planserver/planserver/internal/hooks"
+	"github.com/planserver/planserver/internal/hosthook"
 )
 
 // TestCommandRoundTrip: what install writes, doctor and uninstall read
@@ -14,16 +14,16 @@ import (
 // taken for one of ours.
 func TestCommandRoundTrip(t *testing.T) {
 	for _, c := range []command{
-		{bin: "/home/ann/.local/share/planserver/bin/planserver-hook", host: hooks.ClaudeCode, server: "http://127.0.0.1:8080", session: "s1", mcp: "planserver"},
-		{bin: "/home/o'brien/my tools/planserver-hook", host: hooks.GeminiCLI, server: "https://ps.example:9443/base", parent: "team x", tokenFile: "/tmp/a b/t.token", mcp: "planserver"},
-		{bin: "/opt/planserver", host: hooks.Cursor, server: "http://[::1]:8080", session: "s$(rm -rf)"},
+		{bin: "/home/ann/.local/share/planserver/bin/planserver-hook", host: hosthook.ClaudeCode, server: "http://127.0.0.1:8080", session: "s1", mcp: "planserver"},
+		{bin: "/home/o'brien/my tools/planserver-hook", host: hosthook.GeminiCLI, server: "https://ps.example:9443/base", parent: "team x", tokenFile: "/tmp/a b/t.token", mcp: "planserver"},
+		{bin: "/opt/planserver", host: hosthook.Cursor, server: "http://[::1]:8080", session: "s$(rm -rf)"},
 	} {
 		for _, text := range []string{c.before(), c.after(), c.plain()} {
 			got, ok := parseCommand(text, c.host)
 			if !ok || got != c {
 				t.Errorf("%q read back as %+v (%v), want %+v", text, got, ok, c)
 			}
-			if _, ok := parseCommand(text, hooks.OpenCode); ok {
+			if _, ok := parseCommand(text, hosthook.OpenCode); ok {
 				t.Errorf("%q taken for another host's", text)
 			}
 		}
@@ -38,7 +38,7 @@ func TestCommandRoundTrip(t *testing.T) {
 	}
 	for _, user := range []string{"/usr/local/bin/lint-bash", "prettier --write", "planserver-hook-wrapper claude-code", "echo planserver hook claude-code",
 		"'unbalanced", ""} {
-		if _, ok := parseCommand(user, hooks.ClaudeCode); ok {
+		if _, ok := parseCommand(user, hosthook.ClaudeCode); ok {
 			t.Errorf("%q taken for planserver's", user)
 		}
 	}

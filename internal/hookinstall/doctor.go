@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/planserver/planserver/client"
-	"github.com/planserver/planserver/internal/hooks"
+	"github.com/planserver/planserver/internal/hosthook"
 )
 
 // Fault is one thing doctor found wrong, and how to mend it.
@@ -46,7 +46,7 @@ func Doctor(ctx context.Context, o Options) ([]Fault, error) {
 	}
 	var cmd command
 	switch o.Host {
-	case hooks.OpenCode:
+	case hosthook.OpenCode:
 		text, err := readIfExists(p.settings)
 		if err != nil {
 			return nil, err
@@ -105,7 +105,7 @@ func Doctor(ctx context.Context, o Options) ([]Fault, error) {
 	}
 	m.Server, m.Session, m.Parent = cmd.server, cmd.session, cmd.parent
 	// The binary the command runs, and planserver beside it.
-	if o.Host != hooks.OpenCode {
+	if o.Host != hosthook.OpenCode {
 		for _, bin := range []string{cmd.bin, filepath.Join(filepath.Dir(cmd.bin), "planserver")} {
 			if fi, err := os.Stat(bin); err != nil || fi.Mode().Perm()&0o111 == 0 || !fi.Mode().IsRegular() {
 				found(fmt.Sprintf("the hook's binary %s is missing (or not executable): every tool call is refused until it is back", bin), "run "+reinstall+" (it copies the binaries to "+o.BinDir+")")

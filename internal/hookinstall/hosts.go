@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/planserver/planserver/integrations/opencode"
-	"github.com/planserver/planserver/internal/hooks"
+	"github.com/planserver/planserver/internal/hosthook"
 )
 
 // MCPName is the name the installer gives planserver's MCP server in a
@@ -18,7 +18,7 @@ import (
 const MCPName = "planserver"
 
 // The hook events of each host, before a tool runs and after. Cursor's are
-// hooks.CursorEvents and hooks.CursorAfterEvents.
+// hosthook.CursorEvents and hosthook.CursorAfterEvents.
 var (
 	claudeBefore = []string{"PreToolUse"}
 	claudeAfter  = []string{"PostToolUse", "PostToolUseFailure"}
@@ -47,10 +47,10 @@ type paths struct {
 // pathsFor says where host h keeps its hooks and MCP servers for scope
 // ("project": in base; "user": in home; configHome is
 // $XDG_CONFIG_HOME, opencode's home; claudeDir is $CLAUDE_CONFIG_DIR).
-func pathsFor(h hooks.Host, scope, base, home, configHome, claudeDir string) paths {
+func pathsFor(h hosthook.Host, scope, base, home, configHome, claudeDir string) paths {
 	user := scope == "user"
 	switch h {
-	case hooks.ClaudeCode:
+	case hosthook.ClaudeCode:
 		// The MCP server goes where claude mcp add puts it, private to the
 		// user: ~/.claude.json, for the project (its "local" scope) or for
 		// every project (its "user" scope). A project's .mcp.json would
@@ -64,13 +64,13 @@ func pathsFor(h hooks.Host, scope, base, home, configHome, claudeDir string) pat
 			return paths{settings: settings, mcp: state, mcpAt: []string{"mcpServers"}}
 		}
 		return paths{settings: filepath.Join(base, ".claude", "settings.json"), mcp: state, mcpAt: []string{"projects", base, "mcpServers"}}
-	case hooks.GeminiCLI:
+	case hosthook.GeminiCLI:
 		dir := filepath.Join(base, ".gemini")
 		if user {
 			dir = filepath.Join(home, ".gemini")
 		}
 		return paths{settings: filepath.Join(dir, "settings.json"), mcp: filepath.Join(dir, "settings.json"), mcpAt: []string{"mcpServers"}}
-	case hooks.Cursor:
+	case hosthook.Cursor:
 		dir := filepath.Join(base, ".cursor")
 		if user {
 			dir = filepath.Join(home, ".cursor")
@@ -87,13 +87,13 @@ func pathsFor(h hooks.Host, scope, base, home, configHome, claudeDir string) pat
 // editHooks takes every hook of ours out of settings root and, on install,
 // adds before and after: Claude Code's and Gemini CLI's matcher groups,
 // Cursor's flat lists. Whatever else is there is kept, in its order.
-func editHooks(root *object, h hooks.Host, install bool, before, after string) error {
+func editHooks(root *object, h hosthook.Host, install bool, before, after string) error {
 	hooksObj, err := root.child("hooks")
 	if err != nil {
 		return err
 	}
 	switch h {
-	case hooks.ClaudeCode:
+	case hosthook.ClaudeCode:
 		for _, ev := range claudeBefore {
 			entry := map[string]any{"matcher": "*", "hooks": []map[string]any{{"type": "command", "command": before, "timeout": 10}}}
 			if err := editGroups(hooksObj, ev, h, install, entry); err != nil {
@@ -106,7 +106,7 @@ func editHooks(root *object, h hooks.Host, install bool, before, after string) e
 				return err
 			}
 		}
-	case hooks.GeminiCLI:
+	case hosthook.GeminiCLI:
 		// Gemini CLI's timeout is in milliseconds; a hook's name is how
 		// its /hooks command and hooksConfig.disabled name it.
 		for _, ev := range geminiBefore {
@@ -123,23 +123,23 @@ func editHooks(root *object, h hooks.Host, install bool, before, after string) e
 				return err
 			}
 		}
-	case hooks.Cursor:
+	case hosthook.Cursor:
 		if install && !root.has("version") {
 			root.set("version", json.RawMessage("1"))
 		}
-		for _, ev := range hooks.CursorEvents {
+		for _, ev := range hosthook.CursorEvents {
 			if err := editFlat(hooksObj, ev, h, install, map[string]any{"command": before}); err != nil {
 				return err
 			}
 		}
-		for _, ev := range hooks.CursorAfterEvents {
+		for _, ev := range hosthook.CursorAfterEvents {
 			if err := editFlat(hooksObj, ev, h, install, map[string]any{"command": after}); err != nil {
 				return err
 			}
 		}
 	}
 	root.setChild("hooks", hooksObj, true)
-	if h == hooks.Cursor && !install && len(root.keys) == 1 && root.has("version") {
+	if h == hosthook.Cursor && !install && len(root.keys) == 1 && root.has("version") {
 		root.remove("version") // only what install wrote was left
 	}
 	return nil
@@ -148,7 +148,7 @@ func editHooks(root *object, h hooks.Host, install bool, before, after string) e
 // editGroups edits the matcher groups of event (Claude Code, Gemini CLI:
 // [{matcher, hooks: [{type, command}]}]): every hook of ours is removed
 // (a group left empty goes with it), and install appends entry.
-func editGroups(h *object, event string, host hooks.Host, install bool, entry map[string]any) error {
+func editGroups(h *object, event string, host hosthook.Host, install bool, entry map[string]any) error {
 	var groups []map[string]json.RawMessage
 	if raw, ok := h.vals[event]; ok {
 		if err := json.Unmarshal(raw, &groups); err != nil {
@@ -204,7 +204,7 @@ func orderedGroup(g map[string]json.RawMessage) *object {
 }
 
 // editFlat edits a flat hook list (Cursor: {event: [{command}]}).
-func editFlat(h *object, event string, host hooks.Host, install bool, entry map[string]any) error {
+func editFlat(h *object, event string, host hosthook.Host, install bool, entry map[string]any) error {
 	var list []map[string]json.RawMessage
 	if raw, ok := h.vals[event]; ok {
 		if err := json.Unmarshal(raw, &list); err != nil {
@@ -223,7 +223,7 @@ func editFlat(h *object, event string, host hooks.Host, install bool, entry map[
 	return h.setList(event, kept)
 }
 
-func oursRaw(raw json.RawMessage, host hooks.Host) bool {
+func oursRaw(raw json.RawMessage, host hosthook.Host) bool {
 	var c string
 	_ = json.Unmarshal(raw, &c)
 	_, ok := parseCommand(c, host)
@@ -232,7 +232,7 @@ func oursRaw(raw json.RawMessage, host hooks.Host) bool {
 
 // hookCommands returns the commands of ours in settings root: by event,
 // for doctor.
-func hookCommands(root *object, h hooks.Host) map[string]string {
+func hookCommands(root *object, h hosthook.Host) map[string]string {
 	out := map[string]string{}
 	hooksObj, err := root.child("hooks")
 	if err != nil {
@@ -262,26 +262,26 @@ func hookCommands(root *object, h hooks.Host) map[string]string {
 }
 
 // beforeEvents and afterEvents are the events whose hooks install writes.
-func beforeEvents(h hooks.Host) []string {
+func beforeEvents(h hosthook.Host) []string {
 	switch h {
-	case hooks.ClaudeCode:
+	case hosthook.ClaudeCode:
 		return claudeBefore
-	case hooks.GeminiCLI:
+	case hosthook.GeminiCLI:
 		return geminiBefore
-	case hooks.Cursor:
-		return hooks.CursorEvents
+	case hosthook.Cursor:
+		return hosthook.CursorEvents
 	}
 	return nil
 }
 
-func afterEvents(h hooks.Host) []string {
+func afterEvents(h hosthook.Host) []string {
 	switch h {
-	case hooks.ClaudeCode:
+	case hosthook.ClaudeCode:
 		return claudeAfter
-	case hooks.GeminiCLI:
+	case hosthook.GeminiCLI:
 		return geminiAfter
-	case hooks.Cursor:
-		return hooks.CursorAfterEvents
+	case hosthook.Cursor:
+		return hosthook.CursorAfterEvents
 	}
 	return nil
 }
@@ -289,20 +289,20 @@ func afterEvents(h hooks.Host) []string {
 // mcpEntry is planserver's MCP server as host h configures one: the URL of
 // /mcp and the headers that bind it to the session (and carry the token,
 // where the host can read it from a file).
-func mcpEntry(h hooks.Host, url string, headers map[string]string, headersHelper string) map[string]any {
+func mcpEntry(h hosthook.Host, url string, headers map[string]string, headersHelper string) map[string]any {
 	e := map[string]any{}
 	switch h {
-	case hooks.ClaudeCode:
+	case hosthook.ClaudeCode:
 		e["type"], e["url"] = "http", url
 		if headersHelper != "" {
 			e["headersHelper"] = headersHelper
 		}
-	case hooks.GeminiCLI:
+	case hosthook.GeminiCLI:
 		// httpUrl is streamable HTTP (url would be SSE).
 		e["httpUrl"] = url
-	case hooks.Cursor:
+	case hosthook.Cursor:
 		e["url"] = url
-	case hooks.OpenCode:
+	case hosthook.OpenCode:
 		e["type"], e["url"], e["enabled"] = "remote", url, true
 	}
 	if len(headers) > 0 {

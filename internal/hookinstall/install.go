@@ -32,7 +32,7 @@ import (
 	"github.com/planserver/planserver/client"
 	"github.com/planserver/planserver/integrations/opencode"
 	"github.com/planserver/planserver/internal/diff"
-	"github.com/planserver/planserver/internal/hooks"
+	"github.com/planserver/planserver/internal/hosthook"
 )
 
 // Hosts are the hosts install knows how to set up. Codex is not among
@@ -41,14 +41,14 @@ import (
 // installer writes would sit there untrusted, and plan mode would look
 // installed while nothing held it. docs/hosts.md says how to set Codex up
 // by hand.
-var Hosts = []hooks.Host{hooks.ClaudeCode, hooks.GeminiCLI, hooks.Cursor, hooks.OpenCode}
+var Hosts = []hosthook.Host{hosthook.ClaudeCode, hosthook.GeminiCLI, hosthook.Cursor, hosthook.OpenCode}
 
 // Supported says why install cannot set up host h, or nil.
-func Supported(h hooks.Host) error {
+func Supported(h hosthook.Host) error {
 	if slices.Contains(Hosts, h) {
 		return nil
 	}
-	if h == hooks.Codex {
+	if h == hosthook.Codex {
 		return errors.New("planserver cannot install Codex's hooks for you: Codex runs a hook only after you trust it in Codex itself; " +
 			"add the hooks and the MCP server by hand, then trust them with Codex's /hooks (docs/hosts.md, Codex)")
 	}
@@ -63,7 +63,7 @@ var Binaries = []string{LeanHook, "planserver-sandbox", "planserver"}
 
 // Options are one install, uninstall or doctor run.
 type Options struct {
-	Host hooks.Host
+	Host hosthook.Host
 	// Scope is "project" (the settings in Base) or "user" (Home's).
 	Scope string
 	// Base is the project directory (the current one); Home the user's.
@@ -225,19 +225,19 @@ func Install(ctx context.Context, o Options) error {
 	helper := ""
 	if o.Token != "" {
 		switch o.Host {
-		case hooks.ClaudeCode:
+		case hosthook.ClaudeCode:
 			// Claude Code runs headersHelper for the headers: the token
 			// stays in a file only the user reads.
 			m.HeadersFile = base + ".headers.json"
 			secrets = append(secrets, fileChange{path: m.HeadersFile, secret: true,
 				after: jsonLine(map[string]string{"Authorization": "Bearer " + o.Token, "Planserver-Session": o.bound()})})
 			helper, headers = "cat "+shellQuote(m.HeadersFile), nil
-		case hooks.OpenCode:
+		case hosthook.OpenCode:
 			headers["Authorization"] = "Bearer {file:" + m.TokenFile + "}"
-		case hooks.GeminiCLI:
+		case hosthook.GeminiCLI:
 			headers["Authorization"] = "Bearer $PLANSERVER_TOKEN"
 			fmt.Fprintln(o.Out, "note: Gemini CLI reads the MCP server's token from PLANSERVER_TOKEN in its environment (its settings cannot name a file): export PLANSERVER_TOKEN before you start gemini; the hooks read "+m.TokenFile)
-		case hooks.Cursor:
+		case hosthook.Cursor:
 			headers["Authorization"] = "Bearer ${env:PLANSERVER_TOKEN}"
 			fmt.Fprintln(o.Out, "note: Cursor reads the MCP server's token from PLANSERVER_TOKEN in its environment (its settings cannot name a file): export PLANSERVER_TOKEN before you start Cursor; the hooks read "+m.TokenFile)
 		}
@@ -371,7 +371,7 @@ func (o *Options) settingsChanges(install bool, cmd command, entry any, prev *Ma
 		return nil
 	}
 	var err error
-	if o.Host == hooks.OpenCode {
+	if o.Host == hosthook.OpenCode {
 		err = add(pluginChange(p.settings, install, opencode.Config{Server: cmd.server, Session: cmd.session, Parent: cmd.parent,
 			TokenFile: cmd.tokenFile, MCP: cmd.mcp}))
 	} else {

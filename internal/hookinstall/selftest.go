@@ -18,8 +18,8 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/client"
-	"github.com/planserver/planserver/internal/hooks"
-	"github.com/planserver/planserver/internal/hookwire"
+	"github.com/planserver/planserver/internal/hosthook"
+	"github.com/planserver/planserver/internal/hosthookproto"
 )
 
 // SelfTestConversation is the host conversation id the canary calls carry:
@@ -66,7 +66,7 @@ func SelfTest(ctx context.Context, o Options, m Manifest) error {
 		return SelfTestConversation + "-" + what + "-" + hex.EncodeToString(b)
 	}
 	run := func(after bool, raw []byte) (answer, error) {
-		if o.Host == hooks.OpenCode {
+		if o.Host == hosthook.OpenCode {
 			return askPlugin(ctx, m, o.Token, raw)
 		}
 		command := m.Before
@@ -125,7 +125,7 @@ func SelfTest(ctx context.Context, o Options, m Manifest) error {
 		seen, err = cl.GetSession(ctx, seen.ID)
 	}
 	adapter := "command"
-	if o.Host == hooks.OpenCode {
+	if o.Host == hosthook.OpenCode {
 		adapter = "plugin"
 	}
 	switch {
@@ -153,11 +153,11 @@ func enforced(list []api.Enforcement, host, adapter string) bool {
 // canary is host h's hook input for a Write or Read of file, before it
 // runs or (after) the report of its run, in conversation
 // SelfTestConversation with call id callID.
-func canary(h hooks.Host, after bool, kind, callID, file string) []byte {
+func canary(h hosthook.Host, after bool, kind, callID, file string) []byte {
 	conv := SelfTestConversation
 	var in map[string]any
 	switch h {
-	case hooks.ClaudeCode:
+	case hosthook.ClaudeCode:
 		tool, input := "Write", map[string]any{"file_path": file, "content": "planserver self-test\n"}
 		if kind == "read" {
 			tool, input = "Read", map[string]any{"file_path": file}
@@ -167,7 +167,7 @@ func canary(h hooks.Host, after bool, kind, callID, file string) []byte {
 		if after {
 			in["hook_event_name"], in["tool_response"] = "PostToolUse", map[string]any{"success": true}
 		}
-	case hooks.GeminiCLI:
+	case hosthook.GeminiCLI:
 		tool, input := "write_file", map[string]any{"file_path": file, "content": "planserver self-test\n"}
 		if kind == "read" {
 			tool, input = "read_file", map[string]any{"file_path": file, "self_test": callID}
@@ -177,7 +177,7 @@ func canary(h hooks.Host, after bool, kind, callID, file string) []byte {
 		if after {
 			in["hook_event_name"], in["tool_response"] = "AfterTool", map[string]any{"llmContent": ""}
 		}
-	case hooks.Cursor:
+	case hosthook.Cursor:
 		tool, input := "Write", map[string]any{"file_path": file, "contents": "planserver self-test\n"}
 		if kind == "read" {
 			tool, input = "Read", map[string]any{"file_path": file}
@@ -203,7 +203,7 @@ func canary(h hooks.Host, after bool, kind, callID, file string) []byte {
 
 // runCommand runs a hook command through sh -c, as the hosts run them,
 // with raw on stdin, in dir, and reads its answer.
-func runCommand(ctx context.Context, h hooks.Host, command string, raw []byte, dir string, env []string) (answer, error) {
+func runCommand(ctx context.Context, h hosthook.Host, command string, raw []byte, dir string, env []string) (answer, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", command)
@@ -239,7 +239,7 @@ func askPlugin(ctx context.Context, m Manifest, token string, raw []byte) (answe
 		return answer{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(hookwire.AdapterHeader, "plugin")
+	req.Header.Set(hosthookproto.AdapterHeader, "plugin")
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -253,20 +253,20 @@ func askPlugin(ctx context.Context, m Manifest, token string, raw []byte) (answe
 		return answer{}, fmt.Errorf("planserver answered %d: %.200s", resp.StatusCode, body)
 	}
 	var a answer
-	a.decision, a.reason, err = readAnswer(hooks.OpenCode, body)
+	a.decision, a.reason, err = readAnswer(hosthook.OpenCode, body)
 	return a, err
 }
 
 // readAnswer reads host h's hook output: allow, deny or "" (no decision),
 // and the reason the model gets.
-func readAnswer(h hooks.Host, out []byte) (string, string, error) {
+func readAnswer(h hosthook.Host, out []byte) (string, string, error) {
 	var m map[string]any
 	if err := json.Unmarshal(bytes.TrimSpace(out), &m); err != nil {
 		return "", "", fmt.Errorf("the hook printed no JSON object: %.200q", out)
 	}
 	str := func(m map[string]any, k string) string { s, _ := m[k].(string); return s }
 	switch h {
-	case hooks.ClaudeCode:
+	case hosthook.ClaudeCode:
 		if o, _ := m["hookSpecificOutput"].(map[string]any); o != nil {
 			return str(o, "permissionDecision"), str(o, "permissionDecisionReason"), nil
 		}
@@ -274,9 +274,9 @@ func readAnswer(h hooks.Host, out []byte) (string, string, error) {
 			return "deny", str(m, "reason"), nil
 		}
 		return "", "", nil
-	case hooks.GeminiCLI:
+	case hosthook.GeminiCLI:
 		return str(m, "decision"), str(m, "reason"), nil
-	case hooks.Cursor:
+	case hosthook.Cursor:
 		return str(m, "permission"), str(m, "agent_message"), nil
 	}
 	d := str(m, "decision")

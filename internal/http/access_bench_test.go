@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/planserver/planserver/internal/apitest"
+	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/auth"
 	planhttp "github.com/planserver/planserver/internal/http"
 )
@@ -26,7 +27,7 @@ func BenchmarkAccess(b *testing.B) {
 		{"agent", planhttp.AuthToken, auth.Agent, "a"},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			env := apitest.New(b, func(c *planhttp.Config) { c.Auth = tc.auth })
+			env := apitest.New(b, func(c *app.Config) { c.Auth = tc.auth })
 			setup := env.As(env.Token(auth.Admin, "setup", ""))
 			for _, s := range []string{`{"id":"a"}`, `{"id":"a.b","parent_id":"a"}`, `{"id":"a.b.c","parent_id":"a.b"}`} {
 				if r := setup.Call("POST", "/v1/sessions", s); r.Status != http.StatusCreated {

@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/planserver/planserver/internal/apitest"
+	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/dbtest"
 	planhttp "github.com/planserver/planserver/internal/http"
@@ -52,7 +53,7 @@ type accessEnv struct {
 	tokens map[caller]string
 }
 
-func withTokens(c *planhttp.Config) { c.Auth = planhttp.AuthToken }
+func withTokens(c *app.Config) { c.Auth = planhttp.AuthToken }
 
 // newAccessTemplate builds the accessEnv database once, closed, so that
 // every case can start from a copy of it (copying a file is much cheaper

@@ -8,7 +8,7 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apitest"
-	planhttp "github.com/planserver/planserver/internal/http"
+	"github.com/planserver/planserver/internal/app"
 )
 
 // The answers of GET a session and GET a plan are kept between commits
@@ -19,7 +19,7 @@ import (
 // answer with nothing written.
 func TestKeptPlanAnswerShowsALeaseEnd(t *testing.T) {
 	clk := newClock()
-	env := apitest.New(t, func(c *planhttp.Config) { c.Now = clk.Now })
+	env := apitest.New(t, func(c *app.Config) { c.Now = clk.Now })
 	putSteps(t, env, "kept", []map[string]any{{"id": "a", "description": "work", "owner": "w"}})
 	if _, ok := claim(t, env, "kept", map[string]any{"worker": "A", "lease_seconds": 60}); !ok {
 		t.Fatal("no claim")

@@ -2,7 +2,6 @@ package http
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -320,83 +319,15 @@ func (s *Server) authorizeRoute(r *http.Request, route string, params *chi.Conte
 	if rule.SessionParam != "" {
 		target = params.URLParam(rule.SessionParam)
 	}
-	if err := s.Authorize(r.Context(), rule.Action, target, sessions.NotFound(target)); err != nil {
+	if err := s.authz.Authorize(r.Context(), rule.Action, target, sessions.NotFound(target)); err != nil {
 		return err
 	}
 	if rule.SessionQuery != "" {
 		if id := r.URL.Query().Get(rule.SessionQuery); id != "" {
-			return s.Authorize(r.Context(), auth.ReadSession, id, sessions.NotFound(id))
+			return s.authz.Authorize(r.Context(), auth.ReadSession, id, sessions.NotFound(id))
 		}
 	}
 	return nil
-}
-
-// Authorize decides whether ctx's caller may perform a on session target
-// ("" for none): nil, hidden (the error a missing target gets, answered
-// when the target is outside an agent's scope, so ids do not leak), or 403
-// permission_denied. It is the one check every transport makes (the route
-// rules, handlers refining an action from the body, the MCP tools). The
-// facts Decide needs about an agent are looked up here: whether the target
-// is in its scope (by identity), and, for executing steps, whether its own
-// session is in plan mode.
-func (s *Server) Authorize(ctx context.Context, a auth.Action, target string, hidden error) error {
-	p := auth.PrincipalFrom(ctx)
-	f := auth.Facts{InScope: true} // an action on no session is in every scope
-	if p.Role == auth.Reviewer && p.SessionPath != "" && target != "" {
-		// A reviewer's subtree bounds what it decides, not what it reads:
-		// a session outside it is denied, never hidden.
-		loc, err := s.sessions.Locate(ctx, target)
-		switch {
-		case err == nil:
-			f.InScope = auth.InScope(p.SessionPath, loc.Path)
-		case apierr.CodeOf(err) == apierr.NotFound:
-			return hidden
-		default:
-			return err
-		}
-	}
-	if p.Role == auth.Agent {
-		if target != "" {
-			f.InScope = false
-			loc, err := s.sessions.Locate(ctx, target)
-			switch {
-			case err == nil:
-				f.InScope = auth.InScope(p.SessionPath, loc.Path)
-			case apierr.CodeOf(err) != apierr.NotFound:
-				return err
-			}
-		}
-		if a == auth.ExecuteSteps {
-			mode, found, err := s.sessions.EffectiveModeOf(ctx, p.SessionPK)
-			if err != nil {
-				return err
-			}
-			f.PlanMode = !found || mode == sessions.Plan
-		}
-	}
-	switch auth.Decide(p, a, f) {
-	case auth.Allow:
-		return nil
-	case auth.Hide:
-		return hidden
-	}
-	return apierr.New(apierr.PermissionDenied, "%s", auth.DenyReason(p, a, f))
-}
-
-// May reports whether the caller may perform a on session target, for a
-// handler whose request asks for a only in some cases (a scope lifted by
-// an approval): false where Authorize refuses, an error only when it
-// cannot decide.
-func (s *Server) May(ctx context.Context, a auth.Action, target string) (bool, error) {
-	err := s.Authorize(ctx, a, target, sessions.NotFound(target))
-	if err == nil {
-		return true, nil
-	}
-	switch apierr.CodeOf(err) {
-	case apierr.PermissionDenied, apierr.NotFound:
-		return false, nil
-	}
-	return false, err
 }
 
 // corsHandler is the CORS middleware for an explicit list of origins. The

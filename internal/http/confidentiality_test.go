@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/planserver/planserver/internal/apitest"
+	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/auth"
-	planhttp "github.com/planserver/planserver/internal/http"
 )
 
 // streamOutcome is what a stream delivered until it ended: the seqs of
@@ -164,7 +164,7 @@ func TestStreamEndsWithItsToken(t *testing.T) {
 // TestHeartbeatRechecksTheToken revokes the token of an idle stream: with
 // nothing written, the next heartbeat ends it.
 func TestHeartbeatRechecksTheToken(t *testing.T) {
-	env := apitest.New(t, withTokens, func(c *planhttp.Config) { c.SSEHeartbeat = 50 * time.Millisecond })
+	env := apitest.New(t, withTokens, func(c *app.Config) { c.SSEHeartbeat = 50 * time.Millisecond })
 	adminTok := env.Token(auth.Admin, "human", "")
 	createSession(t, env.As(adminTok), map[string]any{"id": "s"})
 	agent := env.Token(auth.Agent, "agent", "s")

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/planserver/planserver/internal/apitest"
-	planhttp "github.com/planserver/planserver/internal/http"
+	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/http/listener"
 )
 
@@ -129,7 +129,7 @@ func TestStalledBodyIs408(t *testing.T) {
 // the grace succeed, and leaves requests already read (an event stream)
 // alone past it.
 func TestDrainCutsOffOnlyRequestsStillArriving(t *testing.T) {
-	env := apitest.New(t, func(c *planhttp.Config) { c.SSEHeartbeat = 20 * time.Millisecond })
+	env := apitest.New(t, func(c *app.Config) { c.SSEHeartbeat = 20 * time.Millisecond })
 	ts, ln := listening(t, env, time.Minute)
 	stream, err := dialStream(ts.Client(), ts.URL, "")
 	if err != nil || stream.resp.StatusCode != 200 {
@@ -167,7 +167,7 @@ func TestDrainCutsOffOnlyRequestsStillArriving(t *testing.T) {
 // TestEventStreamCap: above MaxEventStreams the stream is 503 with
 // Retry-After, as the contract says, and a freed slot is taken again.
 func TestEventStreamCap(t *testing.T) {
-	env := apitest.New(t, func(c *planhttp.Config) { c.MaxEventStreams = 2 })
+	env := apitest.New(t, func(c *app.Config) { c.MaxEventStreams = 2 })
 	a, b := openStream(t, env, ""), openStream(t, env, "")
 	resp := env.Call("GET", "/v1/events", nil, "Accept", "text/event-stream")
 	if resp.Status != http.StatusServiceUnavailable || resp.Code() != "unavailable" || resp.Header.Get("Retry-After") != "5" {

@@ -6,13 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
@@ -35,46 +32,11 @@ const (
 	// DefaultSSEWriteTimeout is how long one write to a stream may take
 	// before its client is dropped as stuck.
 	DefaultSSEWriteTimeout = 10 * time.Second
-	// DefaultPruneInterval is how often RunPruner applies the retention.
-	DefaultPruneInterval = time.Minute
 	// sseRetry is the reconnection delay, in milliseconds, streams ask for.
 	sseRetry = 3000
 	// sseBatch is how many events a stream reads from the log at a time.
 	sseBatch = 500
 )
-
-// eventMetrics are the event feed's Prometheus metrics.
-type eventMetrics struct {
-	delivered *prometheus.CounterVec
-	pruned    prometheus.Counter
-	// reads counts reads of the log for event streams: by the tail, once
-	// per commit for all caught-up streams, or by one stream for itself.
-	reads *prometheus.CounterVec
-}
-
-func newEventMetrics(reg prometheus.Registerer, subscribers func() int) *eventMetrics {
-	m := &eventMetrics{
-		delivered: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "planserver_events_delivered_total",
-			Help: "Events sent to clients of GET /v1/events, by transport (sse or json).",
-		}, []string{"transport"}),
-		pruned: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "planserver_events_pruned_total",
-			Help: "Events deleted from the log by retention.",
-		}),
-		reads: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "planserver_event_log_reads_total",
-			Help: "Reads of the event log for event streams (SSE), by reader: tail (one per commit for every caught-up stream) or stream (a stream reading for itself: opening, catching up, or whatever the tail cannot answer).",
-		}, []string{"reader"}),
-	}
-	m.reads.WithLabelValues("tail")
-	m.reads.WithLabelValues("stream")
-	reg.MustRegister(m.delivered, m.pruned, m.reads, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "planserver_event_subscribers",
-		Help: "Event streams (SSE) connected now.",
-	}, func() float64 { return float64(subscribers()) }))
-	return m
-}
 
 // withEventHead gives every GET under /v1 but the feed an X-Event-Seq
 // header: the log's head, read before the handler reads its snapshot. A
@@ -114,7 +76,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
 	if page.Events == nil {
 		page.Events = []events.Event{}
 	}
-	s.eventMetrics.delivered.WithLabelValues("json").Add(float64(len(page.Events)))
+	s.eventMetrics.Delivered.WithLabelValues("json").Add(float64(len(page.Events)))
 	response.JSON(w, http.StatusOK, api.EventPage{Events: page.Events, NextAfter: page.Next})
 	return nil
 }
@@ -254,7 +216,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q events.Q
 			if sw.flush() != nil {
 				return nil
 			}
-			s.eventMetrics.delivered.WithLabelValues("sse").Add(float64(len(page.Events)))
+			s.eventMetrics.Delivered.WithLabelValues("sse").Add(float64(len(page.Events)))
 		}
 		q.After, q.SessionPath = page.Next, page.SessionPath
 		if len(page.Events) < sseBatch {
@@ -285,7 +247,7 @@ func (s *Server) readStream(ctx context.Context, q events.Query, key string) (ev
 			return page, err
 		}
 	}
-	s.eventMetrics.reads.WithLabelValues("stream").Inc()
+	s.eventMetrics.Reads.WithLabelValues("stream").Inc()
 	return events.Read(ctx, s.cfg.DB, q)
 }
 
@@ -374,46 +336,4 @@ func (s *Server) shuttingDown() bool {
 	default:
 		return false
 	}
-}
-
-// PruneEvents applies the configured retention as of now and returns how
-// many events it deleted.
-func (s *Server) PruneEvents(ctx context.Context, now time.Time) (int64, error) {
-	n, err := events.Prune(ctx, s.cfg.DB, s.cfg.EventRetention, now)
-	s.eventMetrics.pruned.Add(float64(n))
-	return n, err
-}
-
-// RunPruner prunes the event log (when a retention is configured) and the
-// decisions about host tool calls whose runs were never reported
-// (sessions.HookDecisionLifetime) at once and then every interval, until
-// ctx is done. Failures are logged and retried at the next tick.
-func (s *Server) RunPruner(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		if s.cfg.EventRetention != (events.Retention{}) {
-			n, err := s.PruneEvents(ctx, time.Now())
-			switch {
-			case err != nil && ctx.Err() == nil:
-				s.log.Error("prune events", slog.Any("error", err))
-			case n > 0:
-				s.log.Info("pruned events", slog.Int64("count", n))
-			}
-		}
-		if _, err := s.PruneHookDecisions(ctx, time.Now()); err != nil && ctx.Err() == nil {
-			s.log.Error("prune hook decisions", slog.Any("error", err))
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// PruneHookDecisions deletes the decisions about host tool calls older
-// than sessions.HookDecisionLifetime as of now, and returns how many.
-func (s *Server) PruneHookDecisions(ctx context.Context, now time.Time) (int64, error) {
-	return s.sessions.PruneHookDecisions(ctx, now)
 }

@@ -20,9 +20,9 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apitest"
+	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/events"
-	planhttp "github.com/planserver/planserver/internal/http"
 )
 
 // sseBlock is one block of an event stream, up to its blank line.
@@ -443,7 +443,7 @@ func TestEventsBadRequests(t *testing.T) {
 }
 
 func TestEventStreamFormatAndHeartbeat(t *testing.T) {
-	env := apitest.New(t, func(c *planhttp.Config) { c.SSEHeartbeat = 20 * time.Millisecond })
+	env := apitest.New(t, func(c *app.Config) { c.SSEHeartbeat = 20 * time.Millisecond })
 	createSession(t, env, map[string]any{"id": "a"})
 	createSession(t, env, map[string]any{"id": "b"})
 
@@ -516,7 +516,7 @@ func TestEventStreamFormatAndHeartbeat(t *testing.T) {
 // number of events and reconnects with Last-Event-ID (or ?after=): it must
 // receive every event of the log exactly once, in order.
 func TestEventsGapFreeAcrossReconnects(t *testing.T) {
-	env := apitest.New(t, func(c *planhttp.Config) { c.SSEHeartbeat = 20 * time.Millisecond })
+	env := apitest.New(t, func(c *app.Config) { c.SSEHeartbeat = 20 * time.Millisecond })
 	const writers, changes = 4, 250
 	var wg sync.WaitGroup
 	for w := 0; w < writers; w++ {
@@ -703,7 +703,7 @@ func TestEventsSubtreeFilter(t *testing.T) {
 // What idle streams cost is measured by make bench (1,000 of them, on the
 // server process alone: docs/benchmarks.md), not here.
 func TestEventsManyIdleSubscribers(t *testing.T) {
-	env := apitest.New(t, func(c *planhttp.Config) { c.SSEHeartbeat = time.Hour })
+	env := apitest.New(t, func(c *app.Config) { c.SSEHeartbeat = time.Hour })
 	createSession(t, env, map[string]any{"id": "seed"})
 	head := headOf(t, env)
 	const n = 200
@@ -793,19 +793,19 @@ func TestEventsManyIdleSubscribers(t *testing.T) {
 }
 
 func TestEventsCursorExpired(t *testing.T) {
-	env := apitest.New(t, func(c *planhttp.Config) {
+	env := apitest.New(t, func(c *app.Config) {
 		c.EventRetention = events.Retention{MaxAge: 7 * 24 * time.Hour, MaxRows: 1000}
 	})
 	for i := 0; i < 3; i++ {
 		createSession(t, env, map[string]any{"id": fmt.Sprintf("s%d", i)})
 	}
-	if n, err := env.API.PruneEvents(context.Background(), time.Now()); err != nil || n != 0 {
+	if n, err := env.App.PruneEvents(context.Background(), time.Now()); err != nil || n != 0 {
 		t.Fatalf("prune of fresh events: %d, %v", n, err)
 	}
 	live := openStream(t, env, "?after=1")
 	mustEvent(t, live)
 	mustEvent(t, live)
-	n, err := env.API.PruneEvents(context.Background(), time.Now().Add(8*24*time.Hour))
+	n, err := env.App.PruneEvents(context.Background(), time.Now().Add(8*24*time.Hour))
 	if err != nil || n != 3 {
 		t.Fatalf("pruned %d, %v; want 3", n, err)
 	}
@@ -839,7 +839,7 @@ func TestEventsCursorExpired(t *testing.T) {
 // TestStuckSubscriberIsDropped: a client that stops reading is cut off
 // after the write timeout, while writers and other subscribers go on.
 func TestStuckSubscriberIsDropped(t *testing.T) {
-	env := apitest.New(t, func(c *planhttp.Config) {
+	env := apitest.New(t, func(c *app.Config) {
 		c.SSEWriteTimeout = 200 * time.Millisecond
 		c.SSEHeartbeat = time.Hour
 	})
@@ -891,7 +891,7 @@ func TestStuckSubscriberIsDropped(t *testing.T) {
 // whose ReadTimeout and WriteTimeout are short: a stream must keep going
 // long past both.
 func TestEventStreamOutlivesServerTimeouts(t *testing.T) {
-	env := apitest.New(t, func(c *planhttp.Config) { c.SSEHeartbeat = 20 * time.Millisecond })
+	env := apitest.New(t, func(c *app.Config) { c.SSEHeartbeat = 20 * time.Millisecond })
 	ts := httptest.NewUnstartedServer(env.API)
 	ts.Config.ReadTimeout = 100 * time.Millisecond
 	ts.Config.WriteTimeout = 100 * time.Millisecond

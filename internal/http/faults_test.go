@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/planserver/planserver/internal/apitest"
+	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/dbtest"
-	planhttp "github.com/planserver/planserver/internal/http"
 	"github.com/planserver/planserver/internal/testfs"
 )
 
@@ -58,7 +58,7 @@ func TestDiskFullThroughTheAPI(t *testing.T) {
 // most a bounded number of times, each shortened, so a hostile graph
 // cannot make a huge answer (it made an 11.9 MiB one).
 func TestRejectedGraphAnswerIsBounded(t *testing.T) {
-	env := apitest.New(t, func(c *planhttp.Config) { c.MaxBodyBytes = 8 << 20; c.MaxPlanBytes = 4 << 20 })
+	env := apitest.New(t, func(c *app.Config) { c.MaxBodyBytes = 8 << 20; c.MaxPlanBytes = 4 << 20 })
 	const n = 1000
 	steps := make([]map[string]any, n)
 	for i := 0; i < n; i++ {

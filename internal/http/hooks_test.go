@@ -10,9 +10,9 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apitest"
+	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/auth"
-	"github.com/planserver/planserver/internal/hooks"
-	planhttp "github.com/planserver/planserver/internal/http"
+	"github.com/planserver/planserver/internal/hosthook"
 	"github.com/planserver/planserver/internal/sandbox"
 )
 
@@ -346,7 +346,7 @@ func TestHookBadInput(t *testing.T) {
 // bind children under its session; another session is a denial that
 // cannot tell "outside your scope" from "does not exist".
 func TestHookAccess(t *testing.T) {
-	env := apitest.New(t, func(c *planhttp.Config) { c.Auth = "token" })
+	env := apitest.New(t, func(c *app.Config) { c.Auth = "token" })
 	admin := env.As(env.Token(auth.Admin, "admin", ""))
 	createSession(t, admin, map[string]any{"id": "mine", "mode": "plan"})
 	createSession(t, admin, map[string]any{"id": "theirs", "mode": "plan"})
@@ -400,15 +400,15 @@ func withCommand(t *testing.T, host, name, inputField, cmd string) []byte {
 // beforeShellExecution), or the sandbox is missing, only a plain read on
 // the allowlist runs.
 func TestHookSandboxRewrite(t *testing.T) {
-	wrap := func(cmd string, _ hooks.Wrap) (string, error) {
+	wrap := func(cmd string, _ hosthook.Wrap) (string, error) {
 		return sandbox.WrapCommand("/opt/planserver", cmd, nil)
 	}
-	env := apitest.New(t, func(c *planhttp.Config) {
-		c.Hooks.Shell.Sandbox = hooks.Sandbox{Available: true, Wrap: wrap}
+	env := apitest.New(t, func(c *app.Config) {
+		c.Hooks.Shell.Sandbox = hosthook.Sandbox{Available: true, Wrap: wrap}
 	})
 	createSession(t, env, map[string]any{"id": "p", "mode": "plan"})
 	const probe = "python3 tools/probe.py --dry"
-	want, _ := wrap(probe, hooks.Wrap{})
+	want, _ := wrap(probe, hosthook.Wrap{})
 
 	dec, out := hookCall(t, env, "claude-code", "session=p", withCommand(t, "claude-code", "bash_redirect", "tool_input", probe))
 	h, _ := out["hookSpecificOutput"].(map[string]any)
@@ -421,7 +421,7 @@ func TestHookSandboxRewrite(t *testing.T) {
 		t.Errorf("the reason does not say why: %v", h["permissionDecisionReason"])
 	}
 	// ls is no exception: every command runs in the sandbox.
-	lsWant, _ := wrap("ls -la", hooks.Wrap{})
+	lsWant, _ := wrap("ls -la", hosthook.Wrap{})
 	dec, out = hookCall(t, env, "claude-code", "session=p", fixture(t, "claude-code", "bash_ls"))
 	if in, _ := out["hookSpecificOutput"].(map[string]any)["updatedInput"].(map[string]any); dec != "rewrite" || in["command"] != lsWant {
 		t.Errorf("ls: %s %v", dec, out)
@@ -433,7 +433,7 @@ func TestHookSandboxRewrite(t *testing.T) {
 	}
 	dec, out = hookCall(t, env, "cursor", "session=p", fixture(t, "cursor", "pre_tool_shell"))
 	cin, _ := out["updated_input"].(map[string]any)
-	if w, _ := wrap("go generate ./...", hooks.Wrap{}); dec != "rewrite" || out["permission"] != "allow" || cin["command"] != w || cin["cwd"] != "/path/to/project" {
+	if w, _ := wrap("go generate ./...", hosthook.Wrap{}); dec != "rewrite" || out["permission"] != "allow" || cin["command"] != w || cin["cwd"] != "/path/to/project" {
 		t.Errorf("cursor preToolUse rewrite: %s %v", dec, out)
 	}
 	dec, out = hookCall(t, env, "opencode", "session=p", withCommand(t, "opencode", "bash_write", "args", probe))
@@ -467,8 +467,8 @@ func TestHookSandboxRewrite(t *testing.T) {
 	}
 
 	// Without the sandbox only a plain read on the allowlist runs.
-	off := apitest.New(t, func(c *planhttp.Config) {
-		c.Hooks.Shell.Sandbox = hooks.Sandbox{Why: "Landlock ABI 2 is below 6"}
+	off := apitest.New(t, func(c *app.Config) {
+		c.Hooks.Shell.Sandbox = hosthook.Sandbox{Why: "Landlock ABI 2 is below 6"}
 	})
 	createSession(t, off, map[string]any{"id": "p", "mode": "plan"})
 	_, out = hookCall(t, off, "claude-code", "session=p", withCommand(t, "claude-code", "bash_redirect", "tool_input", probe))
@@ -485,17 +485,17 @@ func TestHookSandboxRewrite(t *testing.T) {
 // shell is rewritten into the sandbox with only the command changed, and
 // its patches are denied. Its after-tool report is read too.
 func TestHookCodex(t *testing.T) {
-	wrap := func(cmd string, w hooks.Wrap) (string, error) {
+	wrap := func(cmd string, w hosthook.Wrap) (string, error) {
 		return sandbox.WrapCommand("/opt/planserver", cmd, nil)
 	}
-	env := apitest.New(t, func(c *planhttp.Config) {
-		c.Hooks.Shell.Sandbox = hooks.Sandbox{Available: true, Wrap: wrap}
+	env := apitest.New(t, func(c *app.Config) {
+		c.Hooks.Shell.Sandbox = hosthook.Sandbox{Available: true, Wrap: wrap}
 	})
 	createSession(t, env, map[string]any{"id": "p", "mode": "plan"})
 	dec, out := hookCall(t, env, "codex", "session=p", fixture(t, "codex", "bash_ls"))
 	h, _ := out["hookSpecificOutput"].(map[string]any)
 	in, _ := h["updatedInput"].(map[string]any)
-	if want, _ := wrap("ls -la", hooks.Wrap{}); dec != "rewrite" || h["permissionDecision"] != "allow" || in["command"] != want || len(in) != 1 {
+	if want, _ := wrap("ls -la", hosthook.Wrap{}); dec != "rewrite" || h["permissionDecision"] != "allow" || in["command"] != want || len(in) != 1 {
 		t.Errorf("codex Bash: %s %v", dec, out)
 	}
 	for _, f := range []struct{ fixture, reason string }{
@@ -537,15 +537,15 @@ func claudeWrite(t *testing.T, file, agent string) []byte {
 // never planserver's own port; a sub-session is held to the same scope;
 // lifting it restores full build.
 func TestHookScopedBuild(t *testing.T) {
-	wrap := func(cmd string, w hooks.Wrap) (string, error) {
+	wrap := func(cmd string, w hosthook.Wrap) (string, error) {
 		o := sandbox.WrapOptions{Explain: w.Explain}
 		if w.Scope != nil {
 			o.AllowWrite, o.Project, o.AllowConnect, o.Scoped = w.Scope.Files, w.Scope.Project, w.Scope.Connect, true
 		}
 		return sandbox.Wrap("/opt/planserver", cmd, o)
 	}
-	env := apitest.New(t, func(c *planhttp.Config) {
-		c.Hooks.Shell.Sandbox = hooks.Sandbox{Available: true, Wrap: wrap}
+	env := apitest.New(t, func(c *app.Config) {
+		c.Hooks.Shell.Sandbox = hosthook.Sandbox{Available: true, Wrap: wrap}
 	})
 	createSession(t, env, map[string]any{"id": "s", "mode": "plan"})
 	createSession(t, env, map[string]any{"id": "sub", "parent_id": "s"})
@@ -617,15 +617,15 @@ func TestHookScopedBuild(t *testing.T) {
 // judged like any command, and the allowlist refuses it. In scoped build
 // the same holds with the scope's sandbox.
 func TestCursorSecondHookSeesTheRewrite(t *testing.T) {
-	wrap := func(cmd string, w hooks.Wrap) (string, error) {
+	wrap := func(cmd string, w hosthook.Wrap) (string, error) {
 		o := sandbox.WrapOptions{Explain: w.Explain}
 		if w.Scope != nil {
 			o.AllowWrite, o.Project, o.AllowConnect, o.Scoped = w.Scope.Files, w.Scope.Project, w.Scope.Connect, true
 		}
 		return sandbox.Wrap("/opt/planserver", cmd, o)
 	}
-	env := apitest.New(t, func(c *planhttp.Config) {
-		c.Hooks.Shell.Sandbox = hooks.Sandbox{Available: true, Wrap: wrap, Unwrap: sandbox.Unwrap}
+	env := apitest.New(t, func(c *app.Config) {
+		c.Hooks.Shell.Sandbox = hosthook.Sandbox{Available: true, Wrap: wrap, Unwrap: sandbox.Unwrap}
 	})
 	createSession(t, env, map[string]any{"id": "p", "mode": "plan"})
 	rewritten := func(session, command string) string {
@@ -689,11 +689,11 @@ func TestCursorSecondHookSeesTheRewrite(t *testing.T) {
 // what runs is not what was judged. Where the hook rewrites, the same
 // command runs in the sandbox.
 func TestCursorShellRefusesTerminalControls(t *testing.T) {
-	wrap := func(cmd string, _ hooks.Wrap) (string, error) {
+	wrap := func(cmd string, _ hosthook.Wrap) (string, error) {
 		return sandbox.WrapCommand("/opt/planserver", cmd, nil)
 	}
-	env := apitest.New(t, func(c *planhttp.Config) {
-		c.Hooks.Shell.Sandbox = hooks.Sandbox{Available: true, Wrap: wrap, Unwrap: sandbox.Unwrap}
+	env := apitest.New(t, func(c *app.Config) {
+		c.Hooks.Shell.Sandbox = hosthook.Sandbox{Available: true, Wrap: wrap, Unwrap: sandbox.Unwrap}
 	})
 	createSession(t, env, map[string]any{"id": "p", "mode": "plan"})
 	for _, cmd := range []string{
@@ -704,7 +704,7 @@ func TestCursorShellRefusesTerminalControls(t *testing.T) {
 			!strings.Contains(out["agent_message"].(string), "control character") {
 			t.Errorf("beforeShellExecution %q: %s %v", cmd, dec, out)
 		}
-		line, _ := wrap(cmd, hooks.Wrap{})
+		line, _ := wrap(cmd, hosthook.Wrap{})
 		if dec, _ := hookCall(t, env, "cursor", "session=p", withCommand(t, "cursor", "before_shell_ls", "", line)); dec != "deny" {
 			t.Errorf("beforeShellExecution, the sandbox line of %q: %s", cmd, dec)
 		}

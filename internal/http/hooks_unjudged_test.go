@@ -133,10 +133,10 @@ func TestHookUnjudgedRuns(t *testing.T) {
 	// a report after that finds none.
 	edit := fixture(t, "claude-code", "edit")
 	hookCall(t, env, "claude-code", "session=b", edit)
-	if n, err := env.API.PruneHookDecisions(context.Background(), time.Now().Add(sessions.HookDecisionLifetime-time.Minute)); err != nil || n != 0 {
+	if n, err := env.App.PruneHookDecisions(context.Background(), time.Now().Add(sessions.HookDecisionLifetime-time.Minute)); err != nil || n != 0 {
 		t.Fatalf("prune within the lifetime: %d %v", n, err)
 	}
-	if n, err := env.API.PruneHookDecisions(context.Background(), time.Now().Add(sessions.HookDecisionLifetime+time.Minute)); err != nil || n < 1 {
+	if n, err := env.App.PruneHookDecisions(context.Background(), time.Now().Add(sessions.HookDecisionLifetime+time.Minute)); err != nil || n < 1 {
 		t.Fatalf("prune after the lifetime: %d %v", n, err)
 	}
 	reportRun(t, env, "claude-code", "session=b", postOf(t, edit))

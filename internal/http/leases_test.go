@@ -13,8 +13,8 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apitest"
+	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/dbtest"
-	planhttp "github.com/planserver/planserver/internal/http"
 	"github.com/planserver/planserver/internal/webhooks/deliver"
 )
 
@@ -46,7 +46,7 @@ func expiries(t *testing.T, env *apitest.Env, name string) ([]api.Event, []claim
 
 func sweep(t *testing.T, env *apitest.Env) int {
 	t.Helper()
-	n, err := env.API.SweepLeases(context.Background())
+	n, err := env.App.SweepLeases(context.Background())
 	if err != nil {
 		t.Fatalf("sweep: %v", err)
 	}
@@ -68,7 +68,7 @@ func planRevision(t *testing.T, env *apitest.Env, name string) int64 {
 // lease is a new lease, reported again when it runs out.
 func TestClaimExpiredWhenTheLeaseEnds(t *testing.T) {
 	clk := newClock()
-	env := apitest.New(t, func(c *planhttp.Config) { c.Now = clk.Now })
+	env := apitest.New(t, func(c *app.Config) { c.Now = clk.Now })
 	putSteps(t, env, "p", []map[string]any{
 		{"id": "a", "description": "lapses", "owner": "backend"},
 		{"id": "b", "description": "renewed in time", "owner": "backend"},
@@ -172,7 +172,7 @@ func TestClaimExpiredWhenTheLeaseEnds(t *testing.T) {
 // lease takes it along unreported.
 func TestClaimExpiredBeforeTheSweep(t *testing.T) {
 	clk := newClock()
-	env := apitest.New(t, func(c *planhttp.Config) { c.Now = clk.Now })
+	env := apitest.New(t, func(c *app.Config) { c.Now = clk.Now })
 	putSteps(t, env, "q", []map[string]any{
 		{"id": "x", "description": "taken over", "owner": "o"},
 		{"id": "y", "description": "reported late", "owner": "o"},
@@ -232,7 +232,7 @@ func TestClaimExpiredBeforeTheSweep(t *testing.T) {
 func TestClaimExpiredAcrossSweepers(t *testing.T) {
 	clk := newClock()
 	path := dbtest.Fresh(t)
-	cfg := func(c *planhttp.Config) { c.Now = clk.Now }
+	cfg := func(c *app.Config) { c.Now = clk.Now }
 	replicas := []*apitest.Env{apitest.Open(t, path, cfg)}
 	if dbtest.Postgres() {
 		replicas = append(replicas, apitest.Open(t, path, cfg), apitest.Open(t, path, cfg))
@@ -261,7 +261,7 @@ func TestClaimExpiredAcrossSweepers(t *testing.T) {
 			defer wg.Done()
 			env := replicas[i%len(replicas)]
 			for ctx.Err() == nil {
-				n, err := env.API.SweepLeases(ctx)
+				n, err := env.App.SweepLeases(ctx)
 				if err != nil && ctx.Err() == nil {
 					t.Errorf("sweeper %d: %v", i, err)
 					return
@@ -304,12 +304,12 @@ func TestClaimExpiredWebhook(t *testing.T) {
 	rcv := startReceiver(t)
 	clk := newClock()
 	env, _ := webhookEnv(t, dbtest.Fresh(t), deliver.Options{AllowHosts: []string{"127.0.0.1"}, PublicURL: "https://planserver.example.com"},
-		func(c *planhttp.Config) { c.Now, c.LeaseSweepInterval = clk.Now, 10*time.Millisecond })
+		func(c *app.Config) { c.Now, c.LeaseSweepInterval = clk.Now, 10*time.Millisecond })
 	ctx, cancel := context.WithCancel(context.Background())
 	swept := make(chan struct{})
 	go func() {
 		defer close(swept)
-		env.API.RunLeaseSweeper(ctx)
+		env.App.RunLeaseSweeper(ctx)
 	}()
 	t.Cleanup(func() {
 		cancel()

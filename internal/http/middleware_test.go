@@ -18,7 +18,7 @@ import (
 func TestPanicIsAnsweredAsInternalProblem(t *testing.T) {
 	d := migrated.Fresh(t)
 	var logs bytes.Buffer
-	s := New(Config{DB: d, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	s := New(Config{DB: d, Logger: slog.New(slog.NewJSONHandler(&logs, nil))}, Deps{})
 	s.router.Get("/boom", func(http.ResponseWriter, *http.Request) { panic("secret detail") })
 
 	rec := httptest.NewRecorder()

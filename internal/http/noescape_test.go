@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/planserver/planserver/internal/apitest"
+	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/auth"
 	planhttp "github.com/planserver/planserver/internal/http"
 )
@@ -19,7 +20,7 @@ import (
 // top is in build so that mid and leaf are in plan only through their own
 // mode: an escape could not hide behind an ancestor's plan mode.
 func TestAgentCannotEscapePlanMode(t *testing.T) {
-	env := apitest.New(t, func(c *planhttp.Config) { c.Auth = planhttp.AuthToken })
+	env := apitest.New(t, func(c *app.Config) { c.Auth = planhttp.AuthToken })
 	adminTok := env.Token(auth.Admin, "human", "")
 	as := env.As(adminTok)
 	createSession(t, as, map[string]any{"id": "top"})

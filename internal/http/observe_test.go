@@ -13,18 +13,25 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/dbtest/migrated"
 	"github.com/planserver/planserver/internal/http/response"
 )
 
 // newLogged returns a server on a fresh database whose log lines (JSON)
-// land in the returned buffer.
-func newLogged(t *testing.T, cfg Config) (*Server, *bytes.Buffer) {
+// land in the returned buffer. It serves no store unless deps, when given,
+// builds some on the database (the composition root, internal/app, is
+// above this package).
+func newLogged(t *testing.T, cfg Config, deps ...func(*db.DB) Deps) (*Server, *bytes.Buffer) {
 	t.Helper()
 	d := migrated.Fresh(t)
 	var logs bytes.Buffer
 	cfg.DB, cfg.Logger = d, slog.New(slog.NewJSONHandler(&logs, nil))
-	return New(cfg), &logs
+	var built Deps
+	for _, f := range deps {
+		built = f(d)
+	}
+	return New(cfg, built), &logs
 }
 
 // logLines decodes every log line, failing on a key that appears twice

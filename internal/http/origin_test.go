@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/planserver/planserver/internal/apitest"
+	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/auth"
 	planhttp "github.com/planserver/planserver/internal/http"
 )
@@ -97,7 +98,7 @@ func TestCrossSiteWritesRefused(t *testing.T) {
 // origin is still refused, preflight or not.
 func TestCrossSiteWithCORS(t *testing.T) {
 	const console = "https://console.example.com"
-	env := apitest.New(t, func(c *planhttp.Config) {
+	env := apitest.New(t, func(c *app.Config) {
 		c.Auth = planhttp.AuthToken
 		c.CORSOrigins = []string{console}
 	})
@@ -142,7 +143,7 @@ func TestHostCheck(t *testing.T) {
 	}
 
 	// Behind a proxy, the names it forwards are listed.
-	proxied := apitest.New(t, func(c *planhttp.Config) {
+	proxied := apitest.New(t, func(c *app.Config) {
 		c.AllowedHosts = []string{"planserver.internal", "plans.example.com:8443", "[fd00::1]"}
 	})
 	for host, want := range map[string]int{
@@ -163,7 +164,7 @@ func TestHostCheck(t *testing.T) {
 
 	// With tokens, the Host check is off unless --allowed-hosts is set: a
 	// rebinding page has no token to use.
-	tokens := apitest.New(t, func(c *planhttp.Config) { c.Auth = planhttp.AuthToken })
+	tokens := apitest.New(t, func(c *app.Config) { c.Auth = planhttp.AuthToken })
 	viewer := tokens.As(tokens.Token(auth.Viewer, "v", ""))
 	if r := viewer.Call("GET", "/v1/sessions", nil, "Host", "planserver.example.com"); r.Status != http.StatusOK {
 		t.Errorf("--auth token without --allowed-hosts: %d %s", r.Status, r.Body)
@@ -171,7 +172,7 @@ func TestHostCheck(t *testing.T) {
 	if r := tokens.Call("GET", "/v1/sessions", nil, "Host", "planserver.example.com"); r.Status != http.StatusUnauthorized {
 		t.Errorf("--auth token, no token: %d %s", r.Status, r.Body)
 	}
-	strict := apitest.New(t, func(c *planhttp.Config) {
+	strict := apitest.New(t, func(c *app.Config) {
 		c.Auth = planhttp.AuthToken
 		c.AllowedHosts = []string{"planserver.example.com"}
 	})

@@ -5,14 +5,14 @@ import (
 	"testing"
 
 	"github.com/planserver/planserver/internal/apitest"
-	planhttp "github.com/planserver/planserver/internal/http"
+	"github.com/planserver/planserver/internal/app"
 )
 
 // TestPlanModeBadInputIsRefusedAndWritesNothing sends every kind of bad
 // input to the plan-mode routes: each is a problem naming the field, and
 // nothing is written (no row, no revision, no event).
 func TestPlanModeBadInputIsRefusedAndWritesNothing(t *testing.T) {
-	env := apitest.New(t, func(c *planhttp.Config) { c.MaxBodyBytes = 8192 })
+	env := apitest.New(t, func(c *app.Config) { c.MaxBodyBytes = 8192 })
 	createSession(t, env, map[string]any{"id": "s", "mode": "plan"})
 	const (
 		plan   = "/v1/sessions/s/plan"

@@ -10,8 +10,8 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apitest"
+	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/db"
-	planhttp "github.com/planserver/planserver/internal/http"
 )
 
 // plan is a shared plan as the API answers it, but with its steps raw, so
@@ -303,7 +303,7 @@ func TestPlanPreconditions(t *testing.T) {
 }
 
 func TestPlanRequirePreconditions(t *testing.T) {
-	env := apitest.New(t, func(c *planhttp.Config) { c.RequirePreconditions = true })
+	env := apitest.New(t, func(c *app.Config) { c.RequirePreconditions = true })
 	// Creating needs no precondition: there is nothing to overwrite.
 	putPlan(t, env, "p", map[string]any{"content": "v"}, 201)
 	for _, r := range []*apitest.Response{
@@ -414,7 +414,7 @@ func TestPlanStatus(t *testing.T) {
 }
 
 func TestPlanHistory(t *testing.T) {
-	env := apitest.New(t, func(c *planhttp.Config) { c.PlanHistory = 3 })
+	env := apitest.New(t, func(c *app.Config) { c.PlanHistory = 3 })
 	for i := 1; i <= 5; i++ {
 		putPlan(t, env, "h", map[string]any{"content": fmt.Sprintf("v%d", i), "author": fmt.Sprintf("a%d", i), "status": fmt.Sprintf("s%d", i)}, map[bool]int{true: 201, false: 200}[i == 1])
 	}
@@ -607,7 +607,7 @@ func TestPlanDelete(t *testing.T) {
 
 func TestPlanBadInputIsRefusedAndWritesNothing(t *testing.T) {
 	const limit = 1000
-	env := apitest.New(t, func(c *planhttp.Config) { c.MaxPlanBytes = limit; c.MaxBodyBytes = 4096 })
+	env := apitest.New(t, func(c *app.Config) { c.MaxPlanBytes = limit; c.MaxBodyBytes = 4096 })
 	putPlan(t, env, "p", map[string]any{"content": "original"}, 201)
 	long := strings.Repeat("a", 129)
 	cases := []struct {
@@ -718,7 +718,7 @@ func TestPlanContentLimitCountsContentNotEscaping(t *testing.T) {
 // revision of its own, readable in history with exactly its content) or
 // gets a clean 412; no success is ever overwritten unseen.
 func TestConcurrentPlanWritersLoseNoUpdate(t *testing.T) {
-	env := apitest.New(t, func(c *planhttp.Config) { c.PlanHistory = 1000 })
+	env := apitest.New(t, func(c *app.Config) { c.PlanHistory = 1000 })
 	putPlan(t, env, "shared", map[string]any{"content": "start"}, 201)
 	const clients, rounds = 8, 12
 	var (

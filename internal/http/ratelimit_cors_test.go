@@ -7,13 +7,14 @@ import (
 	"testing"
 
 	"github.com/planserver/planserver/internal/apitest"
+	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/auth"
 	planhttp "github.com/planserver/planserver/internal/http"
 )
 
 // slowLimit allows bursts of 2 and then one request every 1000 s, so the
 // third request in a row is refused however slow the machine is.
-func slowLimit(c *planhttp.Config) { c.RateLimit, c.RateBurst = 0.001, 2 }
+func slowLimit(c *app.Config) { c.RateLimit, c.RateBurst = 0.001, 2 }
 
 func rateLimited(t *testing.T, resp *apitest.Response) {
 	t.Helper()
@@ -27,7 +28,7 @@ func rateLimited(t *testing.T, resp *apitest.Response) {
 }
 
 func TestRateLimitPerToken(t *testing.T) {
-	env := apitest.New(t, func(c *planhttp.Config) { c.Auth = planhttp.AuthToken }, slowLimit)
+	env := apitest.New(t, func(c *app.Config) { c.Auth = planhttp.AuthToken }, slowLimit)
 	a := env.As(env.Token(auth.Admin, "a", ""))
 	b := env.As(env.Token(auth.Viewer, "b", ""))
 	for range 2 {
@@ -74,7 +75,7 @@ func TestNoRateLimitWithoutTokens(t *testing.T) {
 
 func TestCORS(t *testing.T) {
 	const allowed = "https://console.example.com"
-	env := apitest.New(t, func(c *planhttp.Config) {
+	env := apitest.New(t, func(c *app.Config) {
 		c.Auth = planhttp.AuthToken
 		c.CORSOrigins = []string{allowed}
 	})

@@ -7,7 +7,7 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apitest"
-	planhttp "github.com/planserver/planserver/internal/http"
+	"github.com/planserver/planserver/internal/app"
 )
 
 // TestReviewWithLineCommentsAndHistory walks a review round trip as the
@@ -75,7 +75,7 @@ func TestReviewWithLineCommentsAndHistory(t *testing.T) {
 // revision, readable alone and diffable against any other (JSON hunks or a
 // unified diff), within --plan-history.
 func TestSessionPlanRevisionsAndDiff(t *testing.T) {
-	env := apitest.New(t, func(c *planhttp.Config) { c.PlanHistory = 3 })
+	env := apitest.New(t, func(c *app.Config) { c.PlanHistory = 3 })
 	createSession(t, env, map[string]any{"id": "s"})
 	for _, c := range []string{"a\nb\nc\n", "a\nB\nc\n", "a\nB\nc\nd\n", "A\nB\nc\nd\n"} {
 		env.Call("PUT", "/v1/sessions/s/plan", map[string]any{"content": c})

@@ -1,7 +1,8 @@
 // Package http serves planserver's HTTP API: the chi router with every route
 // in routes(), middleware, JSON and problem+json helpers, preconditions, and
 // one file of handlers per resource. It never writes SQL: handlers decode,
-// call a domain store, and respond.
+// call a domain store, and respond. It builds no store and runs no job:
+// the composition root (internal/app) hands it what it serves (Deps).
 package http
 
 import (
@@ -15,7 +16,6 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/planserver/planserver/api"
@@ -23,19 +23,21 @@ import (
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/events"
+	"github.com/planserver/planserver/internal/hosthookservice"
 	"github.com/planserver/planserver/internal/http/request"
 	"github.com/planserver/planserver/internal/http/response"
 	"github.com/planserver/planserver/internal/http/signin"
-	"github.com/planserver/planserver/internal/mcp"
 	"github.com/planserver/planserver/internal/plans"
 	"github.com/planserver/planserver/internal/sessions"
 	"github.com/planserver/planserver/internal/tracing"
 	"github.com/planserver/planserver/internal/webhooks"
-	"github.com/planserver/planserver/internal/webhooks/deliver"
 )
 
-// Config is everything the HTTP layer needs.
+// Config is the HTTP layer's own settings; what it serves comes in Deps,
+// built by the composition root (internal/app).
 type Config struct {
+	// DB is read directly for what is the transport's own: readiness, the
+	// event log a stream reads, the answers cache, the process metrics.
 	DB     *db.DB
 	Logger *slog.Logger
 	// MaxBodyBytes bounds JSON request bodies (413 above).
@@ -44,25 +46,11 @@ type Config struct {
 	// (413 above). JSON bodies carrying a plan may be this much larger than
 	// MaxBodyBytes, since escaping can double the content.
 	MaxPlanBytes int64
-	// PlanModeAllow is the plan-mode allowlist: tools offered in plan mode
-	// whatever their annotations. Nil means sessions.DefaultPlanModeAllow;
-	// empty means none.
-	PlanModeAllow []string
-	// UpstreamTimeout bounds every call to a gate's tool server
-	// (--upstream-timeout); 0 means DefaultUpstreamTimeout.
-	UpstreamTimeout time.Duration
-	// PlanHistory is how many revisions of a shared plan stay readable, the
-	// current one included (--plan-history); 100 when zero.
-	PlanHistory int
 	// RequirePreconditions makes updates and deletes without If-Match (or
 	// last_known_revision) fail with 428.
 	RequirePreconditions bool
-	// Now, when set, replaces the database's clock, which every
-	// transaction reads (timestamps, claim leases, the ready set, token
-	// expiry). Tests move it forward instead of sleeping.
-	Now func() time.Time
-	// Registry collects the Prometheus metrics served at /metrics; a new one
-	// is made when nil.
+	// Registry collects the Prometheus metrics served at /metrics; a bare
+	// one is made when nil (the composition root always gives one).
 	Registry *prometheus.Registry
 	// Version is reported by /healthz.
 	Version string
@@ -80,9 +68,6 @@ type Config struct {
 	// AllowedHosts are Host names (optionally with a port) the server
 	// answers to besides loopback ones; see hostGuard in origin.go.
 	AllowedHosts []string
-	// EventRetention bounds the event log (PruneEvents, RunPruner); the
-	// zero value keeps every event.
-	EventRetention events.Retention
 	// SSEHeartbeat is the interval of the comment lines an idle event
 	// stream gets; DefaultSSEHeartbeat when 0.
 	SSEHeartbeat time.Duration
@@ -93,17 +78,59 @@ type Config struct {
 	// MaxEventStreams bounds the event streams open at once (503 above,
 	// see limits.go); 0 sets no bound.
 	MaxEventStreams int
-	// Hooks is how host hooks (POST /v1/hooks/{host}) judge shell
-	// commands and name planserver's own MCP server.
-	Hooks HookConfig
-	// Webhooks configures the webhook deliverer (RunWebhooks).
-	Webhooks deliver.Options
-	// LeaseSweepInterval is how often RunLeaseSweeper looks for lapsed
-	// step leases; plans.SweepInterval when 0.
-	LeaseSweepInterval time.Duration
 	// OIDC turns sign-in on (package signin; with AuthToken only): people sign
 	// in at /auth/login and reach /v1 with a cookie. Nil: tokens only.
 	OIDC *signin.OIDC
+}
+
+// Deps are what the handlers serve, built by the composition root: the
+// domain stores, the access check, the event tail, and the other
+// endpoints as small interfaces, so that this package builds none of them
+// and imports no other transport.
+type Deps struct {
+	Sessions *sessions.Store
+	// Gate is the plan-mode tool policy (the --plan-mode-allow list).
+	Gate   sessions.Gate
+	Access *auth.Authorizer
+	Tokens *auth.Store
+	// SignIns keeps the sign-ins of Config.OIDC (Tokens.SignIns with the
+	// provider's settings).
+	SignIns  *auth.SignIns
+	Plans    *plans.Store
+	Webhooks *webhooks.Store
+	// Tail wakes event streams after every commit, and serves the
+	// caught-up ones from one read of the log; Head is the log's head for
+	// X-Event-Seq; EventMetrics count what the feed sends and reads.
+	Tail         *events.Tail
+	Head         *events.HeadCache
+	EventMetrics *events.Metrics
+	// Gates is the gate registry of /v1/gates.
+	Gates GateRegistry
+	// MCP is the endpoint at POST /mcp, GateProxy the gate of registered
+	// tool servers at POST /mcp/gate/{name} (internal/mcp).
+	MCP       http.Handler
+	GateProxy GateProxy
+	// Hooks answers host hooks' calls (internal/hosthookservice).
+	Hooks HostHooks
+}
+
+// GateRegistry is the gate registry the /v1/gates routes serve
+// (gates.Store).
+type GateRegistry interface {
+	Put(ctx context.Context, name string, in api.GateWrite) (*api.Gate, bool, error)
+	Get(ctx context.Context, name string) (*api.Gate, error)
+	List(ctx context.Context) ([]api.Gate, error)
+	Delete(ctx context.Context, name string) error
+}
+
+// GateProxy serves the gate called name (proxy.Upstreams, internal/gates/proxy).
+type GateProxy interface {
+	ServeGate(w http.ResponseWriter, r *http.Request, name string)
+}
+
+// HostHooks answers one host hook's call (hosthookservice.Service).
+type HostHooks interface {
+	Answer(ctx context.Context, q hosthookservice.Request) hosthookservice.Answer
 }
 
 // Server is the planserver HTTP API.
@@ -118,19 +145,24 @@ type Server struct {
 
 	sessions *sessions.Store
 	gate     sessions.Gate
-	// hookRules judge host hooks' calls (hooks.go).
-	hookRules hookRules
-	tokens    *auth.Store
+	// authz is the one access check (auth.Authorizer), shared with the
+	// plans store and the MCP endpoint.
+	authz *auth.Authorizer
+	// hooks answers host hooks' calls (hooks.go).
+	hooks  HostHooks
+	tokens *auth.Store
 	// signIns keeps the sign-ins of OIDC (nil oidc: none are made).
 	signIns *auth.SignIns
 	oidc    *signin.OIDC
 	limiter *limiter
 	plans   *plans.Store
-	// gates are the tool servers of /mcp/gate/{name} (mcp.go).
-	gates *mcp.GateStore
-	// webhooks are the webhook subscriptions; deliverer sends them.
-	webhooks  *webhooks.Store
-	deliverer *deliver.Deliverer
+	// gates are the tool servers of /mcp/gate/{name} (mcp.go), served by
+	// mcp and gateProxy.
+	gates     GateRegistry
+	mcp       http.Handler
+	gateProxy GateProxy
+	// webhooks are the webhook subscriptions.
+	webhooks *webhooks.Store
 
 	// tail wakes event streams after every commit, and serves the caught-up
 	// ones from one read of the log (events.Tail).
@@ -138,9 +170,9 @@ type Server struct {
 	// head is the event log's head for X-Event-Seq.
 	head *events.HeadCache
 	// answers keeps the answers of GET a session and GET a plan between
-	// commits (response.Cache).
+	// commits (answers.go).
 	answers      *response.Cache
-	eventMetrics *eventMetrics
+	eventMetrics *events.Metrics
 	streams      *streamGate
 	// shutdown is closed by Shutdown to end every event stream.
 	shutdown     chan struct{}
@@ -150,23 +182,16 @@ type Server struct {
 // DefaultMaxBodyBytes bounds JSON bodies when Config names no limit.
 const DefaultMaxBodyBytes = 1 << 20
 
-// DefaultUpstreamTimeout bounds a call to a gate's tool server when Config
-// names no limit.
-const DefaultUpstreamTimeout = 30 * time.Second
-
 // DefaultMaxPlanBytes bounds plan content when Config names no limit.
 const DefaultMaxPlanBytes = 1 << 20
 
-// New returns the API server for cfg.
-func New(cfg Config) *Server {
+// New returns the API server for cfg, serving deps.
+func New(cfg Config, deps Deps) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if cfg.UpstreamTimeout <= 0 {
-		cfg.UpstreamTimeout = DefaultUpstreamTimeout
 	}
 	if cfg.MaxPlanBytes <= 0 {
 		cfg.MaxPlanBytes = DefaultMaxPlanBytes
@@ -177,47 +202,35 @@ func New(cfg Config) *Server {
 	if cfg.SSEWriteTimeout <= 0 {
 		cfg.SSEWriteTimeout = DefaultSSEWriteTimeout
 	}
-	if cfg.Now != nil {
-		cfg.DB.SetClock(cfg.Now)
-	}
 	reg := cfg.Registry
 	if reg == nil {
 		reg = prometheus.NewRegistry()
-		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	s := &Server{
-		cfg:      cfg,
-		log:      cfg.Logger,
-		metrics:  newHTTPMetrics(reg),
-		registry: reg,
-		sessions: sessions.NewStore(cfg.DB, sessions.Config{History: cfg.PlanHistory}),
-		gate:     sessions.NewGate(cfg.PlanModeAllow),
-		tokens:   auth.NewStore(cfg.DB),
-		limiter:  newLimiter(cfg.RateLimit, cfg.RateBurst),
-		shutdown: make(chan struct{}),
+		cfg:          cfg,
+		log:          cfg.Logger,
+		metrics:      newHTTPMetrics(reg),
+		registry:     reg,
+		sessions:     deps.Sessions,
+		gate:         deps.Gate,
+		authz:        deps.Access,
+		hooks:        deps.Hooks,
+		tokens:       deps.Tokens,
+		signIns:      deps.SignIns,
+		plans:        deps.Plans,
+		gates:        deps.Gates,
+		mcp:          deps.MCP,
+		gateProxy:    deps.GateProxy,
+		webhooks:     deps.Webhooks,
+		tail:         deps.Tail,
+		head:         deps.Head,
+		eventMetrics: deps.EventMetrics,
+		limiter:      newLimiter(cfg.RateLimit, cfg.RateBurst),
+		shutdown:     make(chan struct{}),
 	}
-	s.hookRules = newHookRules(cfg.Hooks, reg)
 	s.oidc = cfg.OIDC
-	signIns := auth.SignInConfig{}
-	if s.oidc != nil {
-		signIns = auth.SignInConfig{Timeouts: auth.Timeouts{Idle: s.oidc.Settings().Idle, MaxAge: s.oidc.Settings().MaxAge},
-			Attempts: s.oidc.Settings().Attempts, Rules: s.oidc.Settings().Roles}
-	}
-	s.signIns = s.tokens.SignIns(signIns)
-	s.plans = plans.NewStore(cfg.DB, plans.Config{History: cfg.PlanHistory, MaxContentBytes: cfg.MaxPlanBytes,
-		// A plan body that starts, completes or claims a step executes it
-		// exactly as the step routes do, so it takes the same decision.
-		AuthorizeExecution: func(ctx context.Context) error { return s.Authorize(ctx, auth.ExecuteSteps, "", nil) }})
-	s.eventMetrics = newEventMetrics(reg, func() int { return s.tail.Subscribers() })
-	tailReads := s.eventMetrics.reads.WithLabelValues("tail")
-	s.tail = events.NewTail(cfg.DB, events.TailOptions{OnRead: tailReads.Inc})
 	s.streams = newStreamGate(cfg.MaxEventStreams, reg)
 	registerProcessMetrics(reg, cfg.DB, cfg.Version)
-	cfg.DB.OnCommit(s.tail.Notify)
-	s.webhooks = webhooks.NewStore(cfg.DB)
-	s.deliverer = newDeliverer(s)
-	s.webhooks.OnChange(s.deliverer.Changed)
-	s.head = events.NewHeadCache(cfg.DB)
 	s.answers = response.NewCache(cfg.DB)
 	s.schemaVersion = db.KnownVersion()
 	s.router = s.routes()

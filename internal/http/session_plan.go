@@ -126,7 +126,7 @@ func (s *Server) approvePlan(w http.ResponseWriter, r *http.Request) error {
 // approve is the human's approval of the plan revision they read, with
 // optional feedback and line comments.
 func (s *Server) approve(ctx context.Context, id string, in api.ReviewApproval, pre revision.Precondition) (*api.Approval, error) {
-	mayLift, err := s.May(ctx, auth.LiftScope, id)
+	mayLift, err := s.authz.May(ctx, auth.LiftScope, id)
 	if err != nil {
 		return nil, err
 	}

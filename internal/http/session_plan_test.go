@@ -10,7 +10,7 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apitest"
-	planhttp "github.com/planserver/planserver/internal/http"
+	"github.com/planserver/planserver/internal/app"
 )
 
 // reviewed is a session with its review, and the note of an approval.
@@ -443,7 +443,7 @@ func TestConcurrentRewriteNeverApprovesAnUnreadRevision(t *testing.T) {
 }
 
 func TestSessionPlanPreconditionsAndLimits(t *testing.T) {
-	env := apitest.New(t, func(c *planhttp.Config) { c.MaxPlanBytes = 100 })
+	env := apitest.New(t, func(c *app.Config) { c.MaxPlanBytes = 100 })
 	createSession(t, env, map[string]any{"id": "s"})
 	writeSessionPlan(t, env, "s", map[string]any{"content": "v1"}, 201, "If-None-Match", "*")
 	if r := env.Call("PUT", "/v1/sessions/s/plan", map[string]any{"content": "v2"}, "If-None-Match", "*"); r.Status != 412 || r.Code() != "already_exists" {
@@ -489,7 +489,7 @@ func TestSessionPlanPreconditionsAndLimits(t *testing.T) {
 		}
 	}
 
-	strict := apitest.New(t, func(c *planhttp.Config) { c.RequirePreconditions = true })
+	strict := apitest.New(t, func(c *app.Config) { c.RequirePreconditions = true })
 	createSession(t, strict, map[string]any{"id": "s"})
 	writeSessionPlan(t, strict, "s", map[string]any{"content": "v1"}, 201)
 	if r := strict.Call("PUT", "/v1/sessions/s/plan", map[string]any{"content": "v2"}); r.Status != 428 {

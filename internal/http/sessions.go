@@ -22,7 +22,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if err := request.DecodeJSON(w, r, &in, s.cfg.MaxBodyBytes, request.DecodeOptions{AllowEmpty: true}); err != nil {
 		return err
 	}
-	if err := s.Authorize(r.Context(), createAction(in), in.ParentID, sessions.UnknownParent(in.ParentID)); err != nil {
+	if err := s.authz.Authorize(r.Context(), createAction(in), in.ParentID, sessions.UnknownParent(in.ParentID)); err != nil {
 		return err
 	}
 	sess, err := s.sessions.Create(r.Context(), in)
@@ -150,7 +150,7 @@ func (s *Server) setSessionMode(w http.ResponseWriter, r *http.Request) error {
 	// Entering plan mode was checked with the route; leaving it is a
 	// different, human-only action.
 	if mode == sessions.Build {
-		if err := s.Authorize(r.Context(), auth.LeavePlanMode, id, sessions.NotFound(id)); err != nil {
+		if err := s.authz.Authorize(r.Context(), auth.LeavePlanMode, id, sessions.NotFound(id)); err != nil {
 			return err
 		}
 	}
@@ -160,7 +160,7 @@ func (s *Server) setSessionMode(w http.ResponseWriter, r *http.Request) error {
 	}
 	mayLift := false
 	if mode == sessions.Build {
-		if mayLift, err = s.May(r.Context(), auth.LiftScope, id); err != nil {
+		if mayLift, err = s.authz.May(r.Context(), auth.LiftScope, id); err != nil {
 			return err
 		}
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apitest"
-	planhttp "github.com/planserver/planserver/internal/http"
+	"github.com/planserver/planserver/internal/app"
 )
 
 // session is a session as the API answers it.
@@ -352,7 +352,7 @@ func TestIfMatchIsHonouredOnEveryWrite(t *testing.T) {
 }
 
 func TestRequirePreconditions(t *testing.T) {
-	env := apitest.New(t, func(c *planhttp.Config) { c.RequirePreconditions = true })
+	env := apitest.New(t, func(c *app.Config) { c.RequirePreconditions = true })
 	createSession(t, env, map[string]any{"id": "s"})
 	for _, r := range []*apitest.Response{
 		env.Call("PATCH", "/v1/sessions/s/mode", map[string]string{"mode": "plan"}),
@@ -499,7 +499,7 @@ func TestDeleteRemovesDescendants(t *testing.T) {
 }
 
 func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
-	env := apitest.New(t, func(c *planhttp.Config) { c.MaxBodyBytes = 4096 })
+	env := apitest.New(t, func(c *app.Config) { c.MaxBodyBytes = 4096 })
 	createSession(t, env, map[string]any{"id": "p"})
 	cases := []struct {
 		name, method, path, body, contentType string

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/planserver/planserver/internal/apitest"
+	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/dbtest"
-	planhttp "github.com/planserver/planserver/internal/http"
 	"github.com/planserver/planserver/internal/http/signin"
 )
 
@@ -81,7 +81,7 @@ func (e *signInEnv) commits(t *testing.T) uint64 {
 // logouts are limited by the same bucket and never reach the writer. The
 // issue's flood (400 logins, all 302, 400 rows) is the first part.
 func TestLoginFlood(t *testing.T) {
-	e := newSignInServer(t, dbtest.Fresh(t), newIDP(t), func(c *planhttp.Config) { c.RateLimit, c.RateBurst = 5, 10 },
+	e := newSignInServer(t, dbtest.Fresh(t), newIDP(t), func(c *app.Config) { c.RateLimit, c.RateBurst = 5, 10 },
 		func(s *signin.Settings) { s.Attempts = auth.AttemptLimits{PerClient: 8, Total: 20} })
 	admin := e.As(e.Token(auth.Admin, "ops", ""))
 

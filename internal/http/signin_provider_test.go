@@ -13,6 +13,7 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 
 	"github.com/planserver/planserver/internal/apitest"
+	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/dbtest"
 	planhttp "github.com/planserver/planserver/internal/http"
@@ -57,7 +58,7 @@ func newProviderEnv(t *testing.T) *providerEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := apitest.OpenOn(t, dbtest.Fresh(t), ln, func(c *planhttp.Config) { c.Auth = planhttp.AuthToken; c.OIDC = o })
+	env := apitest.OpenOn(t, dbtest.Fresh(t), ln, func(c *app.Config) { c.Auth = planhttp.AuthToken; c.OIDC = o })
 	return &providerEnv{Env: env, op: op}
 }
 

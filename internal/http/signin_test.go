@@ -18,6 +18,7 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apitest"
+	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/dbtest"
 	planhttp "github.com/planserver/planserver/internal/http"
@@ -99,7 +100,7 @@ func newSignInEnv(t *testing.T, path string, idp *mockoidc.MockOIDC, configure .
 
 // newSignInServer is newSignInEnv with server settings of its own (rate
 // limits, a clock) set by server, when not nil.
-func newSignInServer(t *testing.T, path string, idp *mockoidc.MockOIDC, server func(*planhttp.Config), configure ...func(*signin.Settings)) *signInEnv {
+func newSignInServer(t *testing.T, path string, idp *mockoidc.MockOIDC, server func(*app.Config), configure ...func(*signin.Settings)) *signInEnv {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -119,7 +120,7 @@ func newSignInServer(t *testing.T, path string, idp *mockoidc.MockOIDC, server f
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := apitest.OpenOn(t, path, ln, func(c *planhttp.Config) {
+	env := apitest.OpenOn(t, path, ln, func(c *app.Config) {
 		c.Auth = planhttp.AuthToken
 		c.OIDC = o
 		if server != nil {

@@ -10,9 +10,9 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apitest"
+	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/dbtest"
-	planhttp "github.com/planserver/planserver/internal/http"
 	"github.com/planserver/planserver/internal/http/signin"
 )
 
@@ -247,7 +247,7 @@ func TestSignInAdminAPI(t *testing.T) {
 // gets the 401 error event right after the end's commit (long before a
 // heartbeat), and the next MCP call is 401.
 func TestEndingASignInEndsItsStreamsAndMCP(t *testing.T) {
-	e := newSignInServer(t, dbtest.Fresh(t), newIDP(t), func(c *planhttp.Config) { c.SSEHeartbeat = time.Hour })
+	e := newSignInServer(t, dbtest.Fresh(t), newIDP(t), func(c *app.Config) { c.SSEHeartbeat = time.Hour })
 	admin := e.As(e.Token(auth.Admin, "ops", ""))
 	cookie, csrf, id := e.cookieOf(t, jane)
 	s := openStream(t, e.Env, "?after=0", "Cookie", cookie)
@@ -287,7 +287,7 @@ func TestSignInRevokedAcrossReplicas(t *testing.T) {
 	dbtest.RequirePostgres(t)
 	dsn := dbtest.Fresh(t)
 	idp := newIDP(t)
-	hour := func(c *planhttp.Config) { c.SSEHeartbeat = time.Hour }
+	hour := func(c *app.Config) { c.SSEHeartbeat = time.Hour }
 	a, b, c := newSignInServer(t, dsn, idp, hour), newSignInServer(t, dsn, idp, hour), newSignInServer(t, dsn, idp, hour)
 	cookie, _, id := a.cookieOf(t, jane)
 	s := openStream(t, b.Env, "?after=0", "Cookie", cookie)

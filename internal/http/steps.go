@@ -1,11 +1,8 @@
 package http
 
 import (
-	"context"
-	"log/slog"
 	"net/http"
 	"net/url"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -108,7 +105,7 @@ func (s *Server) patchStep(w http.ResponseWriter, r *http.Request) error {
 	// keeps from agents; setting its owner, or pending or blocked, is
 	// planning.
 	if patch.Status != nil && plans.ExecutingStatus(*patch.Status) {
-		if err := s.Authorize(r.Context(), auth.ExecuteSteps, "", nil); err != nil {
+		if err := s.authz.Authorize(r.Context(), auth.ExecuteSteps, "", nil); err != nil {
 			return err
 		}
 	}
@@ -213,37 +210,4 @@ func (s *Server) listReports(w http.ResponseWriter, r *http.Request) error {
 	}
 	response.JSON(w, http.StatusOK, list)
 	return nil
-}
-
-// SweepLeases records a step.claim_expired event for each lease that has
-// run out and was not reported yet, and returns how many it recorded
-// (plans.Store.SweepLeases); RunLeaseSweeper calls it every interval.
-func (s *Server) SweepLeases(ctx context.Context) (int, error) { return s.plans.SweepLeases(ctx) }
-
-// RunLeaseSweeper records a step.claim_expired event for every lease that
-// runs out (plans.Store.SweepLeases), at once and then every
-// Config.LeaseSweepInterval, until ctx is done. serve runs it beside the
-// server, as does every replica: the sweep's write decides which one
-// reports each lease. Failures are logged and retried at the next tick.
-func (s *Server) RunLeaseSweeper(ctx context.Context) {
-	interval := s.cfg.LeaseSweepInterval
-	if interval <= 0 {
-		interval = plans.SweepInterval
-	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		n, err := s.SweepLeases(ctx)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			s.log.Error("sweep step leases", slog.Any("error", err))
-		case n > 0:
-			s.log.Info("step leases ran out", slog.Int("count", n))
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apitest"
-	planhttp "github.com/planserver/planserver/internal/http"
+	"github.com/planserver/planserver/internal/app"
 )
 
 // The step representations, as the API answers them.
@@ -218,7 +218,7 @@ func TestSeedPlanImportsAndRoundTripsAsYAML(t *testing.T) {
 // coordinator and its workers do: claim what is ready, report, repeat.
 func TestCoordinatorLoop(t *testing.T) {
 	clk := newClock()
-	env := apitest.New(t, func(c *planhttp.Config) { c.Now = clk.Now })
+	env := apitest.New(t, func(c *app.Config) { c.Now = clk.Now })
 	if r := env.Call("PUT", "/v1/plans/csv", seedPlan(t), "Content-Type", "application/yaml"); r.Status != 201 {
 		t.Fatalf("import: %d %s", r.Status, r.Body)
 	}
@@ -339,7 +339,7 @@ func independentSteps(n int) []map[string]any {
 // 50 independent steps until nothing is ready; every step is claimed
 // exactly once, each claim is a revision of its own.
 func TestConcurrentClaimersNeverShareAStep(t *testing.T) {
-	env := apitest.New(t, func(c *planhttp.Config) { c.PlanHistory = 1000 })
+	env := apitest.New(t, func(c *app.Config) { c.PlanHistory = 1000 })
 	putSteps(t, env, "wide", independentSteps(50))
 	const workers = 16
 	var (
@@ -455,7 +455,7 @@ func TestChainIsClaimedOneStepAtATime(t *testing.T) {
 // step, the holder may still renew or report.
 func TestLeaseExpiry(t *testing.T) {
 	clk := newClock()
-	env := apitest.New(t, func(c *planhttp.Config) { c.Now = clk.Now })
+	env := apitest.New(t, func(c *app.Config) { c.Now = clk.Now })
 	putSteps(t, env, "lease", []map[string]any{
 		{"id": "a", "description": "slow work", "owner": "worker"},
 		{"id": "b", "description": "after a", "owner": "worker", "deps": []string{"a"}},
@@ -717,7 +717,7 @@ func TestPatchStep(t *testing.T) {
 // TestStepWritesUnderRequiredPreconditions: PATCH is an update and needs
 // If-Match; claims and reports are their own atomic checks and do not.
 func TestStepWritesUnderRequiredPreconditions(t *testing.T) {
-	env := apitest.New(t, func(c *planhttp.Config) { c.RequirePreconditions = true })
+	env := apitest.New(t, func(c *app.Config) { c.RequirePreconditions = true })
 	putSteps(t, env, "p", []map[string]any{{"id": "1", "description": "d", "owner": "o"}})
 	if r := env.Call("PATCH", "/v1/plans/p/steps/1", map[string]any{"owner": "x"}); r.Status != 428 {
 		t.Errorf("PATCH without If-Match: %d %s", r.Status, r.Body)
@@ -783,7 +783,7 @@ func TestStepsInPlanListAndFilters(t *testing.T) {
 }
 
 func TestStepBadInputIsRefusedAndWritesNothing(t *testing.T) {
-	env := apitest.New(t, func(c *planhttp.Config) { c.MaxBodyBytes = 4096 })
+	env := apitest.New(t, func(c *app.Config) { c.MaxBodyBytes = 4096 })
 	putSteps(t, env, "p", []map[string]any{
 		{"id": "1", "description": "d", "owner": "o"},
 		{"id": "2", "description": "d", "owner": "o", "deps": []string{"1"}},

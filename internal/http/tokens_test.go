@@ -8,6 +8,7 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apitest"
+	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/events"
 	planhttp "github.com/planserver/planserver/internal/http"
@@ -15,7 +16,7 @@ import (
 
 func tokenEnv(t *testing.T) (*apitest.Env, *apitest.Env) {
 	t.Helper()
-	env := apitest.New(t, func(c *planhttp.Config) { c.Auth = planhttp.AuthToken })
+	env := apitest.New(t, func(c *app.Config) { c.Auth = planhttp.AuthToken })
 	return env, env.As(env.Token(auth.Admin, "console", ""))
 }
 

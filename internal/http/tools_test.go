@@ -7,7 +7,7 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apitest"
-	planhttp "github.com/planserver/planserver/internal/http"
+	"github.com/planserver/planserver/internal/app"
 )
 
 type checkResult = api.CheckResult
@@ -66,7 +66,7 @@ func TestToolCheckDeniesAndRecords(t *testing.T) {
 }
 
 func TestPlanModeAllowlistIsConfigurable(t *testing.T) {
-	env := apitest.New(t, func(c *planhttp.Config) { c.PlanModeAllow = []string{"plan_write", "plan_exit"} })
+	env := apitest.New(t, func(c *app.Config) { c.PlanModeAllow = []string{"plan_write", "plan_exit"} })
 	createSession(t, env, map[string]any{"id": "s", "mode": "plan"})
 	f := filter(t, env, "s")
 	if strings.Join(f.Allowed, ",") != "read_file" || !strings.Contains(*f.Reminder, "write_session_plan") {
@@ -84,7 +84,7 @@ func TestPlanModeAllowlistIsConfigurable(t *testing.T) {
 	if c := check(t, env, "s", map[string]any{"name": "write_session_plan"}); c.Allowed || !strings.Contains(c.Reason, "plan_write, plan_exit") {
 		t.Errorf("check against a custom allowlist: %+v", c)
 	}
-	none := apitest.New(t, func(c *planhttp.Config) { c.PlanModeAllow = []string{} })
+	none := apitest.New(t, func(c *app.Config) { c.PlanModeAllow = []string{} })
 	createSession(t, none, map[string]any{"id": "s", "mode": "plan"})
 	if f := filter(t, none, "s"); strings.Join(f.Allowed, ",") != "read_file" {
 		t.Errorf("empty allowlist: %+v", f)

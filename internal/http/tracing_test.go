@@ -14,7 +14,11 @@ import (
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/planserver/planserver/internal/auth"
+	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/dbtest"
+	"github.com/planserver/planserver/internal/plans"
+	"github.com/planserver/planserver/internal/sessions"
 	"github.com/planserver/planserver/internal/tracing"
 )
 
@@ -95,7 +99,11 @@ func TestTracesReachAnOTLPReceiver(t *testing.T) {
 	if !tracing.Enabled() {
 		t.Fatal("tracing is off with OTEL_EXPORTER_OTLP_ENDPOINT set")
 	}
-	s, logs := newLogged(t, Config{})
+	s, logs := newLogged(t, Config{}, func(d *db.DB) Deps {
+		sess := sessions.NewStore(d, sessions.Config{})
+		access := auth.NewAuthorizer(sess)
+		return Deps{Sessions: sess, Access: access, Plans: plans.NewStore(d, plans.Config{Access: access})}
+	})
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest("PUT", "http://127.0.0.1/v1/plans/traced", strings.NewReader(`{"content":"# Plan\n"}`))
 	req.Header.Set("Content-Type", "application/json")

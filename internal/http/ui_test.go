@@ -12,6 +12,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 
 	"github.com/planserver/planserver/internal/apitest"
+	"github.com/planserver/planserver/internal/app"
 	planhttp "github.com/planserver/planserver/internal/http"
 	"github.com/planserver/planserver/web"
 )
@@ -40,7 +41,7 @@ func rawGet(t *testing.T, env *apitest.Env, path string, header ...string) (*htt
 }
 
 func TestUIServesTheConsole(t *testing.T) {
-	env := apitest.New(t, func(c *planhttp.Config) { c.Auth = planhttp.AuthToken })
+	env := apitest.New(t, func(c *app.Config) { c.Auth = planhttp.AuthToken })
 
 	// The page is public even with tokens: it holds no data.
 	r := env.Call("GET", "/ui/", nil)

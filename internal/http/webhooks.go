@@ -1,8 +1,6 @@
 package http
 
 import (
-	"context"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -11,11 +9,9 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
-	"github.com/planserver/planserver/internal/events"
 	"github.com/planserver/planserver/internal/http/request"
 	"github.com/planserver/planserver/internal/http/response"
 	"github.com/planserver/planserver/internal/webhooks"
-	"github.com/planserver/planserver/internal/webhooks/deliver"
 )
 
 // The webhook subscriptions' routes (admin only), mounted with /v1 in
@@ -128,28 +124,4 @@ func (s *Server) redeliverWebhook(w http.ResponseWriter, r *http.Request) error 
 	}
 	response.JSON(w, http.StatusAccepted, out)
 	return nil
-}
-
-// RunWebhooks delivers the webhook subscriptions until ctx is done (serve
-// runs it beside the server; so does every replica, and the leases decide
-// which one delivers each subscription).
-func (s *Server) RunWebhooks(ctx context.Context) {
-	s.deliverer.Run(ctx)
-}
-
-// newDeliverer builds the deliverer of cfg's webhook options.
-func newDeliverer(s *Server) *deliver.Deliverer {
-	// The deliverer has a broker of its own: its wake-ups are not event
-	// streams, and the streams' gauge (planserver_event_subscribers) must
-	// count only those.
-	wake := events.NewBroker()
-	s.cfg.DB.OnCommit(wake.Notify)
-	d, err := deliver.New(s.cfg.DB, wake, s.log, s.registry, s.cfg.Webhooks)
-	if err != nil {
-		// The options were validated by the caller (serve checks
-		// --webhook-allow-hosts); a bad list here is a programming error.
-		s.log.Error("webhooks: bad options", slog.Any("error", err))
-		d, _ = deliver.New(s.cfg.DB, wake, s.log, nil, deliver.Options{})
-	}
-	return d
 }

@@ -12,9 +12,9 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apitest"
+	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/dbtest"
 	"github.com/planserver/planserver/internal/events"
-	planhttp "github.com/planserver/planserver/internal/http"
 	"github.com/planserver/planserver/internal/webhooks"
 	"github.com/planserver/planserver/internal/webhooks/deliver"
 )
@@ -30,7 +30,7 @@ var fastSchedule = []time.Duration{50 * time.Millisecond, 100 * time.Millisecond
 // webhookEnv starts planserver on the database at path with its
 // deliverer running (as serve runs it); stop ends the deliverer. configure
 // may adjust the rest of the configuration.
-func webhookEnv(t *testing.T, path string, opt deliver.Options, configure ...func(*planhttp.Config)) (env *apitest.Env, stop func()) {
+func webhookEnv(t *testing.T, path string, opt deliver.Options, configure ...func(*app.Config)) (env *apitest.Env, stop func()) {
 	t.Helper()
 	if opt.Schedule == nil {
 		opt.Schedule = fastSchedule
@@ -41,12 +41,12 @@ func webhookEnv(t *testing.T, path string, opt deliver.Options, configure ...fun
 	if opt.LeaseTTL == 0 {
 		opt.LeaseTTL = 3 * time.Second
 	}
-	env = apitest.Open(t, path, append([]func(*planhttp.Config){func(c *planhttp.Config) { c.Webhooks = opt }}, configure...)...)
+	env = apitest.Open(t, path, append([]func(*app.Config){func(c *app.Config) { c.Webhooks = opt }}, configure...)...)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		env.API.RunWebhooks(ctx)
+		env.App.RunWebhooks(ctx)
 	}()
 	var once sync.Once
 	stop = func() {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/planserver/planserver/internal/apitest"
+	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/auth"
 	planhttp "github.com/planserver/planserver/internal/http"
 )
@@ -27,7 +28,7 @@ func batchOf(n, first int) []map[string]any {
 // refused whole, and a batch above the cap is a 400 that says so. No
 // refused batch writes anything.
 func TestBatchesCountAgainstTheRateLimit(t *testing.T) {
-	env := apitest.New(t, func(c *planhttp.Config) {
+	env := apitest.New(t, func(c *app.Config) {
 		c.Auth = planhttp.AuthToken
 		c.RateLimit, c.RateBurst = 2, 5
 	})

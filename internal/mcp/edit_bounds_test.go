@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/planserver/planserver/internal/apitest"
-	planhttp "github.com/planserver/planserver/internal/http"
+	"github.com/planserver/planserver/internal/app"
 )
 
 // TestEditPlanIsBoundedByTheLimit: edit_plan calls whose result would be
@@ -19,7 +19,7 @@ import (
 // while they run, never grows by more than a small multiple of the limit.
 func TestEditPlanIsBoundedByTheLimit(t *testing.T) {
 	const limit = 256 << 10
-	env := apitest.New(t, func(c *planhttp.Config) { c.MaxPlanBytes = limit })
+	env := apitest.New(t, func(c *app.Config) { c.MaxPlanBytes = limit })
 	c := connect(t, env, clientOpts{})
 	full := strings.Repeat("a", limit-1) + "\n"
 	c.ok("write_plan", map[string]any{"name": "p", "content": full}, nil)

@@ -15,11 +15,11 @@ var rereadTool = map[string]string{
 	"set_plan_status": "get_plan_status",
 }
 
-// describe is the text of a failed tool call: the error code the HTTP API
+// Describe is the text of a failed tool call: the error code the HTTP API
 // would answer, the detail, every invalid field, and, for a version
 // conflict, the current revision and what to do. It names what to fix; an
 // internal failure says only that (its cause is logged by the caller).
-func describe(err error, tool string) string {
+func Describe(err error, tool string) string {
 	e, ok := apierr.Of(err)
 	if !ok || e.Code == apierr.Internal {
 		return "internal error: the server failed; nothing you sent was wrong. Try again later."
@@ -66,5 +66,5 @@ func (e *Endpoint) fail(tool string, err error) error {
 	if ae, ok := apierr.Of(err); !ok || ae.Code == apierr.Internal {
 		e.b.Logger.Error("mcp tool failed", "tool", tool, "error", err)
 	}
-	return failure{describe(err, tool)}
+	return failure{Describe(err, tool)}
 }

@@ -41,7 +41,7 @@ func Bind(ctx context.Context, b Backend, header http.Header, meta map[string]an
 	if !validation.SessionID.MatchString(named) {
 		return nil, apierr.Invalid(SessionHeader, "session id %q must match %s", named, validation.SessionID.String())
 	}
-	if err := b.Authorize(ctx, auth.ReadSession, named, sessions.NotFound(named)); err != nil {
+	if err := b.Access.Authorize(ctx, auth.ReadSession, named, sessions.NotFound(named)); err != nil {
 		return nil, err
 	}
 	return b.Sessions.Get(ctx, named)
@@ -72,9 +72,9 @@ func (e *Endpoint) gateMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 		switch r := req.(type) {
 		case *sdk.ListToolsRequest:
-			sess, err := Bind(ctx, e.b, headerOf(r.Extra), metaOf(r.Params))
+			sess, err := Bind(ctx, e.b, HeaderOf(r.Extra), ListMeta(r.Params))
 			if err != nil {
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: describe(err, "")}
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: Describe(err, "")}
 			}
 			res, err := next(ctx, method, req)
 			if err != nil {
@@ -92,24 +92,24 @@ func (e *Endpoint) gateMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 			// The arguments are the tool's body: NUL is refused in them as
 			// in every HTTP body (validation.NoNULInJSON).
 			if err := validation.NoNULInJSON("", r.Params.Arguments); err != nil {
-				return toolError(describe(err, op.Name)), nil
+				return ToolError(Describe(err, op.Name)), nil
 			}
-			sess, err := Bind(ctx, e.b, headerOf(r.Extra), r.Params.Meta)
+			sess, err := Bind(ctx, e.b, HeaderOf(r.Extra), r.Params.Meta)
 			if err != nil {
-				return toolError(describe(err, op.Name)), nil
+				return ToolError(Describe(err, op.Name)), nil
 			}
 			if op.Session && sess == nil {
-				return toolError(noSession(op.Name)), nil
+				return ToolError(noSession(op.Name)), nil
 			}
 			if sess != nil {
 				readOnly := op.ReadOnly
 				check, err := e.b.Sessions.CheckTool(ctx, sess.ID, e.b.Gate,
 					sessions.Tool{Name: op.Name, ReadOnlyHint: &readOnly, Upstream: Upstream, Own: true})
 				if err != nil {
-					return toolError(describe(err, op.Name)), nil
+					return ToolError(Describe(err, op.Name)), nil
 				}
 				if !check.Allowed {
-					return toolError(check.Reason), nil
+					return ToolError(check.Reason), nil
 				}
 			}
 			res, err := next(context.WithValue(ctx, sessionKey{}, sess), method, req)
@@ -154,14 +154,18 @@ func (e *Endpoint) visible(ctx context.Context, sess *sessions.Session, tools []
 	return out
 }
 
-func headerOf(extra *sdk.RequestExtra) http.Header {
+// HeaderOf is the HTTP header an SDK request came with (none: empty),
+// where Bind finds the session header; the gate proxy binds the same way.
+func HeaderOf(extra *sdk.RequestExtra) http.Header {
 	if extra == nil || extra.Header == nil {
 		return http.Header{}
 	}
 	return extra.Header
 }
 
-func metaOf(p *sdk.ListToolsParams) map[string]any {
+// ListMeta is the _meta of a tools/list request, where Bind finds the
+// session key of a client that cannot set headers.
+func ListMeta(p *sdk.ListToolsParams) map[string]any {
 	if p == nil {
 		return nil
 	}
@@ -191,6 +195,7 @@ func schemaError(r *sdk.CallToolResult) {
 	}
 }
 
-func toolError(text string) *sdk.CallToolResult {
+// ToolError is a failed tool call whose text is for the model.
+func ToolError(text string) *sdk.CallToolResult {
 	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: text}}}
 }

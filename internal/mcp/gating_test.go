@@ -12,6 +12,7 @@ import (
 
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apitest"
+	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/auth"
 	planhttp "github.com/planserver/planserver/internal/http"
 	"github.com/planserver/planserver/internal/mcp"
@@ -138,7 +139,7 @@ func TestListCacheHints(t *testing.T) {
 // TestPlanModeAllowlistIsTheServers: the gate is the server's, with its
 // --plan-mode-allow list.
 func TestPlanModeAllowlistIsTheServers(t *testing.T) {
-	env := apitest.New(t, func(c *planhttp.Config) { c.PlanModeAllow = []string{"write_session_plan", "exit_plan_mode"} })
+	env := apitest.New(t, func(c *app.Config) { c.PlanModeAllow = []string{"write_session_plan", "exit_plan_mode"} })
 	session(t, env, map[string]any{"id": "s", "mode": "plan"})
 	c := connect(t, env, clientOpts{session: "s"})
 	sameSet(t, "plan-mode list", c.names(), []string{"exit_plan_mode", "get_plan_status", "list_plans", "list_steps",
@@ -156,7 +157,7 @@ type tokenEnv struct {
 }
 
 func newTokenEnv(t *testing.T) *tokenEnv {
-	env := apitest.New(t, func(c *planhttp.Config) { c.Auth = planhttp.AuthToken })
+	env := apitest.New(t, func(c *app.Config) { c.Auth = planhttp.AuthToken })
 	admin := env.As(env.Token(auth.Admin, "root", ""))
 	session(t, admin, map[string]any{"id": "a"})
 	session(t, admin, map[string]any{"id": "a.child", "parent_id": "a"})

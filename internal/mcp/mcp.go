@@ -5,7 +5,7 @@
 //
 // It owns the MCP side only. Every tool is an operation of the HTTP API
 // (Operations maps each to its route in auth.Routes): it is authorized with
-// that route's action through the server's one access check, and it calls
+// that route's action through auth.Authorizer, the one access check, and it calls
 // the same store method, so the same events, actors and errors follow. It
 // never imports internal/http; the server fills in a Backend and mounts the
 // Endpoint.
@@ -51,10 +51,10 @@ type Backend struct {
 	Plans    *plans.Store
 	// Gate is the plan-mode tool policy (the --plan-mode-allow list).
 	Gate sessions.Gate
-	// Authorize is the server's one access check (Server.Authorize):
-	// whether ctx's caller may perform a on session target ("" for none),
-	// answering hidden when the target is outside an agent's scope.
-	Authorize func(ctx context.Context, a auth.Action, target string, hidden error) error
+	// Access is the one access check (auth.Authorizer): whether ctx's
+	// caller may perform a on session target ("" for none), answering
+	// hidden when the target is outside an agent's scope.
+	Access Access
 	// ReviewURL is the human review page of one plan revision of a session,
 	// under base (the URL the client reached this server at).
 	ReviewURL func(base, sessionID string, revision int64) string
@@ -63,13 +63,19 @@ type Backend struct {
 	// MaxPlanBytes bounds session plan content (--max-plan-bytes).
 	MaxPlanBytes int64
 	// UpstreamTimeout bounds every call to a gate's tool server, connecting
-	// included (--upstream-timeout); 0 means 30 s.
+	// included (--upstream-timeout), for the gate proxy
+	// (internal/gates/proxy); 0 means proxy.DefaultUpstreamTimeout.
 	UpstreamTimeout time.Duration
 	// RequirePreconditions is --require-preconditions: updates and deletes
 	// need last_known_revision.
 	RequirePreconditions bool
 	Version              string
 	Logger               *slog.Logger
+}
+
+// Access is what the endpoint needs of the access check (auth.Authorizer).
+type Access interface {
+	Authorize(ctx context.Context, a auth.Action, target string, hidden error) error
 }
 
 // Endpoint is the /mcp handler.
@@ -134,15 +140,15 @@ Writes to shared plans take last_known_revision: on a version conflict, re-read 
 // allowed to connect by the server's guard; the base URL of the request is
 // kept for the review links the tools return.
 func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	serveMCP(e.handler, e.b.Problem, w, r)
+	Serve(e.handler, e.b.Problem, w, r)
 }
 
-// serveMCP serves r with h, an SDK handler, keeping the base URL of the
+// Serve serves r with h, an SDK handler, keeping the base URL of the
 // request for the review links the tools return. The SDK answers
 // transport errors (a wrong method or media type, a malformed body) in
 // plain text; every error of this server is a problem document, so those
 // are answered with problem instead.
-func serveMCP(h http.Handler, problem func(http.ResponseWriter, *http.Request, error), w http.ResponseWriter, r *http.Request) {
+func Serve(h http.Handler, problem func(http.ResponseWriter, *http.Request, error), w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(context.WithValue(r.Context(), baseKey{}, baseURL(r)))
 	pw := &problemWriter{ResponseWriter: w}
 	h.ServeHTTP(pw, r)
@@ -217,5 +223,3 @@ func statusCode(status int) apierr.Code {
 	}
 	return apierr.Internal
 }
-
-func defaultLogger() *slog.Logger { return slog.Default() }

@@ -15,7 +15,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/planserver/planserver/internal/apitest"
-	"github.com/planserver/planserver/internal/mcp"
+	"github.com/planserver/planserver/internal/gates/proxy"
 )
 
 // stdioUpstream is a real MCP server (the Go SDK's) on pipes, as a gate's
@@ -47,8 +47,8 @@ func startStdioGate(t *testing.T, env *apitest.Env, session string) (hostIn io.W
 
 	hostInR, hostInW := io.Pipe()
 	hostOutR, hostOutW := io.Pipe()
-	g := &mcp.StdioGate{
-		Policy: mcp.Policy{Upstream: "up", Checker: mcp.RemoteChecker{Server: env.Server.URL, Session: session}},
+	g := &proxy.StdioGate{
+		Policy: proxy.Policy{Upstream: "up", Checker: proxy.RemoteChecker{Server: env.Server.URL, Session: session}},
 		Log:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	go func() { _ = g.Run(ctx, hostInR, hostOutW, upInW, upOutR) }()

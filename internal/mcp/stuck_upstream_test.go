@@ -11,6 +11,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/planserver/planserver/internal/apitest"
+	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/auth"
 	planhttp "github.com/planserver/planserver/internal/http"
 )
@@ -34,7 +35,7 @@ func stuckServer(t *testing.T) string {
 // server that never answers ends with an error naming --upstream-timeout
 // once it passes, not after the caller gives up.
 func TestStuckUpstreamTimesOut(t *testing.T) {
-	env := apitest.New(t, func(c *planhttp.Config) {
+	env := apitest.New(t, func(c *app.Config) {
 		c.Auth = planhttp.AuthToken
 		c.UpstreamTimeout = 300 * time.Millisecond
 	})
@@ -64,7 +65,7 @@ func TestStuckUpstreamTimesOut(t *testing.T) {
 // another gate go on at once: the stuck call holds nothing they need.
 func TestStuckUpstreamHoldsNoLock(t *testing.T) {
 	notes := newNotesServer(t)
-	env := apitest.New(t, func(c *planhttp.Config) {
+	env := apitest.New(t, func(c *app.Config) {
 		c.Auth = planhttp.AuthToken
 		c.UpstreamTimeout = time.Minute
 	})

@@ -201,7 +201,7 @@ func (e *Endpoint) allow(ctx context.Context, tool, target string) error {
 	if target != "" {
 		hidden = sessions.NotFound(target)
 	}
-	return e.b.Authorize(ctx, e.ops[tool].Action, target, hidden)
+	return e.b.Access.Authorize(ctx, e.ops[tool].Action, target, hidden)
 }
 
 // bound returns the session the call is bound to, after the access check

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/planserver/planserver/internal/apitest"
+	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/auth"
 	planhttp "github.com/planserver/planserver/internal/http"
 )
@@ -18,7 +19,7 @@ const streamableAccept = "application/json, text/event-stream"
 // as /v1, and its transport errors are problem documents like every other
 // error of the server (checked against api/openapi.yaml by apitest).
 func TestTransportAnswers(t *testing.T) {
-	env := apitest.New(t, func(c *planhttp.Config) { c.Auth = planhttp.AuthToken })
+	env := apitest.New(t, func(c *app.Config) { c.Auth = planhttp.AuthToken })
 	token := env.Token(auth.Viewer, "v", "")
 	as := env.As(token)
 

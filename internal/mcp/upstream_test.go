@@ -11,6 +11,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/planserver/planserver/internal/apitest"
+	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/auth"
 	planhttp "github.com/planserver/planserver/internal/http"
 	"github.com/planserver/planserver/internal/mcp"
@@ -70,7 +71,7 @@ func gateConnect(t *testing.T, env *apitest.Env, name string, o clientOpts) *cli
 // declaration is honoured; after approval the writes work again.
 func TestHTTPGate(t *testing.T) {
 	notes := newNotesServer(t)
-	env := apitest.New(t, func(c *planhttp.Config) { c.Auth = planhttp.AuthToken })
+	env := apitest.New(t, func(c *app.Config) { c.Auth = planhttp.AuthToken })
 	admin := env.As(env.Token(auth.Admin, "root", ""))
 	session(t, admin, map[string]any{"id": "s"})
 	mustStatus(t, admin.Call("PUT", "/v1/gates/notes", map[string]any{"url": notes.url + "/mcp", "read_only_tools": []string{"pin_note"}}), http.StatusCreated)

@@ -13,9 +13,10 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/planserver/planserver/internal/apitest"
+	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/auth"
+	"github.com/planserver/planserver/internal/gates/proxy"
 	planhttp "github.com/planserver/planserver/internal/http"
-	"github.com/planserver/planserver/internal/mcp"
 )
 
 // confusing are tools/call messages the gate could judge by one reading
@@ -45,8 +46,8 @@ func TestStdioGateRefusesAmbiguousMessages(t *testing.T) {
 	go func() { _ = im.server().Run(ctx, &sdk.IOTransport{Reader: upInR, Writer: upOutW}) }()
 	hostInR, in := io.Pipe()
 	hostOutR, hostOutW := io.Pipe()
-	g := &mcp.StdioGate{
-		Policy: mcp.Policy{Upstream: "impostor", Checker: mcp.RemoteChecker{Server: env.Server.URL, Session: "s"}},
+	g := &proxy.StdioGate{
+		Policy: proxy.Policy{Upstream: "impostor", Checker: proxy.RemoteChecker{Server: env.Server.URL, Session: "s"}},
 		Log:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	go func() { _ = g.Run(ctx, hostInR, hostOutW, upInW, upOutR) }()
@@ -78,7 +79,7 @@ func TestHTTPGateRefusesAmbiguousMessages(t *testing.T) {
 	srv := im.server()
 	ts := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{Stateless: true}))
 	t.Cleanup(ts.Close)
-	env := apitest.New(t, func(c *planhttp.Config) { c.Auth = planhttp.AuthToken })
+	env := apitest.New(t, func(c *app.Config) { c.Auth = planhttp.AuthToken })
 	admin := env.As(env.Token(auth.Admin, "root", ""))
 	session(t, admin, map[string]any{"id": "s"}) // build mode: only the reading decides
 	mustStatus(t, admin.Call("PUT", "/v1/gates/impostor", map[string]any{"url": ts.URL + "/mcp"}), http.StatusCreated)

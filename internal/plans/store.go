@@ -33,12 +33,18 @@ type Config struct {
 	History int
 	// MaxContentBytes bounds a plan's content (--max-plan-bytes).
 	MaxContentBytes int64
-	// AuthorizeExecution says whether ctx's caller may execute steps
+	// Access says whether ctx's caller may execute steps
 	// (auth.ExecuteSteps: an agent in plan mode may not). Put asks it
 	// inside its transaction when a whole-plan write would execute a step
 	// (FirstExecution), so no transport can forget to ask. Nil allows
 	// (stores used without callers, such as copy and tests).
-	AuthorizeExecution func(ctx context.Context) error
+	Access ExecutionAccess
+}
+
+// ExecutionAccess is the access check the store asks before a write
+// executes a step: auth.Authorizer.
+type ExecutionAccess interface {
+	AuthorizeExecution(ctx context.Context) error
 }
 
 // Store persists shared plans and their history. Every change runs in one
@@ -270,7 +276,7 @@ func (st *Store) GetStatus(ctx context.Context, name string) (*StatusView, error
 // whether the plan was created. Errors: invalid_argument,
 // payload_too_large, version_conflict, already_exists,
 // precondition_required, and permission_denied when the steps would
-// execute a step for a caller who may not (Config.AuthorizeExecution).
+// execute a step for a caller who may not (Config.Access).
 func (st *Store) Put(ctx context.Context, name string, ch Change, pre revision.Precondition) (*Plan, bool, error) {
 	if err := ValidateName(name); err != nil {
 		return nil, false, err
@@ -409,14 +415,14 @@ func (st *Store) SetStatus(ctx context.Context, name, status string, pre revisio
 // step counts) of plan name with next and so execute a step, unless the
 // caller may execute steps.
 func (st *Store) authorizeSteps(ctx context.Context, name string, old, next Steps) error {
-	if next == nil || st.cfg.AuthorizeExecution == nil {
+	if next == nil || st.cfg.Access == nil {
 		return nil
 	}
 	i, what := FirstExecution(old, next)
 	if i < 0 {
 		return nil
 	}
-	err := st.cfg.AuthorizeExecution(ctx)
+	err := st.cfg.Access.AuthorizeExecution(ctx)
 	if e, ok := apierr.As(err); ok {
 		return &apierr.Error{Code: e.Code, Detail: fmt.Sprintf("steps[%d] (%q): %s executes it, and %s", i, next[i].ID, what, e.Detail)}
 	}

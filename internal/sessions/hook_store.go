@@ -196,7 +196,7 @@ const HookDecisionLifetime = 24 * time.Hour
 // HookCall is one tool call a host's hook asked or told planserver about.
 type HookCall struct {
 	Host, Adapter string
-	// Keys are hooks.RunKeys of the call: where its decision is recorded,
+	// Keys are hosthook.RunKeys of the call: where its decision is recorded,
 	// and how its report finds it. None: nothing is recorded (no report
 	// follows).
 	Keys []string

@@ -278,12 +278,12 @@ func (st *Store) Locate(ctx context.Context, id string) (*events.Session, error)
 	return Link{PK: pk, ID: id, Ancestry: ancestry}.Ref(), nil
 }
 
-// EffectiveModeOf returns the effective mode of the session with identity
-// pk, and whether that session still exists.
-func (st *Store) EffectiveModeOf(ctx context.Context, pk int64) (Mode, bool, error) {
+// PlanModeOf reports whether the session with identity pk is in plan mode
+// (its effective mode), and whether that session still exists: what the
+// authorizer asks before an agent executes steps (auth.SessionLookup).
+func (st *Store) PlanModeOf(ctx context.Context, pk int64) (plan, found bool, err error) {
 	var mode Mode
-	found := false
-	err := st.db.Read(ctx, func(tx *db.Tx) error {
+	err = st.db.Read(ctx, func(tx *db.Tx) error {
 		links, err := loadLinks(tx, []int64{pk})
 		if err != nil {
 			return err
@@ -300,7 +300,7 @@ func (st *Store) EffectiveModeOf(ctx context.Context, pk int64) (Mode, bool, err
 		mode, _ = c.Effective()
 		return nil
 	})
-	return mode, found, err
+	return mode == Plan, found, err
 }
 
 // resource is session id as a versioned resource.

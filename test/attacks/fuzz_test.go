@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planserver/planserver/internal/hooks"
+	"github.com/planserver/planserver/internal/hosthook"
 	"github.com/planserver/planserver/internal/sandbox"
 	"github.com/planserver/planserver/internal/shellclass"
 )
@@ -69,9 +69,9 @@ func FuzzAttack(f *testing.F) {
 	} {
 		f.Add(seed)
 	}
-	policy := hooks.Policy{Writes: shellclass.Writes, Strict: shellclass.StrictJudge(nil), Sandbox: hooks.Sandbox{
+	policy := hosthook.Policy{Writes: shellclass.Writes, Strict: shellclass.StrictJudge(nil), Sandbox: hosthook.Sandbox{
 		Available: true,
-		Wrap: func(command string, w hooks.Wrap) (string, error) {
+		Wrap: func(command string, w hosthook.Wrap) (string, error) {
 			return sandbox.Wrap(binary, command, sandbox.WrapOptions{Explain: w.Explain})
 		},
 	}}
@@ -83,20 +83,20 @@ func FuzzAttack(f *testing.F) {
 		for _, rewrite := range []bool{true, false} {
 			e := newScene(t, nil)
 			command := e.expand(cmd)
-			call := hooks.Call{Host: hooks.ClaudeCode, Tool: "Bash", Kind: hooks.Shell, Command: command}
+			call := hosthook.Call{Host: hosthook.ClaudeCode, Tool: "Bash", Kind: hosthook.Shell, Command: command}
 			if rewrite {
 				call.CanRewrite, call.CommandField = true, "command"
 				call.Input = map[string]json.RawMessage{"command": json.RawMessage(`""`)}
 			}
-			d := hooks.Decide(call, hooks.Mode{Session: "fuzzed", Plan: true}, policy, hooks.Facts{})
+			d := hosthook.Decide(call, hosthook.Mode{Session: "fuzzed", Plan: true}, policy, hosthook.Facts{})
 			before := e.snapshot(t)
 			run := ""
 			switch d.Outcome {
-			case hooks.Allow:
+			case hosthook.Allow:
 				run = command
-			case hooks.Rewrite:
+			case hosthook.Rewrite:
 				run = d.Command
-			case hooks.Deny:
+			case hosthook.Deny:
 			default:
 				t.Fatalf("plan mode answered %v for %q", d.Outcome, command)
 			}

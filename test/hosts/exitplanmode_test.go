@@ -1,6 +1,6 @@
 // Claude Code 2.1 reads ExitPlanMode's plan from the plan file it names
 // under ~/.claude/plans/, which the model writes first: the hook lets that
-// one file through (internal/hooks, claudePlanFile) and judges every other
+// one file through (internal/hosthook, claudePlanFile) and judges every other
 // write as before.
 
 package hosts

@@ -1,11 +1,9 @@
-package mcp
+package proxy
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"sort"
@@ -13,6 +11,7 @@ import (
 	"time"
 
 	"github.com/planserver/planserver/api"
+	"github.com/planserver/planserver/client"
 	"github.com/planserver/planserver/internal/sessions"
 )
 
@@ -134,10 +133,10 @@ func ReadOnlyList(m map[string]bool) string {
 	return strings.Join(out, ", ")
 }
 
-// RemoteChecker asks a planserver over its HTTP API: POST
-// /v1/sessions/{id}/tools/filter and …/tools/check, with the session's
-// token. Every error (unreachable, a timeout, an answer that is not 200)
-// is an error, so the gate fails closed.
+// RemoteChecker asks a planserver over its HTTP API, through the Go
+// client (client.FilterTools, client.CheckTool, client.GetSession), with
+// the session's token. Every error (unreachable, a timeout, an answer that
+// is not 200) is an error, so the gate fails closed.
 type RemoteChecker struct {
 	// Server is planserver's base URL, e.g. http://127.0.0.1:8080.
 	Server  string
@@ -154,21 +153,14 @@ const checkTimeout = 5 * time.Second
 func (c RemoteChecker) Filter(ctx context.Context, tools []sessions.Tool) (map[string]bool, error) {
 	// Each tool names its upstream in _meta, as a check does: the
 	// plan-mode allowlist is for planserver's own tools only.
-	type tool struct {
-		api.Tool
-		Meta map[string]string `json:"_meta,omitempty"`
-	}
-	body := struct {
-		Tools []tool `json:"tools"`
-	}{Tools: make([]tool, len(tools))}
+	in := make([]api.Tool, len(tools))
 	for i, t := range tools {
-		body.Tools[i] = tool{Tool: api.Tool{Name: t.Name, Annotations: &api.ToolAnnotations{ReadOnlyHint: t.ReadOnlyHint}}}
-		if t.Upstream != "" {
-			body.Tools[i].Meta = map[string]string{api.UpstreamMeta: t.Upstream}
-		}
+		in[i] = remoteTool(t)
 	}
-	var res api.FilterResult
-	if err := c.post(ctx, "tools/filter", body, &res); err != nil {
+	res, err := remote(ctx, c, "/tools/filter", func(ctx context.Context, pc *client.Client) (*api.FilterResult, error) {
+		return pc.FilterTools(ctx, c.Session, in)
+	})
+	if err != nil {
 		return nil, err
 	}
 	allowed := map[string]bool{}
@@ -180,15 +172,10 @@ func (c RemoteChecker) Filter(ctx context.Context, tools []sessions.Tool) (map[s
 
 // Check implements Checker.
 func (c RemoteChecker) Check(ctx context.Context, t sessions.Tool) (bool, string, error) {
-	body := map[string]any{"name": t.Name, "annotations": map[string]any{}}
-	if t.ReadOnlyHint != nil {
-		body["annotations"] = map[string]any{"readOnlyHint": *t.ReadOnlyHint}
-	}
-	if t.Upstream != "" {
-		body["_meta"] = map[string]any{api.UpstreamMeta: t.Upstream}
-	}
-	var res api.CheckResult
-	if err := c.post(ctx, "tools/check", body, &res); err != nil {
+	res, err := remote(ctx, c, "/tools/check", func(ctx context.Context, pc *client.Client) (*api.CheckResult, error) {
+		return pc.CheckTool(ctx, c.Session, remoteTool(t))
+	})
+	if err != nil {
 		return false, "", err
 	}
 	return res.Allowed, res.Reason, nil
@@ -196,61 +183,46 @@ func (c RemoteChecker) Check(ctx context.Context, t sessions.Tool) (bool, string
 
 // EffectiveMode returns the session's effective mode.
 func (c RemoteChecker) EffectiveMode(ctx context.Context) (api.Mode, error) {
-	var s api.Session
-	if err := c.do(ctx, http.MethodGet, "", nil, &s); err != nil {
+	s, err := c.Get(ctx)
+	if err != nil {
 		return "", err
 	}
 	return s.EffectiveMode, nil
 }
 
-func (c RemoteChecker) post(ctx context.Context, route string, in, out any) error {
-	return c.do(ctx, http.MethodPost, "/"+route, in, out)
+// remoteTool is t as the API takes it: its read-only hint, and its
+// upstream in _meta.
+func remoteTool(t sessions.Tool) api.Tool {
+	out := api.Tool{Name: t.Name, Annotations: &api.ToolAnnotations{ReadOnlyHint: t.ReadOnlyHint}}
+	if t.Upstream != "" {
+		out.Meta = map[string]string{api.UpstreamMeta: t.Upstream}
+	}
+	return out
 }
 
-func (c RemoteChecker) do(ctx context.Context, method, route string, in, out any) error {
+// remote asks planserver one question (route under the session's path),
+// within checkTimeout. A refusal reads as it always has in the gate's
+// reasons and logs: the method, the URL, the status, and the problem's
+// code and detail when the answer was a problem document.
+func remote[T any](ctx context.Context, c RemoteChecker, route string, ask func(context.Context, *client.Client) (*T, error)) (*T, error) {
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
-	var body io.Reader
-	if in != nil {
-		raw, err := json.Marshal(in)
-		if err != nil {
-			return err
+	hc := c.Client
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	pc, err := client.New(c.Server, client.WithToken(c.Token), client.WithHTTPClient(hc))
+	if err != nil {
+		return nil, err
+	}
+	out, err := ask(ctx, pc)
+	var e *client.Error
+	if errors.As(err, &e) {
+		u := strings.TrimRight(c.Server, "/") + "/v1/sessions/" + url.PathEscape(c.Session) + route
+		if e.Problem.Code != "" {
+			return nil, fmt.Errorf("%s %s answered %d %s: %s", e.Method, u, e.Status, e.Problem.Code, e.Problem.Detail)
 		}
-		body = bytes.NewReader(raw)
+		return nil, fmt.Errorf("%s %s answered %d", e.Method, u, e.Status)
 	}
-	u := strings.TrimRight(c.Server, "/") + "/v1/sessions/" + url.PathEscape(c.Session) + route
-	req, err := http.NewRequestWithContext(ctx, method, u, body)
-	if err != nil {
-		return err
-	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.Token)
-	}
-	client := c.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, u, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		var p api.Problem
-		if json.Unmarshal(raw, &p) == nil && p.Code != "" {
-			return fmt.Errorf("%s %s answered %d %s: %s", method, u, resp.StatusCode, p.Code, p.Detail)
-		}
-		return fmt.Errorf("%s %s answered %d", method, u, resp.StatusCode)
-	}
-	if err := json.Unmarshal(raw, out); err != nil {
-		return fmt.Errorf("%s %s: %w", method, u, err)
-	}
-	return nil
+	return out, err
 }

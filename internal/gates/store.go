@@ -1,4 +1,10 @@
-package mcp
+// Package gates keeps the gate registry (/v1/gates, planserver gate
+// add|list|remove): the streamable-HTTP MCP servers the gate proxy fronts
+// at /mcp/gate/{name} (internal/gates/proxy), each with the tools its
+// operator declared read-only. It is the registry's store and its rules
+// (the name, the URL); the proxy that serves a gate is a transport above
+// it, as webhooks/deliver is above webhooks.
+package gates
 
 import (
 	"context"
@@ -15,19 +21,19 @@ import (
 	"github.com/planserver/planserver/internal/validation"
 )
 
-// GateStore keeps the registered upstream tool servers of /mcp/gate/{name}.
-type GateStore struct{ db *db.DB }
+// Store keeps the registered upstream tool servers of /mcp/gate/{name}.
+type Store struct{ db *db.DB }
 
-// NewGateStore returns the registry on d.
-func NewGateStore(d *db.DB) *GateStore { return &GateStore{db: d} }
+// NewStore returns the registry on d.
+func NewStore(d *db.DB) *Store { return &Store{db: d} }
 
-// GateName is the rule for a gate's name: a URL path segment as it is.
-var GateName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+// Name is the rule for a gate's name: a URL path segment as it is.
+var Name = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
-// ValidateGateName checks a gate's name. Errors: invalid_argument.
-func ValidateGateName(name string) error {
-	if !GateName.MatchString(name) {
-		return apierr.Invalid("name", "gate name %q must match %s", name, GateName.String())
+// ValidateName checks a gate's name. Errors: invalid_argument.
+func ValidateName(name string) error {
+	if !Name.MatchString(name) {
+		return apierr.Invalid("name", "gate name %q must match %s", name, Name.String())
 	}
 	return nil
 }
@@ -70,8 +76,8 @@ func gateNotFound(name string) error {
 
 // Put registers or replaces the gate called name and reports whether it
 // was new. Errors: invalid_argument.
-func (s *GateStore) Put(ctx context.Context, name string, in api.GateWrite) (*api.Gate, bool, error) {
-	if err := ValidateGateName(name); err != nil {
+func (s *Store) Put(ctx context.Context, name string, in api.GateWrite) (*api.Gate, bool, error) {
+	if err := ValidateName(name); err != nil {
 		return nil, false, err
 	}
 	if err := validateGate(in); err != nil {
@@ -107,8 +113,8 @@ func (s *GateStore) Put(ctx context.Context, name string, in api.GateWrite) (*ap
 }
 
 // Get returns the gate called name. Errors: invalid_argument, not_found.
-func (s *GateStore) Get(ctx context.Context, name string) (*api.Gate, error) {
-	if err := ValidateGateName(name); err != nil {
+func (s *Store) Get(ctx context.Context, name string) (*api.Gate, error) {
+	if err := ValidateName(name); err != nil {
 		return nil, err
 	}
 	g, err := scanGate(s.db.Reader(ctx).QueryRow(`SELECT `+gateColumns+` FROM gates WHERE name = ?`, name))
@@ -122,7 +128,7 @@ func (s *GateStore) Get(ctx context.Context, name string) (*api.Gate, error) {
 }
 
 // List returns every gate, by name.
-func (s *GateStore) List(ctx context.Context) ([]api.Gate, error) {
+func (s *Store) List(ctx context.Context) ([]api.Gate, error) {
 	rows, err := s.db.Reader(ctx).Query(`SELECT ` + gateColumns + ` FROM gates ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list gates: %w", err)
@@ -144,8 +150,8 @@ func (s *GateStore) List(ctx context.Context) ([]api.Gate, error) {
 
 // Delete removes the gate called name. Errors: invalid_argument,
 // not_found.
-func (s *GateStore) Delete(ctx context.Context, name string) error {
-	if err := ValidateGateName(name); err != nil {
+func (s *Store) Delete(ctx context.Context, name string) error {
+	if err := ValidateName(name); err != nil {
 		return err
 	}
 	return s.db.Write(ctx, func(tx *db.Tx) error {

@@ -1,13 +1,17 @@
-// Package hookcmd is the command form of host hooks: the process a host
+// Package hosthookcmd is the command form of host hooks: the process a host
 // starts before every tool call (planserver hook HOST, and the lean
 // planserver-hook HOST that does the same without the server's start-up
 // cost). It reads the host's input, asks planserver (POST
 // /v1/hooks/{host}) and prints the host's answer; it judges by itself only
-// when planserver cannot be asked (hooks.Fallback).
+// when planserver cannot be asked (hosthookservice.Offline).
 //
-// Like hooks, it imports nothing heavy: its process starts once per tool
-// call (TestHookBinaryStaysLean in cmd/planserver-hook).
-package hookcmd
+// It also holds how this machine judges shell commands (ShellPolicy,
+// SandboxHere), which serve's hook service uses too.
+//
+// It runs inside the planserver binary; the lean planserver-hook, which
+// links only internal/hosthookwire (TestHookBinaryStaysLean in
+// cmd/planserver-hook), hands over to it what it does not do itself.
+package hosthookcmd
 
 import (
 	"bytes"
@@ -18,10 +22,11 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"time"
 
-	"github.com/planserver/planserver/internal/hooks"
-	"github.com/planserver/planserver/internal/hookwire"
+	"github.com/planserver/planserver/internal/hosthook"
+	"github.com/planserver/planserver/internal/hosthookproto"
+	"github.com/planserver/planserver/internal/hosthookservice"
+	"github.com/planserver/planserver/internal/hosthookwire"
 	"github.com/planserver/planserver/internal/sandbox"
 	"github.com/planserver/planserver/internal/shellclass"
 )
@@ -75,9 +80,9 @@ added. Their own help: planserver hook install --help.
 // it always prints one JSON object the host reads, since a host runs the
 // tool when its hook fails.
 func Run(ctx context.Context, hostName string, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) {
-	host, hostErr := hooks.ParseHost(hostName)
+	host, hostErr := hosthook.ParseHost(hostName)
 	var (
-		call    = hooks.Call{Host: host}
+		call    = hosthook.Call{Host: host}
 		written bool
 	)
 	write := func(raw []byte) {
@@ -90,36 +95,36 @@ func Run(ctx context.Context, hostName string, args []string, getenv func(string
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(stderr, "planserver hook: internal error: %v\n", r)
-			d := hooks.Refusal(fmt.Sprintf("planserver hook failed (internal error: %v).", r))
+			d := hosthook.Refusal(fmt.Sprintf("planserver hook failed (internal error: %v).", r))
 			if hostErr != nil {
-				write(hookwire.AnyHostDeny(d.Reason))
+				write(hosthookwire.AnyHostDeny(d.Reason))
 				return
 			}
-			write(hooks.Render(host, call, d))
+			write(hosthook.Render(host, call, d))
 		}
 	}()
 	if hostErr != nil {
 		fmt.Fprintf(stderr, "planserver hook: %v\n", hostErr)
-		write(hookwire.AnyHostDeny(hooks.Refusal(hostErr.Error() + ".").Reason))
+		write(hosthookwire.AnyHostDeny(hosthook.Refusal(hostErr.Error() + ".").Reason))
 		return
 	}
-	raw, err := io.ReadAll(io.LimitReader(stdin, hookwire.MaxInput+1))
+	raw, err := io.ReadAll(io.LimitReader(stdin, hosthookproto.MaxInput+1))
 	if err != nil {
-		write(hooks.Render(host, call, hooks.Refusal(fmt.Sprintf("the hook input could not be read (%v).", err))))
+		write(hosthook.Render(host, call, hosthook.Refusal(fmt.Sprintf("the hook input could not be read (%v).", err))))
 		return
 	}
-	call, err = hooks.Parse(host, raw)
+	call, err = hosthook.Parse(host, raw)
 	if err != nil {
-		d := hooks.Refusal(err.Error())
-		if call.Phase == hooks.After {
+		d := hosthook.Refusal(err.Error())
+		if call.Phase == hosthook.After {
 			// A report never blocks: the tool ran already.
 			fmt.Fprintf(stderr, "planserver hook: the report of a run could not be read: %v\n", err)
-			d = hooks.Decision{Outcome: hooks.None}
+			d = hosthook.Decision{Outcome: hosthook.None}
 		}
-		write(hooks.Render(host, call, d))
+		write(hosthook.Render(host, call, d))
 		return
 	}
-	set, err := hookwire.ParseFlags(args, getenv)
+	set, err := hosthookwire.ParseFlags(args, getenv)
 	policy := hookLocalPolicy(set.ShellReadOnly)
 	if err == nil {
 		err = set.Check()
@@ -130,55 +135,40 @@ func Run(ctx context.Context, hostName string, args []string, getenv func(string
 	}
 	var token string
 	if err == nil {
-		token, err = hookwire.Token(set, getenv)
+		token, err = hosthookwire.Token(set, getenv)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "planserver hook: %v\n", err)
-		write(hooks.Render(host, call, judgeLocally(call, policy, err)))
+		write(hosthook.Render(host, call, hosthookservice.Offline(call, policy, err)))
 		return
 	}
 	answer, err := askPlanserver(ctx, set, token, host, raw)
 	if err != nil {
 		fmt.Fprintf(stderr, "planserver hook: %v\n", err)
-		write(hooks.Render(host, call, judgeLocally(call, policy, err)))
+		write(hosthook.Render(host, call, hosthookservice.Offline(call, policy, err)))
 		return
 	}
 	write(answer)
 }
 
-// localBudget bounds the hook's own judgement of a call when planserver
-// cannot be asked: a host that gets no answer within its hook timeout runs
-// the tool as it is, so a command too costly to judge is refused instead.
-const localBudget = 2 * time.Second
-
-// judgeLocally is hooks.Fallback within localBudget.
-func judgeLocally(call hooks.Call, policy hooks.Policy, err error) hooks.Decision {
-	done := make(chan hooks.Decision, 1)
-	go func() {
-		defer func() {
-			if r := recover(); r != nil {
-				done <- hooks.Refusal(fmt.Sprintf("planserver hook failed judging the call (internal error: %v).", r))
-			}
-		}()
-		done <- hooks.Fallback(call, policy, err)
-	}()
-	select {
-	case d := <-done:
-		return d
-	case <-time.After(localBudget):
-		return hooks.Refusal(fmt.Sprintf("planserver could not be asked (%v), and judging this call here took longer than %s.", err, localBudget))
-	}
-}
-
 // hookLocalPolicy is how the hook judges a shell command by itself when
-// planserver cannot be asked: as plan mode would (hooks.Fallback), with the
-// sandbox of this machine, which never connects anywhere.
-func hookLocalPolicy(shellReadOnly string) hooks.Policy {
+// planserver cannot be asked: as plan mode would (hosthookservice.Offline),
+// with the sandbox of this machine, which never connects anywhere.
+func hookLocalPolicy(shellReadOnly string) hosthook.Policy {
 	table, err := shellclass.LoadFile(shellReadOnly)
 	if err != nil {
 		table = shellclass.DefaultTable()
 	}
-	return hooks.Policy{Writes: shellclass.Writes, Strict: shellclass.StrictJudge(table), Sandbox: SandboxHere(nil, "")}
+	return ShellPolicy(table, SandboxHere(nil, ""))
+}
+
+// ShellPolicy is how shell commands are judged, by serve's hook service
+// and by this command while planserver cannot be asked:
+// shellclass.Writes, the strict allowlist of table (nil: the default
+// table), and the sandbox sb. It is the one place the policy is put
+// together.
+func ShellPolicy(table *shellclass.Table, sb hosthook.Sandbox) hosthook.Policy {
+	return hosthook.Policy{Writes: shellclass.Writes, Strict: shellclass.StrictJudge(table), Sandbox: sb}
 }
 
 // SandboxHere is the sandbox of this machine for the hooks' decision:
@@ -189,15 +179,15 @@ func hookLocalPolicy(shellReadOnly string) hooks.Policy {
 // scoped build it is the scope's, less every entry on port ownPort
 // (planserver's own, which no scope grants: "" for none), and it may
 // write what the scope's files open.
-func SandboxHere(allowConnect []string, ownPort string) hooks.Sandbox {
+func SandboxHere(allowConnect []string, ownPort string) hosthook.Sandbox {
 	if _, err := sandbox.Available(); err != nil {
-		return hooks.Sandbox{Why: err.Error()}
+		return hosthook.Sandbox{Why: err.Error()}
 	}
 	self, err := os.Executable()
 	if err != nil {
-		return hooks.Sandbox{Why: fmt.Sprintf("planserver cannot find its own path (%v)", err)}
+		return hosthook.Sandbox{Why: fmt.Sprintf("planserver cannot find its own path (%v)", err)}
 	}
-	return hooks.Sandbox{Available: true, Wrap: func(command string, w hooks.Wrap) (string, error) {
+	return hosthook.Sandbox{Available: true, Wrap: func(command string, w hosthook.Wrap) (string, error) {
 		o := sandbox.WrapOptions{AllowConnect: allowConnect, Explain: w.Explain}
 		if sc := w.Scope; sc != nil {
 			o.AllowConnect = nil
@@ -215,10 +205,10 @@ func SandboxHere(allowConnect []string, ownPort string) hooks.Sandbox {
 // askPlanserver sends the host's input to POST /v1/hooks/{host} and
 // returns the answer, which must be a 200 JSON object. It goes through
 // net/http, so that https and the proxy settings of the environment work;
-// the lean planserver-hook sends the same request (hookwire.NewRequest)
+// the lean planserver-hook sends the same request (hosthookwire.NewRequest)
 // with a client of its own.
-func askPlanserver(ctx context.Context, set hookwire.Settings, token string, host hooks.Host, raw []byte) ([]byte, error) {
-	q, err := hookwire.NewRequest(set, token, string(host), raw)
+func askPlanserver(ctx context.Context, set hosthookwire.Settings, token string, host hosthook.Host, raw []byte) ([]byte, error) {
+	q, err := hosthookwire.NewRequest(set, token, string(host), raw)
 	if err != nil {
 		return nil, err
 	}
@@ -240,5 +230,5 @@ func askPlanserver(ctx context.Context, set hookwire.Settings, token string, hos
 	if err != nil {
 		return nil, fmt.Errorf("planserver at %s: reading the answer: %w", set.Server, err)
 	}
-	return hookwire.Answer(resp.StatusCode, body)
+	return hosthookwire.Answer(resp.StatusCode, body)
 }

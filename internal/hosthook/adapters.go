@@ -1,4 +1,4 @@
-package hooks
+package hosthook
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/planserver/planserver/internal/hookwire"
+	"github.com/planserver/planserver/internal/hosthookproto"
 )
 
 // Host is an agent host whose hooks planserver answers.
@@ -57,8 +57,8 @@ func inputErr(format string, args ...any) error {
 // could read (the event, so that the refusal has the right shape).
 func Parse(h Host, raw []byte) (Call, error) {
 	c := Call{Host: h}
-	if len(raw) > hookwire.MaxInput {
-		return c, inputErr("the hook input is %d bytes, above the limit of %d.", len(raw), hookwire.MaxInput)
+	if len(raw) > hosthookproto.MaxInput {
+		return c, inputErr("the hook input is %d bytes, above the limit of %d.", len(raw), hosthookproto.MaxInput)
 	}
 	var m map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -95,7 +95,7 @@ func phaseOf(h Host, m map[string]json.RawMessage) Phase {
 	if h == OpenCode {
 		member = "event"
 	}
-	if ev, err := str(m, member); err == nil && slices.Contains(hookwire.ReportEvents[string(h)], ev) {
+	if ev, err := str(m, member); err == nil && slices.Contains(hosthookproto.ReportEvents[string(h)], ev) {
 		return After
 	}
 	return Before

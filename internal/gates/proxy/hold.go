@@ -1,12 +1,12 @@
-package mcp
+package proxy
 
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/planserver/planserver/api"
+	"github.com/planserver/planserver/client"
 	"github.com/planserver/planserver/internal/sessions"
 )
 
@@ -50,9 +50,7 @@ func listOr(l []string, none string) string {
 
 // Get returns the session as planserver shows it now.
 func (c RemoteChecker) Get(ctx context.Context) (*api.Session, error) {
-	var s api.Session
-	if err := c.do(ctx, http.MethodGet, "", nil, &s); err != nil {
-		return nil, err
-	}
-	return &s, nil
+	return remote(ctx, c, "", func(ctx context.Context, pc *client.Client) (*api.Session, error) {
+		return pc.GetSession(ctx, c.Session)
+	})
 }

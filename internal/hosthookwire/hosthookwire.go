@@ -1,4 +1,4 @@
-// Package hookwire is what a hook process needs to ask planserver: its
+// Package hosthookwire is what a hook process needs to ask planserver: its
 // settings, its token, and one POST /v1/hooks/{host} over HTTP/1.1.
 //
 // A host starts the hook before every tool call, so the hook's start-up is
@@ -16,7 +16,7 @@
 // Content-Length, chunks or the end of the connection). Judging a call
 // without planserver, and https, are planserver hook's: planserver-hook
 // hands the call over to it (cmd/planserver-hook).
-package hookwire
+package hosthookwire
 
 import (
 	"bufio"
@@ -34,20 +34,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/planserver/planserver/internal/hosthookproto"
 )
-
-// AdapterHeader names the adapter that asks POST /v1/hooks/{host}:
-// planserver hook and planserver-hook send "command", the opencode plugin
-// "plugin"; a host calling the HTTP form directly sends none ("http").
-const AdapterHeader = "Planserver-Hook-Adapter"
-
-// MaxInput bounds one hook input. A host sends a Write call's whole file
-// content, so it is generous; a larger input is refused (fail closed).
-const MaxInput = 8 << 20
 
 // maxAnswer bounds planserver's answer: an answer carries at most the
 // input's command back (updatedInput), so twice the input is plenty.
-const maxAnswer = 2*MaxInput + 1<<20
+const maxAnswer = 2*hosthookproto.MaxInput + 1<<20
 
 // DefaultServer is the planserver the hook, its installer and the API
 // commands talk to when neither --server nor PLANSERVER_URL names one.
@@ -180,7 +173,7 @@ func NewRequest(set Settings, token, host string, raw []byte) (Request, error) {
 	}
 	u.Path, u.RawPath = strings.TrimRight(u.Path, "/")+"/v1/hooks/"+host, ""
 	u.RawQuery = q.Encode()
-	header := [][2]string{{"Content-Type", "application/json"}, {AdapterHeader, "command"}}
+	header := [][2]string{{"Content-Type", "application/json"}, {hosthookproto.AdapterHeader, "command"}}
 	if token != "" {
 		header = append(header, [2]string{"Authorization", "Bearer " + token})
 	}
@@ -333,19 +326,8 @@ func readAtMost(r io.Reader, n int64) ([]byte, error) {
 	return body, err
 }
 
-// ReportEvents are each host's hook events that report a tool run after it
-// ran (hooks reads them as reports): never answered with a denial, since
-// the tool ran already.
-var ReportEvents = map[string][]string{
-	"claude-code": {"PostToolUse", "PostToolUseFailure"},
-	"codex":       {"PostToolUse"},
-	"gemini-cli":  {"AfterTool"},
-	"cursor":      {"afterShellExecution", "afterMCPExecution", "postToolUse"},
-	"opencode":    {"tool.execute.after"},
-}
-
 // IsReport reports whether raw is host's report of a run (one of
-// ReportEvents), for the answers given when nothing else could be read:
+// hosthookproto.ReportEvents), for the answers given when nothing else could be read:
 // a report gets no decision. It unmarshals, so it is for the paths where
 // the hook already failed, not the start-up of every call.
 func IsReport(host string, raw []byte) bool {
@@ -360,7 +342,7 @@ func IsReport(host string, raw []byte) bool {
 	if host == "opencode" {
 		ev = in.Event
 	}
-	for _, r := range ReportEvents[host] {
+	for _, r := range hosthookproto.ReportEvents[host] {
 		if ev == r {
 			return true
 		}

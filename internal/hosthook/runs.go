@@ -1,4 +1,4 @@
-package hooks
+package hosthook
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package mcp
+package proxy
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"slices"
 	"sync"
@@ -17,6 +18,8 @@ import (
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apierr"
 	"github.com/planserver/planserver/internal/auth"
+	"github.com/planserver/planserver/internal/gates"
+	"github.com/planserver/planserver/internal/mcp"
 	"github.com/planserver/planserver/internal/sessions"
 )
 
@@ -28,17 +31,17 @@ import (
 // upstream's name) and forwards the rest. Only tools are proxied; the
 // caller's credential is never sent upstream.
 type Upstreams struct {
-	b     Backend
-	store *GateStore
+	b     mcp.Backend
+	store *gates.Store
 
 	mu    sync.Mutex
 	gates map[string]*upstream
 }
 
 // NewUpstreams returns the gate endpoint over the registry store.
-func NewUpstreams(b Backend, store *GateStore) *Upstreams {
+func NewUpstreams(b mcp.Backend, store *gates.Store) *Upstreams {
 	if b.Logger == nil {
-		b.Logger = defaultLogger()
+		b.Logger = slog.Default()
 	}
 	return &Upstreams{b: b, store: store, gates: map[string]*upstream{}}
 }
@@ -79,7 +82,7 @@ func (u *Upstreams) ServeGate(w http.ResponseWriter, r *http.Request, name strin
 		return
 	}
 	up := u.upstream(g)
-	serveMCP(up.handler, u.b.Problem, w, r)
+	mcp.Serve(up.handler, u.b.Problem, w, r)
 }
 
 // judgeable checks that every message of body (one, or a batch) reads
@@ -143,9 +146,9 @@ func (up *upstream) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 		switch r := req.(type) {
 		case *sdk.ListToolsRequest:
-			sess, err := up.bind(ctx, headerOf(r.Extra), metaOf(r.Params))
+			sess, err := up.bind(ctx, mcp.HeaderOf(r.Extra), mcp.ListMeta(r.Params))
 			if err != nil {
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: describe(err, "")}
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: mcp.Describe(err, "")}
 			}
 			tools, err := up.list(ctx)
 			if err != nil {
@@ -169,22 +172,22 @@ func (up *upstream) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 			}
 			return res, nil
 		case *sdk.CallToolRequest:
-			sess, err := up.bind(ctx, headerOf(r.Extra), r.Params.Meta)
+			sess, err := up.bind(ctx, mcp.HeaderOf(r.Extra), r.Params.Meta)
 			if err != nil {
-				return toolError(describe(err, "")), nil
+				return mcp.ToolError(mcp.Describe(err, "")), nil
 			}
 			info, err := up.info(ctx, r.Params.Name)
 			if err != nil {
-				return toolError(up.unreachable(err)), nil
+				return mcp.ToolError(up.unreachable(err)), nil
 			}
 			policy := up.policy(ctx, sess)
 			if !policy.readOnly(info) && !up.mayWrite(ctx) {
 				p := auth.PrincipalFrom(ctx)
-				return toolError(auth.DenyReason(p, auth.CheckTool, auth.Facts{InScope: true}) +
+				return mcp.ToolError(auth.DenyReason(p, auth.CheckTool, auth.Facts{InScope: true}) +
 					": through a gate it may call read-only tools only"), nil
 			}
 			if ok, reason := policy.Call(ctx, info); !ok {
-				return toolError(reason), nil
+				return mcp.ToolError(reason), nil
 			}
 			return up.call(ctx, r.Params)
 		}
@@ -192,13 +195,13 @@ func (up *upstream) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 	}
 }
 
-// bind is Bind, with a session required: a gate guards a session's tools,
+// bind is mcp.Bind, with a session required: a gate guards a session's tools,
 // and without one there is no mode to judge them by.
 func (up *upstream) bind(ctx context.Context, header http.Header, meta map[string]any) (*sessions.Session, error) {
-	sess, err := Bind(ctx, up.u.b, header, meta)
+	sess, err := mcp.Bind(ctx, up.u.b, header, meta)
 	if err == nil && sess == nil {
-		err = apierr.Invalid(SessionHeader, "a gate guards the tools of one session, and this connection is bound to none: "+
-			"connect with an agent token, or name the session in the %s header", SessionHeader)
+		err = apierr.Invalid(mcp.SessionHeader, "a gate guards the tools of one session, and this connection is bound to none: "+
+			"connect with an agent token, or name the session in the %s header", mcp.SessionHeader)
 	}
 	return sess, err
 }
@@ -218,12 +221,16 @@ func (up *upstream) unreachable(err error) string {
 	return fmt.Sprintf("the tool server of gate %q (%s) could not be reached: %v", up.gate.Name, up.gate.URL, err)
 }
 
+// DefaultUpstreamTimeout bounds a call to a gate's tool server when the
+// operator names no limit (--upstream-timeout).
+const DefaultUpstreamTimeout = 30 * time.Second
+
 // timeout is the deadline of every call to the upstream.
 func (up *upstream) timeout() time.Duration {
 	if t := up.u.b.UpstreamTimeout; t > 0 {
 		return t
 	}
-	return 30 * time.Second
+	return DefaultUpstreamTimeout
 }
 
 // session returns the client session to the upstream, connecting when
@@ -364,7 +371,7 @@ func (up *upstream) call(ctx context.Context, p *sdk.CallToolParamsRaw) (sdk.Res
 		return cs.CallTool(ctx, &sdk.CallToolParams{Name: p.Name, Arguments: p.Arguments})
 	})
 	if err != nil {
-		return toolError(up.unreachable(err)), nil
+		return mcp.ToolError(up.unreachable(err)), nil
 	}
 	return res, nil
 }
@@ -396,7 +403,7 @@ func infoOf(t *sdk.Tool) ToolInfo {
 // localChecker is the Checker of the server's own gate: the session's
 // effective mode from the store, a denial recorded by Store.CheckTool.
 type localChecker struct {
-	b       Backend
+	b       mcp.Backend
 	session string
 }
 

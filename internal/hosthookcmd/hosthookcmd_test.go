@@ -1,10 +1,10 @@
-package hookcmd
+package hosthookcmd
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/planserver/planserver/internal/hooks"
+	"github.com/planserver/planserver/internal/hosthook"
 	"github.com/planserver/planserver/internal/sandbox"
 )
 
@@ -19,7 +19,7 @@ func TestSandboxHereScoped(t *testing.T) {
 	if !sb.Available {
 		t.Fatalf("unavailable: %s", sb.Why)
 	}
-	line, err := sb.Wrap("make", hooks.Wrap{Scope: &hooks.ScopeWrap{Project: "/p", Files: []string{"src/app.go"},
+	line, err := sb.Wrap("make", hosthook.Wrap{Scope: &hosthook.ScopeWrap{Project: "/p", Files: []string{"src/app.go"},
 		Connect: []string{"proxy.golang.org:443", "127.0.0.1:8080", "localhost:8080"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -32,7 +32,7 @@ func TestSandboxHereScoped(t *testing.T) {
 	if strings.Contains(line, "8080") || strings.Contains(line, "docs.internal") {
 		t.Errorf("scoped build reaches planserver's port or plan mode's list: %s", line)
 	}
-	line, _ = sb.Wrap("ls", hooks.Wrap{})
+	line, _ = sb.Wrap("ls", hosthook.Wrap{})
 	if !strings.Contains(line, "--allow-connect 'docs.internal:443'") || strings.Contains(line, "--allow-write") || strings.Contains(line, "--build-scope") {
 		t.Errorf("plan mode: %s", line)
 	}

@@ -1,4 +1,4 @@
-// Package hooks owns what planserver answers an agent host's hook before
+// Package hosthook owns what planserver answers an agent host's hook before
 // a tool call: the host's input normalized into a Call (adapters.go, one
 // adapter per host, each from its own documentation), the decision for a
 // session's effective mode (Decide, the one home of the rule), and the
@@ -10,7 +10,7 @@
 // library: the command form (cmd/planserver-hook) links it, and a host
 // starts that process before every tool call, so what this package pulls in
 // is start-up time on every call (TestHookBinaryStaysLean).
-package hooks
+package hosthook
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package hookwire
+package hosthookwire
 
 import (
 	"bufio"
@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/planserver/planserver/internal/hosthookproto"
 )
 
 // Send's HTTP is checked against net/http's server, which frames answers
@@ -75,7 +77,7 @@ func TestSendRequestAndFraming(t *testing.T) {
 		t.Fatalf("small answer: %q %v", out, err)
 	}
 	if got.Method != "POST" || got.URL.Path != "/prefix/v1/hooks/claude-code" || got.URL.RawQuery != "session=small" ||
-		got.Header.Get("Authorization") != "Bearer tok-en" || got.Header.Get(AdapterHeader) != "command" ||
+		got.Header.Get("Authorization") != "Bearer tok-en" || got.Header.Get(hosthookproto.AdapterHeader) != "command" ||
 		got.Header.Get("Content-Type") != "application/json" || string(gotBody) != string(input) {
 		t.Errorf("request: %s %s %v body %q", got.Method, got.URL, got.Header, gotBody)
 	}
