@@ -22,7 +22,7 @@ import (
 // Role is what a token is for.
 type Role string
 
-// The roles of API.md.
+// The roles the contract names (api/openapi.yaml, "Access").
 const (
 	// Admin may do everything: humans and admin consoles.
 	Admin Role = "admin"
@@ -230,7 +230,7 @@ var reviewerSubtreeActions = map[Action]bool{
 	DecideReview: true, EnterPlanMode: true, LeavePlanMode: true,
 }
 
-// agentActions are what API.md lets an agent do inside its scope: read its
+// agentActions are what the contract (api/openapi.yaml) lets an agent do inside its scope: read its
 // sessions, create sub-sessions, write their plan and todos, request review,
 // filter and check tools, move a session into plan mode, and use shared
 // plans and steps. Everything else — leaving plan mode, deciding a review,

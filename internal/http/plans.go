@@ -330,7 +330,7 @@ func (s *Server) getPlanRevision(w http.ResponseWriter, r *http.Request) error {
 
 // plansNotFound answers paths under /v1/plans/ that match no route. Such a
 // path is a plan name with a "/" in it (or something else that is no plan
-// name), so it is refused as an invalid name, 400, as API.md asks for
+// name), so it is refused as an invalid name, 400, as the contract (api/openapi.yaml) asks for
 // names with "/" or "..", rather than 404 as if a plan could be missing.
 func plansNotFound(w http.ResponseWriter, r *http.Request) bool {
 	path := r.URL.RawPath

@@ -82,7 +82,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	parent := q.Get("parent_id")
 	if alias := q.Get("parent"); alias != "" {
-		// The host hooks' spelling (API.md: ?parent=&external_id=).
+		// The host hooks' spelling (api/openapi.yaml: ?parent=&external_id=).
 		if parent != "" && parent != alias {
 			return apierr.Invalid("parent", "names %q while parent_id names %q; send one", alias, parent)
 		}

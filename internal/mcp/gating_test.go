@@ -19,7 +19,7 @@ import (
 )
 
 // planModeTools is what the default plan-mode gate leaves of the tools:
-// the read-only ones and the allowlist of API.md.
+// the read-only ones and the plan-mode allowlist (sessions.DefaultPlanModeAllow).
 var planModeTools = []string{
 	"exit_plan_mode", "get_plan_status", "list_plans", "list_steps", "plan_enter", "plan_exit", "plan_write",
 	"read_plan", "read_session_plan", "set_plan_status", "todo_write", "write_plan", "write_session_plan",

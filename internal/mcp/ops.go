@@ -27,9 +27,10 @@ type Operation struct {
 	ReadOnly, Destructive, Idempotent bool
 }
 
-// Operations is the table of every tool. The names and parameters are the
-// seeds' (shared/seeds), so prompts written for those tools work
-// unchanged; edit_plan and the step tools are planserver's own.
+// Operations is the table of every tool. The names and parameters are
+// those of the session-plan and shared-plan tools planserver grew from
+// (pinned by TestToolsAsListed), so prompts written for those
+// tools work unchanged; edit_plan and the step tools are planserver's own.
 var Operations = []Operation{
 	// Shared plans (the plan toolset).
 	{Name: "write_plan", Title: "Write shared plan", Routes: []string{"PUT /v1/plans/{name}"}, Action: auth.WritePlans,

@@ -57,8 +57,8 @@ func TestOperationsMatchRoutes(t *testing.T) {
 	}
 }
 
-// seedParams are the parameters the seeds give each tool
-// (shared/seeds): a prompt written for them must work unchanged.
+// seedParams are the parameters the tools planserver grew from give each
+// tool: a prompt written for them must work unchanged.
 var seedParams = map[string][]string{
 	"write_plan":         {"name", "content", "title", "author", "status", "last_known_revision"},
 	"read_plan":          {"name"},

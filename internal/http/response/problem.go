@@ -10,8 +10,8 @@ import (
 	"github.com/planserver/planserver/internal/apierr"
 )
 
-// problemStatus maps every error code to its HTTP status: the one table of
-// ARCHITECTURE.md. Errors caused by a precondition header are 412 whatever
+// problemStatus maps every error code to its HTTP status: the one such
+// table (docs/architecture.md, "Where each rule lives"). Errors caused by a precondition header are 412 whatever
 // their code (see apierr.Error.Precondition).
 var problemStatus = map[apierr.Code]int{
 	apierr.InvalidArgument:      http.StatusBadRequest,
