@@ -23,9 +23,9 @@ import (
 	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/db"
+	"github.com/planserver/planserver/internal/disktest"
 	"github.com/planserver/planserver/internal/events"
 	planhttp "github.com/planserver/planserver/internal/http"
-	"github.com/planserver/planserver/internal/testfs"
 )
 
 // sentinels lists every sentinel with its code.
@@ -250,10 +250,10 @@ var errorCases = []errorCase{
 		}
 	}},
 	{api.CodeInsufficientStorage, 507, func(t *testing.T) error {
-		dir := testfs.SmallDisk(t, "4m")
+		dir := disktest.SmallDisk(t, "4m")
 		env := apitest.Open(t, filepath.Join(dir, "planserver.db"))
 		c := checkedClient(t, env.Server.URL)
-		free := testfs.Fill(t, dir)
+		free := disktest.Fill(t, dir)
 		defer free()
 		_, err := c.PutPlanContent(t.Context(), "big", strings.Repeat("x", 512<<10))
 		return err

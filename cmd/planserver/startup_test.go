@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planserver/planserver/internal/testfs"
+	"github.com/planserver/planserver/internal/disktest"
 )
 
 // serveOnce runs `planserver serve` on db and returns its exit status and
@@ -50,7 +50,7 @@ func TestServeRefusesADamagedDatabase(t *testing.T) {
 	if err := run(context.Background(), []string{"migrate", "up", "--db", db}, noEnv, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	testfs.Garble(t, db)
+	disktest.Garble(t, db)
 	code, out := serveOnce(t, db)
 	if code != exitDatabaseUnusable || !strings.Contains(out, "refusing to serve a damaged database") {
 		t.Fatalf("serve on a damaged database: exit %d\n%s", code, out)

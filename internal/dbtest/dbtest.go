@@ -25,7 +25,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the pgx driver, for the admin connection
 
-	"github.com/planserver/planserver/internal/testfs"
+	"github.com/planserver/planserver/internal/disktest"
 )
 
 // EnvPostgres names the PostgreSQL server the tests run on, as a URL of a
@@ -312,15 +312,15 @@ func WaitAdvisoryWaiters(tb testing.TB, q Rows, n int) {
 }
 
 // OnSmallDisk returns a fresh database whose data lives on a tmpfs of size
-// (testfs.SmallDisk), and that tmpfs's directory, for tests that fill it
-// (testfs.Fill): on SQLite the file is on it; on PostgreSQL the database's
+// (disktest.SmallDisk), and that tmpfs's directory, for tests that fill it
+// (disktest.Fill): on SQLite the file is on it; on PostgreSQL the database's
 // tables are, in a tablespace of their own. It needs root (to mount) and,
 // on PostgreSQL, the server on this machine (to give it the directory);
 // elsewhere the test is skipped, saying why.
 func OnSmallDisk(tb testing.TB, size string) (dsn, dir string) {
 	tb.Helper()
 	if !Postgres() {
-		dir = testfs.SmallDisk(tb, size)
+		dir = disktest.SmallDisk(tb, size)
 		return filepath.Join(dir, "planserver.db"), dir
 	}
 	conn := Admin(tb)
@@ -333,7 +333,7 @@ func OnSmallDisk(tb testing.TB, size string) (dsn, dir string) {
 		tb.Skipf("the PostgreSQL server is not on this machine: %v", err)
 	}
 	owner := st.Sys().(*syscall.Stat_t)
-	dir = testfs.SmallDisk(tb, size)
+	dir = disktest.SmallDisk(tb, size)
 	// The server's user must reach the directory through the test's.
 	for _, d := range []string{filepath.Dir(dir), dir} {
 		if err := os.Chmod(d, 0o755); err != nil {

@@ -11,7 +11,7 @@ import (
 	"github.com/planserver/planserver/internal/apitest"
 	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/dbtest"
-	"github.com/planserver/planserver/internal/testfs"
+	"github.com/planserver/planserver/internal/disktest"
 )
 
 // TestDiskFullThroughTheAPI fills the disk under a running server: writes
@@ -28,7 +28,7 @@ func TestDiskFullThroughTheAPI(t *testing.T) {
 	if r := env.Call("GET", "/readyz", nil); r.Status != 200 {
 		t.Fatalf("ready before: %d %s", r.Status, r.Body)
 	}
-	free := testfs.Fill(t, dir)
+	free := disktest.Fill(t, dir)
 	// Incompressible, so that it needs pages on either engine.
 	raw := make([]byte, 384<<10)
 	_, _ = rand.Read(raw)

@@ -27,7 +27,7 @@ type Harness struct {
 	// Fresh returns the DSN of a new, empty database, gone when tb ends.
 	Fresh func(tb testing.TB) string
 	// OnSmallDisk returns a fresh database whose data lives on a small
-	// file system of size (say "4m") that the test fills (testfs.Fill),
+	// file system of size (say "4m") that the test fills (disktest.Fill),
 	// and that file system's directory; it skips the test, saying why,
 	// where it cannot make one (dbtest.OnSmallDisk).
 	OnSmallDisk func(tb testing.TB, size string) (dsn, dir string)

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/planserver/planserver/internal/db"
-	"github.com/planserver/planserver/internal/testfs"
+	"github.com/planserver/planserver/internal/disktest"
 )
 
 // diskFullIsAFaultUntilFreed fills the storage under a database: a write
@@ -32,7 +32,7 @@ func diskFullIsAFaultUntilFreed(t *testing.T, h Harness) {
 	if err := write(); err != nil {
 		t.Fatalf("write before the disk filled: %v", err)
 	}
-	free := testfs.Fill(t, dir)
+	free := disktest.Fill(t, dir)
 	err := write()
 	if f, ok := faultOf(err, db.ErrDiskFull); !ok || f.Cause == nil {
 		free()

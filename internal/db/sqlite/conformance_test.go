@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/planserver/planserver/internal/db/drivertest"
-	"github.com/planserver/planserver/internal/testfs"
+	"github.com/planserver/planserver/internal/disktest"
 )
 
 // TestConformance holds the SQLite driver to what every driver owes the
@@ -14,7 +14,7 @@ func TestConformance(t *testing.T) {
 	drivertest.Exercise(t, drivertest.Harness{
 		Fresh: func(tb testing.TB) string { return filepath.Join(tb.TempDir(), "planserver.db") },
 		OnSmallDisk: func(tb testing.TB, size string) (string, string) {
-			dir := testfs.SmallDisk(tb, size)
+			dir := disktest.SmallDisk(tb, size)
 			return filepath.Join(dir, "planserver.db"), dir
 		},
 	})

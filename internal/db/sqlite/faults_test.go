@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/planserver/planserver/internal/db"
-	"github.com/planserver/planserver/internal/testfs"
+	"github.com/planserver/planserver/internal/disktest"
 )
 
 // faultOf returns err's storage fault when err is one of kind.
@@ -47,12 +47,12 @@ func migratedWith(t *testing.T, path string, opt db.Options) *db.DB {
 // freed writes commit and readiness returns.
 func TestDiskFullIsInsufficientStorageUntilFreed(t *testing.T) {
 	ctx := context.Background()
-	dir := testfs.SmallDisk(t, "4m")
+	dir := disktest.SmallDisk(t, "4m")
 	d := migrated(t, filepath.Join(dir, "p.db"))
 	if err := d.Ready(ctx); err != nil {
 		t.Fatalf("ready before the disk filled: %v", err)
 	}
-	free := testfs.Fill(t, dir)
+	free := disktest.Fill(t, dir)
 	big := strings.Repeat("x", 64<<10)
 	err := d.Write(ctx, func(tx *db.Tx) error {
 		_, err := tx.Exec(`INSERT INTO revision_floors (kind, key, revision) VALUES ('t', ?, 1)`, big)
@@ -157,7 +157,7 @@ func TestCorruptFileFailsIntegrityCheck(t *testing.T) {
 		t.Fatalf("a fresh database fails the check: %v", err)
 	}
 	d.Close()
-	testfs.Garble(t, path)
+	disktest.Garble(t, path)
 	os.Remove(path + "-wal")
 	os.Remove(path + "-shm")
 	d, err := db.Open(ctx, path, db.Options{})

@@ -1,7 +1,7 @@
-// Package testfs makes file-system faults for tests: a small disk to fill,
+// Package disktest makes file-system faults for tests: a small disk to fill,
 // a damaged database file.
 // It is imported only by tests.
-package testfs
+package disktest
 
 import (
 	"errors"
