@@ -225,8 +225,7 @@ func (p *Provider) AddRedirectURI(uri string) {
 
 // QueueUser signs u in at the next authorization request without its
 // login page, as if u had typed their password there, so a test drives a
-// sign-in with plain GETs and picks who signs in each time (mockoidc's
-// QueueUser). u is added to the provider's users, replacing any user with
+// sign-in with plain GETs and picks who signs in each time. u is added to the provider's users, replacing any user with
 // its subject. Queued users sign in first come, first served; with none
 // queued the login page (or the provider's session) answers.
 func (p *Provider) QueueUser(u User) {
