@@ -10,30 +10,37 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oauth2-proxy/mockoidc"
-
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/cli"
+	"github.com/planserver/planserver/internal/oidctest"
 )
 
 // signInAt signs user in at the planserver on addr through the provider
 // idp, as a browser would, and returns the sign-in cookie (name=value).
-func signInAt(t *testing.T, addr string, idp *mockoidc.MockOIDC, user *mockoidc.MockUser) string {
+func signInAt(t *testing.T, addr string, idp *oidctest.Provider, user oidctest.User) string {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar, Timeout: 10 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	next := "http://" + addr + "/auth/login"
 	idp.QueueUser(user)
-	for range 3 { // planserver, the provider, planserver's callback
+	// planserver, the provider's authorization endpoint, its login page
+	// (which signs the queued user in) and callback, planserver's
+	// callback, which answers 303.
+	for range 6 {
 		resp, err := c.Get(next)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if next = resp.Header.Get("Location"); resp.StatusCode == http.StatusSeeOther {
+		if resp.StatusCode == http.StatusSeeOther {
 			break
 		}
+		loc, err := resp.Request.URL.Parse(resp.Header.Get("Location"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		next = loc.String()
 	}
 	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/v1/me", nil)
 	for _, ck := range jar.Cookies(req.URL) {
@@ -64,11 +71,11 @@ func meWith(t *testing.T, addr, cookie string) int {
 // each ended cookie is refused at once; mistakes get the usual exit
 // statuses (usage 2, not found 3, denied 5, invalid 1).
 func TestSignInCLI(t *testing.T) {
-	idp, err := mockoidc.Run()
+	idp, err := oidctest.Start(oidctest.Options{ClaimsInIDToken: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = idp.Shutdown() }()
+	defer func() { _ = idp.Close() }()
 	dir := t.TempDir()
 	secret := filepath.Join(dir, "secret")
 	if err := os.WriteFile(secret, []byte(idp.ClientSecret), 0o600); err != nil {
@@ -76,15 +83,16 @@ func TestSignInCLI(t *testing.T) {
 	}
 	db := filepath.Join(dir, "p.db")
 	addr := freeAddr(t)
+	idp.AddRedirectURI("http://" + addr + "/auth/callback")
 	p := startCmd(t, addr, exec.Command(binary, "serve", "--addr", addr, "--db", db, "--auth", "token",
-		"--oidc-issuer", idp.Issuer(), "--oidc-client-id", idp.ClientID, "--oidc-client-secret-file", secret,
+		"--oidc-issuer", idp.Issuer, "--oidc-client-id", idp.ClientID, "--oidc-client-secret-file", secret,
 		"--oidc-redirect-url", "http://"+addr+"/auth/callback",
 		"--oidc-roles", "admin=email:boss@example.com,viewer=domain:example.com"), serverReady)
 	admin := []string{"PLANSERVER_TOKEN=" + strings.TrimSpace(ok(t, p, "token", "create", "--role", "admin", "--name", "ops", "--db", db))}
 	viewer := []string{"PLANSERVER_TOKEN=" + strings.TrimSpace(ok(t, p, "token", "create", "--role", "viewer", "--name", "watch", "--db", db))}
-	vic := &mockoidc.MockUser{Subject: "u-vic", Email: "vic@example.com", EmailVerified: true}
+	vic := oidctest.User{Subject: "u-vic", Email: "vic@example.com"}
 	vic1, vic2 := signInAt(t, addr, idp, vic), signInAt(t, addr, idp, vic)
-	boss := signInAt(t, addr, idp, &mockoidc.MockUser{Subject: "u-boss", Email: "boss@example.com", EmailVerified: true})
+	boss := signInAt(t, addr, idp, oidctest.User{Subject: "u-boss", Email: "boss@example.com"})
 
 	run := func(code int, env []string, args ...string) cliResult {
 		t.Helper()

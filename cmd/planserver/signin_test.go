@@ -7,17 +7,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oauth2-proxy/mockoidc"
+	"github.com/planserver/planserver/internal/oidctest"
 )
 
 // TestServeRefusesABadSignInSetup: each sign-in mistake stops serve before
 // it listens, exit status non-zero, with a line that names what to fix.
 func TestServeRefusesABadSignInSetup(t *testing.T) {
-	idp, err := mockoidc.Run()
+	idp, err := oidctest.Start(oidctest.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = idp.Shutdown() }()
+	defer func() { _ = idp.Close() }()
 	dir := t.TempDir()
 	secret := filepath.Join(dir, "secret")
 	if err := os.WriteFile(secret, []byte(idp.ClientSecret+"\n"), 0o600); err != nil {
@@ -40,12 +40,12 @@ func TestServeRefusesABadSignInSetup(t *testing.T) {
 		args       []string
 	}{
 		{"unreachable issuer", "discovery failed", base(dead, good, secret)},
-		{"missing secret", "client secret is missing", base(idp.Issuer(), good, "")},
-		{"unreadable secret file", "--oidc-client-secret-file", base(idp.Issuer(), good, filepath.Join(dir, "nope"))},
-		{"redirect path", "its path must be /auth/callback", base(idp.Issuer(), "http://127.0.0.1:8080/cb", secret)},
-		{"plain http off loopback", "plain http", base(idp.Issuer(), "http://planserver.example.com/auth/callback", secret)},
-		{"bad role rule", "--oidc-roles", base(idp.Issuer(), good, secret, "--oidc-roles", "owner=email:a@example.com")},
-		{"without --auth token", "needs --auth token", []string{"--oidc-issuer", idp.Issuer()}},
+		{"missing secret", "client secret is missing", base(idp.Issuer, good, "")},
+		{"unreadable secret file", "--oidc-client-secret-file", base(idp.Issuer, good, filepath.Join(dir, "nope"))},
+		{"redirect path", "its path must be /auth/callback", base(idp.Issuer, "http://127.0.0.1:8080/cb", secret)},
+		{"plain http off loopback", "plain http", base(idp.Issuer, "http://planserver.example.com/auth/callback", secret)},
+		{"bad role rule", "--oidc-roles", base(idp.Issuer, good, secret, "--oidc-roles", "owner=email:a@example.com")},
+		{"without --auth token", "needs --auth token", []string{"--oidc-issuer", idp.Issuer}},
 		{"client id without issuer", "need --oidc-issuer", []string{"--auth", "token", "--oidc-client-id", "x"}},
 	} {
 		code, out := serveOnce(t, filepath.Join(dir, tc.name+".db"), tc.args...)

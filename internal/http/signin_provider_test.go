@@ -25,9 +25,10 @@ import (
 // (internal/oidctest): a provider nobody here wrote, with a login page of
 // its own, that puts the email only in its UserInfo answer (not in the ID
 // token, as OIDC Core 5.4 allows and ZITADEL does), and that offers
-// RP-initiated logout. The mockoidc tests (signin_test.go) cover the
-// attacks; mockoidc has no end_session_endpoint, so TestSignOut there is
-// the local-only logout.
+// RP-initiated logout. The tests of signin_test.go sign people in through
+// the same provider without its login page (oidctest.Provider.QueueUser)
+// and cover the attacks; their provider offers no end_session_endpoint,
+// so TestSignOut there is the local-only logout.
 
 var rita = oidctest.User{Subject: "u-rita", Username: "rita", Password: "rita-pw-1", Email: "rita@example.com",
 	GivenName: "Rita", FamilyName: "Reviewer"}

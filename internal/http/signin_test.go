@@ -13,9 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
-	"github.com/oauth2-proxy/mockoidc"
-
 	"github.com/planserver/planserver/api"
 	"github.com/planserver/planserver/internal/apitest"
 	"github.com/planserver/planserver/internal/app"
@@ -23,10 +20,11 @@ import (
 	"github.com/planserver/planserver/internal/dbtest"
 	planhttp "github.com/planserver/planserver/internal/http"
 	"github.com/planserver/planserver/internal/http/signin"
+	"github.com/planserver/planserver/internal/oidctest"
 )
 
-// person is a user of the in-process provider with a name claim, which
-// mockoidc's own user lacks.
+// person is a user of the in-process provider, as the tests here write
+// one.
 type person struct {
 	sub, email, name string
 	groups           []string
@@ -39,34 +37,19 @@ type person struct {
 	infoSub    string
 }
 
-func (p person) ID() string { return p.sub }
-
-func (p person) Userinfo([]string) ([]byte, error) {
-	sub := p.sub
-	if p.infoSub != "" {
-		sub = p.infoSub
-	}
-	info := map[string]any{"sub": sub, "email": p.email, "name": p.name}
-	if p.infoGroups != nil {
-		info["groups"] = p.infoGroups
-	}
-	return json.Marshal(info)
-}
-
-type personClaims struct {
-	*mockoidc.IDTokenClaims
-	Email         string   `json:"email,omitempty"`
-	EmailVerified bool     `json:"email_verified"`
-	Name          string   `json:"name,omitempty"`
-	Groups        []string `json:"groups,omitempty"`
-}
-
-func (p person) Claims(_ []string, base *mockoidc.IDTokenClaims) (jwt.Claims, error) {
-	c := &personClaims{IDTokenClaims: base, Email: p.email, EmailVerified: !p.unverified, Name: p.name, Groups: p.groups}
+// user is the person as the provider knows them: the ID token carries
+// their email and groups unless only UserInfo is to say them.
+func (p person) user() oidctest.User {
+	u := oidctest.User{Subject: p.sub, Email: p.email, Name: p.name, Groups: p.groups,
+		EmailUnverified: p.unverified, UserInfoSubject: p.infoSub}
 	if p.idNoEmail {
-		c.Email = ""
+		u.UserInfoOnly = append(u.UserInfoOnly, "email")
 	}
-	return c, nil
+	if p.infoGroups != nil {
+		u.Groups = p.infoGroups
+		u.UserInfoOnly = append(u.UserInfoOnly, "groups")
+	}
+	return u
 }
 
 var (
@@ -74,33 +57,37 @@ var (
 	ola  = person{sub: "u-ola", email: "ola@elsewhere.org", name: "Ola"}
 )
 
-// signInEnv is a planserver with --auth token and sign-in through a
-// mockoidc provider, both on loopback.
+// signInEnv is a planserver with --auth token and sign-in through an
+// oidctest provider, both on loopback.
 type signInEnv struct {
 	*apitest.Env
-	idp *mockoidc.MockOIDC
+	idp *oidctest.Provider
 }
 
 const testRoles = "admin=email:boss@example.com,reviewer[root]=group:root-reviewers,reviewer=group:reviewers,viewer=domain:example.com"
 
-func newIDP(t *testing.T) *mockoidc.MockOIDC {
+// newIDP starts a provider whose ID tokens carry the person's claims (so
+// UserInfo is asked only for what a person's ID token leaves out) and that
+// offers no RP-initiated logout (TestSignOut is the local logout; the
+// provider's logout is TestRPInitiatedLogout's).
+func newIDP(t *testing.T) *oidctest.Provider {
 	t.Helper()
-	m, err := mockoidc.Run()
+	p, err := oidctest.Start(oidctest.Options{ClaimsInIDToken: true, NoEndSession: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = m.Shutdown() })
-	return m
+	t.Cleanup(func() { _ = p.Close() })
+	return p
 }
 
-func newSignInEnv(t *testing.T, path string, idp *mockoidc.MockOIDC, configure ...func(*signin.Settings)) *signInEnv {
+func newSignInEnv(t *testing.T, path string, idp *oidctest.Provider, configure ...func(*signin.Settings)) *signInEnv {
 	t.Helper()
 	return newSignInServer(t, path, idp, nil, configure...)
 }
 
 // newSignInServer is newSignInEnv with server settings of its own (rate
 // limits, a clock) set by server, when not nil.
-func newSignInServer(t *testing.T, path string, idp *mockoidc.MockOIDC, server func(*app.Config), configure ...func(*signin.Settings)) *signInEnv {
+func newSignInServer(t *testing.T, path string, idp *oidctest.Provider, server func(*app.Config), configure ...func(*signin.Settings)) *signInEnv {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -110,8 +97,10 @@ func newSignInServer(t *testing.T, path string, idp *mockoidc.MockOIDC, server f
 	if err != nil {
 		t.Fatal(err)
 	}
-	settings := signin.Settings{Issuer: idp.Issuer(), ClientID: idp.ClientID, ClientSecret: idp.ClientSecret,
-		RedirectURL: "http://" + ln.Addr().String() + signin.CallbackPath, Roles: rules,
+	redirect := "http://" + ln.Addr().String() + signin.CallbackPath
+	idp.AddRedirectURI(redirect)
+	settings := signin.Settings{Issuer: idp.Issuer, ClientID: idp.ClientID, ClientSecret: idp.ClientSecret,
+		RedirectURL: redirect, Roles: rules,
 		Scopes: []string{"openid", "email", "profile", "groups"}}
 	for _, c := range configure {
 		c(&settings)
@@ -186,12 +175,20 @@ func (b *browser) startLogin(e *signInEnv, returnTo string) string {
 }
 
 // authorize asks the provider to sign user in and returns its redirect
-// back to planserver (the callback URL with code and state).
+// back to planserver (the callback URL with code and state), following
+// the provider's own redirects (its login page, which signs the queued
+// user in, and its callback) on the way.
 func (b *browser) authorize(e *signInEnv, authURL string, user person) string {
 	b.t.Helper()
-	e.idp.QueueUser(user)
+	e.idp.QueueUser(user.user())
+	// The provider's own callback is /auth/callback too: only this
+	// server's is the way back.
+	back := e.Server.URL + signin.CallbackPath
 	p := b.get(authURL)
-	if p.status != http.StatusFound || !strings.Contains(p.location, signin.CallbackPath) {
+	for i := 0; i < 5 && p.status == http.StatusFound && !strings.HasPrefix(p.location, back); i++ {
+		p = b.get(resolve(e.idp.Issuer, p.location))
+	}
+	if p.status != http.StatusFound || !strings.HasPrefix(p.location, back) {
 		b.t.Fatalf("provider = %d to %q: %s", p.status, p.location, p.body)
 	}
 	return p.location
@@ -470,9 +467,9 @@ func flip(c byte) string {
 }
 
 // TestSignOut: logout needs the CSRF token and deletes the sign-in (the
-// cookie is refused afterwards even if a copy of it is replayed). mockoidc
-// offers no end_session_endpoint, so the logout is local only: the
-// browser goes back to /ui/. (RP-initiated logout, with a provider that
+// cookie is refused afterwards even if a copy of it is replayed). The
+// provider offers no end_session_endpoint (newIDP), so the logout is local
+// only: the browser goes back to /ui/. (RP-initiated logout, with a provider that
 // offers it: TestRPInitiatedLogout.)
 func TestSignOut(t *testing.T) {
 	e := newSignInEnv(t, dbtest.Fresh(t), newIDP(t))
@@ -500,7 +497,7 @@ func TestSignOut(t *testing.T) {
 func TestSignInMisconfiguration(t *testing.T) {
 	idp := newIDP(t)
 	rules, _ := auth.ParseRoleRules(testRoles)
-	good := signin.Settings{Issuer: idp.Issuer(), ClientID: idp.ClientID, ClientSecret: idp.ClientSecret,
+	good := signin.Settings{Issuer: idp.Issuer, ClientID: idp.ClientID, ClientSecret: idp.ClientSecret,
 		RedirectURL: "http://127.0.0.1:8080/auth/callback", Roles: rules}
 	if _, err := signin.NewOIDC(context.Background(), good); err != nil {
 		t.Fatalf("good settings: %v", err)

@@ -5,20 +5,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oauth2-proxy/mockoidc"
-
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/http/signin"
+	"github.com/planserver/planserver/internal/oidctest"
 )
 
-func newIDP(t *testing.T) *mockoidc.MockOIDC {
+func newIDP(t *testing.T) *oidctest.Provider {
 	t.Helper()
-	m, err := mockoidc.Run()
+	p, err := oidctest.Start(oidctest.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = m.Shutdown() })
-	return m
+	t.Cleanup(func() { _ = p.Close() })
+	return p
 }
 
 // TestIDTokenChecks: an ID token counts only when it is the provider's,
@@ -31,27 +30,19 @@ func TestIDTokenChecks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := signin.NewOIDC(context.Background(), signin.Settings{Issuer: idp.Issuer(), ClientID: idp.ClientID,
+	o, err := signin.NewOIDC(context.Background(), signin.Settings{Issuer: idp.Issuer, ClientID: idp.ClientID,
 		ClientSecret: idp.ClientSecret, RedirectURL: "http://127.0.0.1:1" + signin.CallbackPath, Roles: rules})
 	if err != nil {
 		t.Fatal(err)
 	}
-	jane := &mockoidc.MockUser{Subject: "u-jane", Email: "jane@example.com", EmailVerified: true}
 	t.Run("another issuer or audience", func(t *testing.T) {
 		nonce := auth.NewNonce()
-		mint := func(m *mockoidc.MockOIDC, audience string, ttl time.Duration) string {
-			s, err := m.SessionStore.NewSession("openid email", nonce, jane, "", "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg := m.Config()
-			if audience != "" {
-				cfg.ClientID = audience
-			}
+		mint := func(p *oidctest.Provider, audience string, ttl time.Duration) string {
+			c := oidctest.TokenClaims{Subject: "u-jane", Email: "jane@example.com", Audience: audience, Nonce: nonce}
 			if ttl != 0 {
-				cfg.AccessTTL = ttl
+				c.Expiry = time.Now().Add(ttl)
 			}
-			raw, err := s.IDToken(cfg, m.Keypair, m.Now())
+			raw, err := p.IDToken(c)
 			if err != nil {
 				t.Fatal(err)
 			}
