@@ -466,6 +466,15 @@ func TestHookInstallChecks(t *testing.T) {
 	if !strings.Contains(out, "self-test passed") {
 		t.Errorf("install --parent: %s", out)
 	}
+	// Uninstall takes out the token's files and the headers helper with
+	// the rest: the settings and state files install made go with them.
+	e.ok(t, "uninstall", "claude-code")
+	for _, f := range append(tokens, strings.TrimSuffix(tokens[0], ".token")+".headers.json",
+		filepath.Join(e.home, ".claude.json"), filepath.Join(e.dir, ".claude", "settings.json")) {
+		if _, err := os.Stat(f); !os.IsNotExist(err) {
+			t.Errorf("uninstall left %s: %v", f, err)
+		}
+	}
 }
 
 // TestHookInstallHelp: the help of install says what it does, and does not
