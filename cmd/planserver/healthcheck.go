@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/planserver/planserver/internal/cli"
+	"github.com/planserver/planserver/internal/serveconfig"
 	"github.com/spf13/cobra"
 )
 
@@ -26,8 +27,8 @@ func healthcheckCommand() *cobra.Command {
 		Use: "healthcheck", Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return healthcheck(cmd.Context(), addr, cmd.OutOrStdout()) },
 	}, commandHelp["healthcheck"], cli.EnvFlags, "")
-	cmd.Flags().StringVar(&addr, "addr", defaultAddr, "the `host:port` serve listens on (0.0.0.0 and [::] are asked on loopback)")
-	envFlags(cmd.Flags())
+	cmd.Flags().StringVar(&addr, "addr", serveconfig.DefaultAddr, "the `host:port` serve listens on (0.0.0.0 and [::] are asked on loopback)")
+	serveconfig.EnvFlags(cmd.Flags())
 	return cmd
 }
 
