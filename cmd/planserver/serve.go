@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"os"
 	"time"
 
 	"github.com/planserver/planserver/internal/app"
@@ -85,7 +83,7 @@ func serve(ctx context.Context, cfg serveconfig.Config, getenv func(string) stri
 	}
 	defer lock.Release()
 	fd := serveconfig.RaiseFDLimit()
-	store, err := openDB(ctx, cfg)
+	store, err := cfg.OpenDB(ctx)
 	switch {
 	case db.IsCorrupt(err):
 		return damaged(err)
@@ -264,16 +262,6 @@ func servePprof(addr string, log *slog.Logger) (func(), error) {
 	return func() { _ = srv.Close() }, nil
 }
 
-// openDB opens the database, saying why when SQLite cannot.
-func openDB(ctx context.Context, cfg serveconfig.Config) (*db.DB, error) {
-	durability, _ := db.ParseDurability(cfg.Durability) // validated
-	store, err := db.Open(ctx, cfg.DB, db.Options{Durability: durability, KeyedWriters: cfg.PGWriters})
-	if err != nil {
-		return nil, db.ExplainOpenError(cfg.DB, err)
-	}
-	return store, nil
-}
-
 // exitDatabaseUnusable is serve's exit status for a database it cannot
 // serve (it cannot open it, or it is damaged or unwritable): an operator's
 // problem, which a supervisor should not restart in a loop as it would a
@@ -298,46 +286,6 @@ func checkIntegrity(ctx context.Context, store *db.DB, cfg serveconfig.Config) e
 func damaged(err error) error {
 	return cli.ExitError{Code: exitDatabaseUnusable, Err: fmt.Errorf("%w\nrefusing to serve a damaged database: "+
 		"restore it from a backup (planserver backup makes one), or pass --skip-integrity-check to serve it anyway", err)}
-}
-
-// openAndMigrate opens the database for a command that works beside a
-// running server (token) and applies pending migrations first, refusing a
-// schema newer than this binary. Only a migration takes the database's
-// lock, so at the same schema version it never waits on a server.
-func openAndMigrate(ctx context.Context, cfg serveconfig.Config, holder string) (*db.DB, error) {
-	store, err := openDB(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	current, known, err := store.SchemaVersions(ctx)
-	if err == nil && current < known {
-		var lock *db.FileLock
-		if lock, err = db.Lock(cfg.DB, holder); err == nil {
-			_, _, err = store.MigrateUp(ctx, nil)
-			lock.Release()
-		}
-	} else if err == nil && current > known {
-		_, _, err = store.MigrateUp(ctx, nil) // refuses, saying why
-	}
-	if err != nil {
-		store.Close()
-		return nil, err
-	}
-	return store, nil
-}
-
-// mustExist refuses a database path that does not exist, for commands
-// that read one and must not leave an empty file behind.
-func mustExist(path string) error {
-	if !db.IsFile(path) {
-		return nil // a server, not a file: opening it says what is wrong
-	}
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("database %s does not exist (planserver serve or migrate up creates it)", path)
-	} else if err != nil {
-		return db.ExplainOpenError(path, err)
-	}
-	return nil
 }
 
 // consoleURL is the address of the review console on the listener addr,

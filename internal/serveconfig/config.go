@@ -1,16 +1,18 @@
 // Package serveconfig owns the settings of planserver serve and of the
-// database commands beside it (migrate, token, backup, gate add|list|remove,
-// healthcheck): the Config they are read into, the flags that declare them
-// with their PLANSERVER_* environment variables, defaults and help text,
-// the checks that refuse a wrong value before anything is opened, and the
-// translation of serve's settings into the app's (App, Hooks,
-// OIDCSettings, ConnectionLimits). It also owns the settings serve makes
-// to the process itself: the file-descriptor limit and the garbage
-// collector's target. cmd/planserver wires them: it parses the command
-// line into a Config, builds the app from it and runs it.
+// admin commands beside it (internal/cli/admin: migrate, token, backup,
+// gate add|list|remove, healthcheck): the Config they are read into, the
+// flags that declare them with their PLANSERVER_* environment variables,
+// defaults and help text, the checks that refuse a wrong value before
+// anything is opened, and what the settings make: the database (OpenDB)
+// and serve's app (App, Hooks, OIDCSettings, ConnectionLimits). It also
+// owns the settings serve makes to the process itself: the
+// file-descriptor limit and the garbage collector's target. cmd/planserver
+// wires them: it parses the command line into a Config, builds the app
+// from it and runs it.
 package serveconfig
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -513,4 +515,15 @@ func defaultPublicURL(addr string) string {
 		host = "localhost"
 	}
 	return "http://" + net.JoinHostPort(host, port)
+}
+
+// OpenDB opens the database (--db, --durability, --pg-writers), saying
+// why when SQLite cannot.
+func (c *Config) OpenDB(ctx context.Context) (*db.DB, error) {
+	durability, _ := db.ParseDurability(c.Durability) // validated
+	store, err := db.Open(ctx, c.DB, db.Options{Durability: durability, KeyedWriters: c.PGWriters})
+	if err != nil {
+		return nil, db.ExplainOpenError(c.DB, err)
+	}
+	return store, nil
 }

@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"context"
@@ -16,8 +16,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// migrateCommand is planserver migrate up|down|status.
-func migrateCommand() *cobra.Command {
+// MigrateCommand is planserver migrate up|down|status.
+func MigrateCommand() *cobra.Command {
 	group := cli.Group(cli.Help(&cobra.Command{Use: "migrate"}, commandHelp["migrate"], cli.EnvFlags, ""))
 	serveconfig.DBFlag(group.Flags(), serveconfig.New()) // listed in the group's help; each action reads its own
 	serveconfig.EnvFlags(group.Flags())
@@ -57,7 +57,7 @@ func migrate(ctx context.Context, action string, cfg serveconfig.Config, stdout 
 		}
 		defer lock.Release()
 	}
-	d, err := openDB(ctx, cfg)
+	d, err := cfg.OpenDB(ctx)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"context"
@@ -16,15 +16,15 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// gateAddCommand, gateListCommand and gateRemoveCommand are planserver
+// GateAddCommand, GateListCommand and GateRemoveCommand are planserver
 // gate add|list|remove: the registry of /mcp/gate/NAME, on the database.
-func gateAddCommand() *cobra.Command {
+func GateAddCommand() *cobra.Command {
 	return gateRegistryCommand("add", "add NAME URL", 2, "give NAME and URL")
 }
 
-func gateListCommand() *cobra.Command { return gateRegistryCommand("list", "list", 0, "") }
+func GateListCommand() *cobra.Command { return gateRegistryCommand("list", "list", 0, "") }
 
-func gateRemoveCommand() *cobra.Command {
+func GateRemoveCommand() *cobra.Command {
 	return gateRegistryCommand("remove", "remove NAME", 1, "give NAME")
 }
 

@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"context"
@@ -12,10 +12,10 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// tokenCommand is planserver token create|list|revoke: bearer tokens,
+// TokenCommand is planserver token create|list|revoke: bearer tokens,
 // managed on the database directly, so the first admin token can be made
 // before any server runs.
-func tokenCommand() *cobra.Command {
+func TokenCommand() *cobra.Command {
 	group := cli.Group(cli.Help(&cobra.Command{Use: "token"}, commandHelp["token"], cli.EnvFlags, ""))
 	serveconfig.DBFlag(group.Flags(), serveconfig.New()) // listed in the group's help; each action reads its own
 	serveconfig.EnvFlags(group.Flags())

@@ -1,4 +1,22 @@
-package main
+// Package admin holds planserver's admin commands, those that work on the
+// database directly, with or without a running server: migrate, token,
+// backup, copy and gate add|list|remove; and healthcheck, a container's
+// probe of a running server. Their settings (--db, --addr and their
+// PLANSERVER_* variables; copy's --from and --to have none) are
+// serveconfig's, as serve's are; cmd/planserver puts them in the command
+// tree.
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/planserver/planserver/internal/db"
+	"github.com/planserver/planserver/internal/serveconfig"
+)
 
 // commandHelp is the synopsis of each command, printed by --help above
 // its flags.
@@ -73,4 +91,44 @@ Remove gate NAME from the registry (DELETE /v1/gates/{name} does the same over H
 Ask a running server's GET /healthz: exit 0 when it answers 200, 1
 otherwise. For a container HEALTHCHECK, where there is no curl.
 `,
+}
+
+// openAndMigrate opens the database for a command that works beside a
+// running server (token) and applies pending migrations first, refusing a
+// schema newer than this binary. Only a migration takes the database's
+// lock, so at the same schema version it never waits on a server.
+func openAndMigrate(ctx context.Context, cfg serveconfig.Config, holder string) (*db.DB, error) {
+	store, err := cfg.OpenDB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	current, known, err := store.SchemaVersions(ctx)
+	if err == nil && current < known {
+		var lock *db.FileLock
+		if lock, err = db.Lock(cfg.DB, holder); err == nil {
+			_, _, err = store.MigrateUp(ctx, nil)
+			lock.Release()
+		}
+	} else if err == nil && current > known {
+		_, _, err = store.MigrateUp(ctx, nil) // refuses, saying why
+	}
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	return store, nil
+}
+
+// mustExist refuses a database path that does not exist, for commands
+// that read one and must not leave an empty file behind.
+func mustExist(path string) error {
+	if !db.IsFile(path) {
+		return nil // a server, not a file: opening it says what is wrong
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("database %s does not exist (planserver serve or migrate up creates it)", path)
+	} else if err != nil {
+		return db.ExplainOpenError(path, err)
+	}
+	return nil
 }

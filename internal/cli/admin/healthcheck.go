@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"bytes"
@@ -18,10 +18,11 @@ import (
 // /healthz in this long is not healthy.
 const healthcheckTimeout = 3 * time.Second
 
-// healthcheck asks the server at --addr for GET /healthz and exits 0 when
-// it answers 200, 1 otherwise: a container HEALTHCHECK for an image that
-// has no shell or curl (distroless).
-func healthcheckCommand() *cobra.Command {
+// HealthcheckCommand is planserver healthcheck: it asks the server at
+// --addr for GET /healthz and exits 0 when it answers 200, 1 otherwise: a
+// container HEALTHCHECK for an image that has no shell or curl
+// (distroless).
+func HealthcheckCommand() *cobra.Command {
 	var addr string
 	cmd := cli.Help(&cobra.Command{
 		Use: "healthcheck", Args: cli.NoArgs,

@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// backupCommand is planserver backup FILE: an online, consistent copy of
+// BackupCommand is planserver backup FILE: an online, consistent copy of
 // the database in a new file, while a server may be serving it.
-func backupCommand() *cobra.Command {
+func BackupCommand() *cobra.Command {
 	cfg := serveconfig.New()
 	cmd := cli.Help(&cobra.Command{
 		Use: "backup FILE",
@@ -38,7 +38,7 @@ func backup(ctx context.Context, cfg serveconfig.Config, dest string, stdout io.
 	if err := mustExist(cfg.DB); err != nil {
 		return err
 	}
-	d, err := openDB(ctx, cfg)
+	d, err := cfg.OpenDB(ctx)
 	if err != nil {
 		return err
 	}
