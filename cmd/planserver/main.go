@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/planserver/planserver/internal/cli"
+	"github.com/planserver/planserver/internal/cli/admin"
 	"github.com/spf13/cobra"
 )
 
@@ -86,16 +87,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return root.ExecuteContext(ctx)
 }
 
-// newRoot is planserver's command tree: the server and database commands
-// here, the commands that talk to a running server from internal/cli.
+// newRoot is planserver's command tree: serve here, the admin commands
+// from internal/cli/admin, the commands that talk to a running server
+// from internal/cli.
 func newRoot(getenv func(string) string) *cobra.Command {
 	env := cli.Env{Getenv: getenv, Version: version}
 	root := cli.Root(&cobra.Command{Use: "planserver", Version: version}, usage, env)
 	root.SetVersionTemplate("planserver {{.Version}}\n")
 	gate := cli.GateCommand()
-	gate.AddCommand(gateAddCommand(), gateListCommand(), gateRemoveCommand())
+	gate.AddCommand(admin.GateAddCommand(), admin.GateListCommand(), admin.GateRemoveCommand())
 	hook := cli.HookCommand(env)
-	root.AddCommand(serveCommand(env), migrateCommand(), tokenCommand(), backupCommand(), copyCommand(), healthcheckCommand(),
+	root.AddCommand(serveCommand(env), admin.MigrateCommand(), admin.TokenCommand(), admin.BackupCommand(), admin.CopyCommand(),
+		admin.HealthcheckCommand(),
 		gate, hook, sandboxCommand(), sandboxStageCommand(), versionCommand(), docsCommand())
 	root.AddCommand(cli.APICommands(env)...)
 	return root

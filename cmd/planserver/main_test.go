@@ -19,10 +19,6 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite"
-
-	"github.com/planserver/planserver/internal/cli"
-	"github.com/planserver/planserver/internal/sessions"
-	"github.com/spf13/pflag"
 )
 
 // binary is the planserver binary built once for the process tests, and
@@ -373,103 +369,6 @@ func TestMigrateCommands(t *testing.T) {
 		if err := run(context.Background(), []string{typo}, noEnv, &out, &errOut); err == nil || !strings.Contains(errOut.String(), "did you mean "+want+"?") {
 			t.Errorf("planserver %s: %v %q, want did you mean %s", typo, err, errOut.String(), want)
 		}
-	}
-}
-
-// parseServe reads serve's flags from args into cfg, then the
-// environment, as serve does.
-func parseServe(cfg *config, args []string, getenv func(string) string) error {
-	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
-	serveFlags(fs, cfg)
-	envFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	return cli.ApplyEnv(fs, getenv)
-}
-
-func TestFlagsFallBackToEnvironment(t *testing.T) {
-	env := map[string]string{
-		"PLANSERVER_ADDR":                  "127.0.0.1:9999",
-		"PLANSERVER_DB":                    "from-env.db",
-		"PLANSERVER_DURABILITY":            "full",
-		"PLANSERVER_REQUIRE_PRECONDITIONS": "true",
-		"PLANSERVER_EVENT_RETENTION":       "24h",
-		"PLANSERVER_EVENT_MAX_ROWS":        "500",
-	}
-	var cfg config
-	if err := parseServe(&cfg, []string{"--db", "from-flag.db"}, func(k string) string { return env[k] }); err != nil {
-		t.Fatal(err)
-	}
-	if cfg.Addr != "127.0.0.1:9999" || cfg.DB != "from-flag.db" || cfg.Durability != "full" || !cfg.RequirePreconditions {
-		t.Errorf("config = %+v", cfg)
-	}
-	if cfg.LogFormat != "text" {
-		t.Errorf("default log format = %q", cfg.LogFormat)
-	}
-	if cfg.EventRetention != 24*time.Hour || cfg.EventMaxRows != 500 || cfg.SSEHeartbeat != 15*time.Second {
-		t.Errorf("event settings = %v, %d, %v", cfg.EventRetention, cfg.EventMaxRows, cfg.SSEHeartbeat)
-	}
-	if err := (&config{Durability: "normal", LogFormat: "text", EventRetention: -time.Hour}).validate(); err == nil {
-		t.Error("negative retention accepted")
-	}
-	bad := config{Durability: "sometimes", LogFormat: "text"}
-	if err := bad.validate(); err == nil {
-		t.Error("durability sometimes accepted")
-	}
-	bad = config{Durability: "normal", LogFormat: "xml"}
-	if err := bad.validate(); err == nil {
-		t.Error("log format xml accepted")
-	}
-	if err := parseServe(&cfg, nil, func(k string) string {
-		if k == "PLANSERVER_REQUIRE_PRECONDITIONS" {
-			return "maybe"
-		}
-		return ""
-	}); err == nil || !strings.Contains(err.Error(), "PLANSERVER_REQUIRE_PRECONDITIONS") {
-		t.Errorf("bad env value: %v", err)
-	}
-}
-
-func TestPlanModeAllowFlag(t *testing.T) {
-	parse := func(args []string, env map[string]string) []string {
-		t.Helper()
-		var cfg config
-		if err := parseServe(&cfg, args, func(k string) string { return env[k] }); err != nil {
-			t.Fatal(err)
-		}
-		return allowlist(cfg.PlanModeAllow)
-	}
-	if got := strings.Join(parse(nil, nil), ","); got != strings.Join(sessions.DefaultPlanModeAllow, ",") {
-		t.Errorf("default allowlist = %s", got)
-	}
-	if got := parse(nil, map[string]string{"PLANSERVER_PLAN_MODE_ALLOW": " plan_write, ,plan_exit,"}); strings.Join(got, ",") != "plan_write,plan_exit" {
-		t.Errorf("allowlist from the environment = %q", got)
-	}
-	if got := parse([]string{"--plan-mode-allow", ""}, nil); got == nil || len(got) != 0 {
-		t.Errorf("explicitly empty allowlist = %#v, want empty and non-nil", got)
-	}
-}
-
-func TestPlanHistoryFlag(t *testing.T) {
-	var cfg config
-	if err := parseServe(&cfg, nil, noEnv); err != nil || cfg.PlanHistory != 100 {
-		t.Fatalf("default --plan-history = %d, %v", cfg.PlanHistory, err)
-	}
-	if err := parseServe(&cfg, nil, func(k string) string {
-		return map[string]string{"PLANSERVER_PLAN_HISTORY": "7"}[k]
-	}); err != nil || cfg.PlanHistory != 7 {
-		t.Fatalf("PLANSERVER_PLAN_HISTORY=7 gave %d, %v", cfg.PlanHistory, err)
-	}
-	for _, n := range []int{0, -1} {
-		bad := config{Durability: "normal", LogFormat: "text", PlanHistory: n}
-		if err := bad.validateServe(); err == nil || !strings.Contains(err.Error(), "--plan-history") {
-			t.Errorf("--plan-history %d: %v", n, err)
-		}
-	}
-	// migrate has no --plan-history and does not check it.
-	if err := (&config{Durability: "normal", LogFormat: "text"}).validate(); err != nil {
-		t.Errorf("migrate config: %v", err)
 	}
 }
 

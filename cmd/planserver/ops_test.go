@@ -469,12 +469,6 @@ func TestHealthcheck(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
 		t.Errorf("healthcheck of nothing: %v, want exit status 1", err)
 	}
-	for addr, want := range map[string]string{"0.0.0.0:8080": "127.0.0.1:8080", ":8080": "127.0.0.1:8080",
-		"[::]:8080": "[::1]:8080", "127.0.0.1:9": "127.0.0.1:9", "example.com:80": "example.com:80"} {
-		if got := dialAddr(addr); got != want {
-			t.Errorf("dialAddr(%q) = %q, want %q", addr, got, want)
-		}
-	}
 }
 
 // TestMakeRunStopsTheServer: make run started by a script and stopped with
@@ -765,32 +759,10 @@ func TestConnectionsAboveTheCapGet503(t *testing.T) {
 	}
 }
 
-// TestConnectionLimitsFormula: the caps derived from the descriptor limit,
-// and the settings refused.
-func TestConnectionLimitsFormula(t *testing.T) {
-	for _, c := range []struct {
-		fd                  uint64
-		dbConns             int
-		conns, streams      int
-		setConns, setStream int
-	}{
-		{256, 5, 177, 132, 0, 0},               // 256 - 64 - 3*5
-		{1024, 33, 861, 645, 0, 0},             // 16 cores: 32 readers
-		{20, 5, 16, 12, 0, 0},                  // never below 16
-		{1 << 40, 5, 1<<20 - 79, 786372, 0, 0}, // an unlimited RLIMIT counts as 2^20
-		{256, 5, 100, 75, 100, 0},              // streams follow an explicit --max-connections
-		{256, 5, 177, 10, 0, 10},
-	} {
-		cfg := config{MaxConnections: c.setConns, MaxEventStreams: c.setStream}
-		conns, streams, err := cfg.connectionLimits(c.fd, c.dbConns)
-		if err != nil || conns != c.conns || streams != c.streams {
-			t.Errorf("fd %d, %d db conns, set %d/%d: %d/%d %v, want %d/%d", c.fd, c.dbConns, c.setConns, c.setStream,
-				conns, streams, err, c.conns, c.streams)
-		}
-	}
-	if _, _, err := (&config{MaxConnections: 10, MaxEventStreams: 20}).connectionLimits(256, 5); err == nil {
-		t.Error("more streams than connections accepted")
-	}
+// TestServeRefusesWrongConnectionSettings: serve refuses a negative
+// --max-connections and --pg-writers 0 (TestConnectionLimitsFormula in
+// internal/serveconfig has the caps derived from the descriptor limit).
+func TestServeRefusesWrongConnectionSettings(t *testing.T) {
 	err := run(context.Background(), []string{"serve", "--max-connections", "-1", "--db", filepath.Join(t.TempDir(), "p.db")},
 		noEnv, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "must not be negative") {

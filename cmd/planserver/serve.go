@@ -5,22 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/cli"
 	"github.com/planserver/planserver/internal/db"
-	"github.com/planserver/planserver/internal/events"
 	"github.com/planserver/planserver/internal/http/signin"
+	"github.com/planserver/planserver/internal/serveconfig"
 	"github.com/planserver/planserver/internal/tracing"
-	"github.com/planserver/planserver/internal/webhooks/deliver"
 	"github.com/spf13/cobra"
 )
 
@@ -38,24 +34,24 @@ const stallGrace = 5 * time.Second
 // serveCommand is planserver serve: its flags, each with its
 // environment variable, then serve.
 func serveCommand(env cli.Env) *cobra.Command {
-	cfg := newConfig()
+	cfg := serveconfig.New()
 	cmd := cli.Help(&cobra.Command{
 		Use: "serve", Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return serve(cmd.Context(), *cfg, env.Getenv, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
-	}, commandHelp["serve"], cli.EnvFlags, "")
-	serveFlags(cmd.Flags(), cfg)
-	envFlags(cmd.Flags())
+	}, serveconfig.ServeHelp, cli.EnvFlags, "")
+	serveconfig.Flags(cmd.Flags(), cfg)
+	serveconfig.EnvFlags(cmd.Flags())
 	return cmd
 }
 
 // serve applies pending migrations, then serves with cfg until ctx ends.
-func serve(ctx context.Context, cfg config, getenv func(string) string, stdout, stderr io.Writer) error {
-	if err := cfg.validateServe(); err != nil {
+func serve(ctx context.Context, cfg serveconfig.Config, getenv func(string) string, stdout, stderr io.Writer) error {
+	if err := cfg.ValidateServe(); err != nil {
 		return err
 	}
-	oidcSettings, signIn, err := cfg.oidcSettings(getenv)
+	oidcSettings, signIn, err := cfg.OIDCSettings(getenv)
 	if err != nil {
 		return err
 	}
@@ -66,9 +62,7 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, stdout, 
 			return err
 		}
 	}
-	corsOrigins, _ := origins(cfg.CORSOrigins) // validated
-	allowedHosts, _ := hostList(cfg.AllowedHosts)
-	log := newLogger(cfg.LogFormat, stderr)
+	log := serveconfig.NewLogger(cfg.LogFormat, stderr)
 	// Off unless OTEL_EXPORTER_OTLP_ENDPOINT names a collector
 	// (docs/tracing.md).
 	stopTracing, err := tracing.Setup(ctx, version)
@@ -88,8 +82,8 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, stdout, 
 		return cli.ExitError{Code: exitDatabaseUnusable, Err: err}
 	}
 	defer lock.Release()
-	fd := raiseFDLimit()
-	store, err := openDB(ctx, cfg)
+	fd := serveconfig.RaiseFDLimit()
+	store, err := cfg.OpenDB(ctx)
 	switch {
 	case db.IsCorrupt(err):
 		return damaged(err)
@@ -106,15 +100,15 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, stdout, 
 	if err := store.Probe(ctx); err != nil {
 		return cli.ExitError{Code: exitDatabaseUnusable, Err: fmt.Errorf("refusing to serve %s: a test write failed: %w", cfg.DB, err)}
 	}
-	maxConns, maxStreams, err := cfg.connectionLimits(fd.soft, dbConns(store))
+	maxConns, maxStreams, err := cfg.ConnectionLimits(fd.Soft, serveconfig.DBConns(store))
 	if err != nil {
 		return err
 	}
-	logLimits(log, fd, maxConns, maxStreams)
-	gcPercent, gcSource := tuneGC(getenv)
+	serveconfig.LogLimits(log, fd, maxConns, maxStreams)
+	gcPercent, gcSource := serveconfig.TuneGC(getenv)
 	log.Info("garbage collector", slog.Int("gc_percent", gcPercent), slog.String("source", gcSource))
 
-	hookCfg, err := hookConfig(&cfg)
+	hookCfg, err := cfg.Hooks()
 	if err != nil {
 		return err
 	}
@@ -122,33 +116,7 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, stdout, 
 		log.Warn("host hooks: the read-only sandbox is not available; in plan mode, only plain reads on the allowlist run",
 			slog.String("why", hookCfg.Shell.Sandbox.Why))
 	}
-	publicURL := strings.TrimRight(cfg.PublicURL, "/")
-	if publicURL == "" {
-		publicURL = defaultPublicURL(cfg.Addr)
-	}
-	built := app.New(app.Config{
-		Hooks:                hookCfg,
-		DB:                   store,
-		Logger:               log,
-		MaxBodyBytes:         cfg.MaxBodyBytes,
-		MaxPlanBytes:         cfg.MaxPlanBytes,
-		PlanModeAllow:        allowlist(cfg.PlanModeAllow),
-		PlanHistory:          cfg.PlanHistory,
-		RequirePreconditions: cfg.RequirePreconditions,
-		Version:              version,
-		Auth:                 cfg.Auth,
-		RateLimit:            cfg.RateLimit,
-		RateBurst:            cfg.RateBurst,
-		UpstreamTimeout:      cfg.UpstreamTimeout,
-		CORSOrigins:          corsOrigins,
-		AllowedHosts:         allowedHosts,
-		EventRetention:       events.Retention{MaxAge: cfg.EventRetention, MaxRows: cfg.EventMaxRows},
-		SSEHeartbeat:         cfg.SSEHeartbeat,
-		MaxEventStreams:      maxStreams,
-		Webhooks: deliver.Options{AllowHosts: strings.Split(cfg.WebhookAllowHosts, ","), PublicURL: publicURL,
-			LeaseTTL: cfg.WebhookLease},
-		OIDC: signInProvider,
-	})
+	built := app.New(cfg.App(store, log, hookCfg, maxStreams, signInProvider, version))
 	api := built.HTTP
 	// Retention runs beside the server; it stops (and is waited for)
 	// before the database closes.
@@ -196,7 +164,7 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, stdout, 
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
-	if err := cfg.checkBound(tcp.Addr()); err != nil {
+	if err := cfg.CheckBound(tcp.Addr()); err != nil {
 		tcp.Close()
 		return err
 	}
@@ -294,16 +262,6 @@ func servePprof(addr string, log *slog.Logger) (func(), error) {
 	return func() { _ = srv.Close() }, nil
 }
 
-// openDB opens the database, saying why when SQLite cannot.
-func openDB(ctx context.Context, cfg config) (*db.DB, error) {
-	durability, _ := db.ParseDurability(cfg.Durability) // validated
-	store, err := db.Open(ctx, cfg.DB, db.Options{Durability: durability, KeyedWriters: cfg.PGWriters})
-	if err != nil {
-		return nil, db.ExplainOpenError(cfg.DB, err)
-	}
-	return store, nil
-}
-
 // exitDatabaseUnusable is serve's exit status for a database it cannot
 // serve (it cannot open it, or it is damaged or unwritable): an operator's
 // problem, which a supervisor should not restart in a loop as it would a
@@ -314,7 +272,7 @@ const exitDatabaseUnusable = 3
 // quick_check; --skip-integrity-check skips it on very large files), with
 // what to do. (serve also refuses one that cannot take writes, with a
 // probe commit once it is migrated.)
-func checkIntegrity(ctx context.Context, store *db.DB, cfg config) error {
+func checkIntegrity(ctx context.Context, store *db.DB, cfg serveconfig.Config) error {
 	if cfg.SkipIntegrityCheck {
 		return nil
 	}
@@ -330,46 +288,6 @@ func damaged(err error) error {
 		"restore it from a backup (planserver backup makes one), or pass --skip-integrity-check to serve it anyway", err)}
 }
 
-// openAndMigrate opens the database for a command that works beside a
-// running server (token) and applies pending migrations first, refusing a
-// schema newer than this binary. Only a migration takes the database's
-// lock, so at the same schema version it never waits on a server.
-func openAndMigrate(ctx context.Context, cfg config, holder string) (*db.DB, error) {
-	store, err := openDB(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	current, known, err := store.SchemaVersions(ctx)
-	if err == nil && current < known {
-		var lock *db.FileLock
-		if lock, err = db.Lock(cfg.DB, holder); err == nil {
-			_, _, err = store.MigrateUp(ctx, nil)
-			lock.Release()
-		}
-	} else if err == nil && current > known {
-		_, _, err = store.MigrateUp(ctx, nil) // refuses, saying why
-	}
-	if err != nil {
-		store.Close()
-		return nil, err
-	}
-	return store, nil
-}
-
-// mustExist refuses a database path that does not exist, for commands
-// that read one and must not leave an empty file behind.
-func mustExist(path string) error {
-	if !db.IsFile(path) {
-		return nil // a server, not a file: opening it says what is wrong
-	}
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("database %s does not exist (planserver serve or migrate up creates it)", path)
-	} else if err != nil {
-		return db.ExplainOpenError(path, err)
-	}
-	return nil
-}
-
 // consoleURL is the address of the review console on the listener addr,
 // for the log line a user clicks. An unspecified address (0.0.0.0, ::)
 // listens on loopback too, so the link names localhost.
@@ -382,18 +300,4 @@ func consoleURL(addr net.Addr) string {
 		host = "localhost"
 	}
 	return "http://" + net.JoinHostPort(host, port) + "/ui/"
-}
-
-// defaultPublicURL is the base of the console links in webhook messages
-// without --public-url: http:// and --addr, an unspecified host named
-// localhost.
-func defaultPublicURL(addr string) string {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "http://" + addr
-	}
-	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		host = "localhost"
-	}
-	return "http://" + net.JoinHostPort(host, port)
 }

@@ -7,8 +7,8 @@
 // docs/cli.md generated from the tree (Reference). The commands here are
 // the API commands (session, plan, review, steps, events, webhook,
 // signin), the stdio gate in front of an MCP server, and the host hook
-// with its installer; cmd/planserver adds the server and database
-// commands to the same tree.
+// with its installer; cmd/planserver adds serve and the admin commands
+// (internal/cli/admin) to the same tree.
 package cli
 
 import (

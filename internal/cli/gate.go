@@ -50,8 +50,8 @@ gate (PUT /v1/gates/{name} does the same over HTTP).
 `
 
 // GateCommand is planserver gate: the stdio gate in front of an MCP
-// server. cmd/planserver adds the registry's actions (add, list, remove),
-// which work on the database.
+// server. cmd/planserver adds the registry's actions (add, list, remove,
+// from internal/cli/admin), which work on the database.
 func GateCommand() *cobra.Command {
 	var g gateSettings
 	g.readOnly = ReadOnlyTools{}

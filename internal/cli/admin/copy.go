@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"context"
@@ -34,10 +34,10 @@ replaced by U+FFFD (the replacement character), and says how many.
   planserver copy --from postgres://planserver@db/planserver --to backup.db
 `
 
-// copyCommand is planserver copy. Its flags have no environment
+// CopyCommand is planserver copy. Its flags have no environment
 // variables: a stray PLANSERVER_TO must never pick a copy's target. A
 // wrong invocation is answered with the whole usage.
-func copyCommand() *cobra.Command {
+func CopyCommand() *cobra.Command {
 	var from, to string
 	var replaceNUL bool
 	cmd := cli.Help(&cobra.Command{

@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"context"
@@ -12,32 +12,33 @@ import (
 
 	"github.com/planserver/planserver/internal/cli"
 	"github.com/planserver/planserver/internal/db"
+	"github.com/planserver/planserver/internal/serveconfig"
 	"github.com/spf13/cobra"
 )
 
-// migrateCommand is planserver migrate up|down|status.
-func migrateCommand() *cobra.Command {
+// MigrateCommand is planserver migrate up|down|status.
+func MigrateCommand() *cobra.Command {
 	group := cli.Group(cli.Help(&cobra.Command{Use: "migrate"}, commandHelp["migrate"], cli.EnvFlags, ""))
-	dbFlag(group.Flags(), newConfig()) // listed in the group's help; each action reads its own
-	envFlags(group.Flags())
+	serveconfig.DBFlag(group.Flags(), serveconfig.New()) // listed in the group's help; each action reads its own
+	serveconfig.EnvFlags(group.Flags())
 	for _, action := range []string{"up", "down", "status"} {
-		cfg := newConfig()
+		cfg := serveconfig.New()
 		cmd := cli.Help(&cobra.Command{
 			Use: action, Args: cli.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				return migrate(cmd.Context(), action, *cfg, cmd.OutOrStdout())
 			},
 		}, commandHelp["migrate "+action], cli.EnvFlags, "")
-		dbFlag(cmd.Flags(), cfg)
-		envFlags(cmd.Flags())
+		serveconfig.DBFlag(cmd.Flags(), cfg)
+		serveconfig.EnvFlags(cmd.Flags())
 		group.AddCommand(cmd)
 	}
 	return group
 }
 
 // migrate runs a migrate action on cfg's database.
-func migrate(ctx context.Context, action string, cfg config, stdout io.Writer) error {
-	if err := cfg.validate(); err != nil {
+func migrate(ctx context.Context, action string, cfg serveconfig.Config, stdout io.Writer) error {
+	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	if action != "up" {
@@ -56,7 +57,7 @@ func migrate(ctx context.Context, action string, cfg config, stdout io.Writer) e
 		}
 		defer lock.Release()
 	}
-	d, err := openDB(ctx, cfg)
+	d, err := cfg.OpenDB(ctx)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"context"
@@ -12,25 +12,26 @@ import (
 	"github.com/planserver/planserver/internal/cli"
 	"github.com/planserver/planserver/internal/gates"
 	"github.com/planserver/planserver/internal/gates/proxy"
+	"github.com/planserver/planserver/internal/serveconfig"
 	"github.com/spf13/cobra"
 )
 
-// gateAddCommand, gateListCommand and gateRemoveCommand are planserver
+// GateAddCommand, GateListCommand and GateRemoveCommand are planserver
 // gate add|list|remove: the registry of /mcp/gate/NAME, on the database.
-func gateAddCommand() *cobra.Command {
+func GateAddCommand() *cobra.Command {
 	return gateRegistryCommand("add", "add NAME URL", 2, "give NAME and URL")
 }
 
-func gateListCommand() *cobra.Command { return gateRegistryCommand("list", "list", 0, "") }
+func GateListCommand() *cobra.Command { return gateRegistryCommand("list", "list", 0, "") }
 
-func gateRemoveCommand() *cobra.Command {
+func GateRemoveCommand() *cobra.Command {
 	return gateRegistryCommand("remove", "remove NAME", 1, "give NAME")
 }
 
 // gateRegistryCommand is the gate registry's action, taking want
 // arguments (missing says how when they are not given).
 func gateRegistryCommand(action, use string, want int, missing string) *cobra.Command {
-	cfg, readOnly := newConfig(), cli.ReadOnlyTools{}
+	cfg, readOnly := serveconfig.New(), cli.ReadOnlyTools{}
 	cmd := cli.Help(&cobra.Command{
 		Use: use,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -46,16 +47,16 @@ func gateRegistryCommand(action, use string, want int, missing string) *cobra.Co
 			return gateRegistry(cmd.Context(), action, *cfg, readOnly, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}, commandHelp["gate "+action], cli.EnvFlags, "")
-	dbFlag(cmd.Flags(), cfg)
+	serveconfig.DBFlag(cmd.Flags(), cfg)
 	if action == "add" {
 		cmd.Flags().Var(readOnly, "read-only", "`tools` of the server to treat as read-only although not annotated so (comma-separated; repeatable)")
 	}
-	envFlags(cmd.Flags())
+	serveconfig.EnvFlags(cmd.Flags())
 	return cmd
 }
 
-func gateRegistry(ctx context.Context, action string, cfg config, readOnly cli.ReadOnlyTools, pos []string, stdout, stderr io.Writer) error {
-	if err := cfg.validate(); err != nil {
+func gateRegistry(ctx context.Context, action string, cfg serveconfig.Config, readOnly cli.ReadOnlyTools, pos []string, stdout, stderr io.Writer) error {
+	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	if action != "add" {

@@ -1,4 +1,4 @@
-package main
+package serveconfig
 
 import (
 	"fmt"
@@ -20,14 +20,14 @@ const (
 	minConnections = 16
 )
 
-// fdLimit is RLIMIT_NOFILE as serve left it (raiseFDLimit), or the
+// FDLimit is RLIMIT_NOFILE as serve left it (RaiseFDLimit), or the
 // error that kept it from being read or raised.
-type fdLimit struct {
-	soft, hard uint64
-	err        error
+type FDLimit struct {
+	Soft, Hard uint64
+	Err        error
 }
 
-// connectionLimits settles --max-connections and --max-event-streams. A
+// ConnectionLimits settles --max-connections and --max-event-streams. A
 // value of 0 is derived from the descriptor limit read at start:
 //
 //	connections = fd limit − 64 − 3 × database connections (at least 16)
@@ -36,7 +36,7 @@ type fdLimit struct {
 // so that event streams, which last, always leave a quarter of the
 // connections to ordinary requests and health checks, and no connection
 // the server accepts can find the descriptors exhausted.
-func (c *config) connectionLimits(fdLimit uint64, dbConns int) (conns, streams int, err error) {
+func (c *Config) ConnectionLimits(fdLimit uint64, dbConns int) (conns, streams int, err error) {
 	conns, streams = c.MaxConnections, c.MaxEventStreams
 	if conns == 0 {
 		usable := int64(min(fdLimit, fdLimitCeiling)) - fdReserve - int64(fdsPerDBConn*dbConns)
@@ -51,18 +51,18 @@ func (c *config) connectionLimits(fdLimit uint64, dbConns int) (conns, streams i
 	return conns, streams, nil
 }
 
-// dbConns is how many connections the database may open at once.
-func dbConns(d *db.DB) int {
+// DBConns is how many connections the database may open at once.
+func DBConns(d *db.DB) int {
 	w, r := d.Stats()
 	return w.MaxOpenConnections + r.MaxOpenConnections
 }
 
-// logLimits logs the descriptor limits and the caps derived from them.
-func logLimits(log *slog.Logger, fd fdLimit, conns, streams int) {
-	attrs := []any{slog.Uint64("fd_limit", fd.soft), slog.Uint64("fd_hard_limit", fd.hard),
+// LogLimits logs the descriptor limits and the caps derived from them.
+func LogLimits(log *slog.Logger, fd FDLimit, conns, streams int) {
+	attrs := []any{slog.Uint64("fd_limit", fd.Soft), slog.Uint64("fd_hard_limit", fd.Hard),
 		slog.Int("max_connections", conns), slog.Int("max_event_streams", streams)}
-	if fd.err != nil {
-		attrs = append(attrs, slog.String("fd_limit_error", fd.err.Error()))
+	if fd.Err != nil {
+		attrs = append(attrs, slog.String("fd_limit_error", fd.Err.Error()))
 	}
 	log.Info("connection limits", attrs...)
 }

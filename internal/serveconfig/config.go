@@ -1,6 +1,18 @@
-package main
+// Package serveconfig owns the settings of planserver serve and of the
+// admin commands beside it (internal/cli/admin: migrate, token, backup,
+// gate add|list|remove, healthcheck): the Config they are read into, the
+// flags that declare them with their PLANSERVER_* environment variables,
+// defaults and help text, the checks that refuse a wrong value before
+// anything is opened, and what the settings make: the database (OpenDB)
+// and serve's app (App, Hooks, OIDCSettings, ConnectionLimits). It also
+// owns the settings serve makes to the process itself: the
+// file-descriptor limit and the garbage collector's target. cmd/planserver
+// wires them: it parses the command line into a Config, builds the app
+// from it and runs it.
+package serveconfig
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/cli"
 	"github.com/planserver/planserver/internal/db"
@@ -24,9 +37,9 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// config is every setting of planserver, filled from flags, then from
+// Config is every setting of planserver, filled from flags, then from
 // PLANSERVER_* environment variables for flags not given, then defaults.
-type config struct {
+type Config struct {
 	Addr                 string
 	DB                   string
 	Durability           string
@@ -69,29 +82,29 @@ type config struct {
 	UpstreamTimeout      time.Duration
 }
 
-// defaultAddr is where serve listens and healthcheck asks.
-const defaultAddr = "127.0.0.1:8080"
+// DefaultAddr is where serve listens and healthcheck asks.
+const DefaultAddr = "127.0.0.1:8080"
 
-// newConfig is the configuration of a command before its flags are read:
-// the settings it does not read keep the defaults validate expects.
-func newConfig() *config {
-	return &config{Durability: string(db.DurabilityNormal), LogFormat: "text"}
+// New is the configuration of a command before its flags are read: the
+// settings it does not read keep the defaults Validate expects.
+func New() *Config {
+	return &Config{Durability: string(db.DurabilityNormal), LogFormat: "text"}
 }
 
 // A `name` in backquotes in a flag's usage is its value's placeholder in
 // --help. Every command that opens the database has --db; serve has the
 // rest; healthcheck has --addr. Each flag has its PLANSERVER_* variable
-// (envFlags), but for perCallFlags.
+// (EnvFlags), but for perCallFlags.
 
-// dbFlag declares --db.
-func dbFlag(fs *pflag.FlagSet, cfg *config) {
+// DBFlag declares --db.
+func DBFlag(fs *pflag.FlagSet, cfg *Config) {
 	fs.StringVar(&cfg.DB, "db", "planserver.db", "SQLite database `file`, or a postgres:// URL (PostgreSQL: any number of replicas on one database)")
 }
 
-// serveFlags declares serve's flags.
-func serveFlags(fs *pflag.FlagSet, cfg *config) {
-	dbFlag(fs, cfg)
-	fs.StringVar(&cfg.Addr, "addr", defaultAddr, "`host:port` to listen on")
+// Flags declares serve's flags.
+func Flags(fs *pflag.FlagSet, cfg *Config) {
+	DBFlag(fs, cfg)
+	fs.StringVar(&cfg.Addr, "addr", DefaultAddr, "`host:port` to listen on")
 	fs.StringVar(&cfg.Durability, "durability", "normal", "SQLite synchronous `level`: normal or full (full fsyncs every commit); on PostgreSQL the server's settings decide")
 	fs.IntVar(&cfg.PGWriters, "pg-writers", db.DefaultKeyedWriters,
 		"PostgreSQL `connections` each replica runs plan writes on at once (writes of different plans overlap); other writes take one more")
@@ -172,7 +185,7 @@ func serveFlags(fs *pflag.FlagSet, cfg *config) {
 // addShellReadOnlyFlag declares --shell-read-only, the file that extends
 // the read-only shell table of plan mode's hooks (docs/sandbox.md): for
 // serve (the HTTP hook) and for the hook command.
-func addShellReadOnlyFlag(fs *pflag.FlagSet, cfg *config) {
+func addShellReadOnlyFlag(fs *pflag.FlagSet, cfg *Config) {
 	fs.StringVar(&cfg.ShellReadOnly, "shell-read-only", "",
 		"YAML `file` whose shell_read_only section adds commands to the read-only shell table (empty: the built-in table)")
 }
@@ -180,7 +193,7 @@ func addShellReadOnlyFlag(fs *pflag.FlagSet, cfg *config) {
 // shellTable is the read-only shell table: the built-in one extended by
 // --shell-read-only. A file that is missing or wrong is an error, never a
 // silently smaller or larger table.
-func (c *config) shellTable() (*shellclass.Table, error) {
+func (c *Config) shellTable() (*shellclass.Table, error) {
 	t, err := shellclass.LoadFile(c.ShellReadOnly)
 	if err != nil {
 		return nil, fmt.Errorf("--shell-read-only: %w", err)
@@ -199,9 +212,9 @@ func envName(flagName string) string {
 // PLANSERVER_NAME must not name every token.
 var perCallFlags = map[string]bool{"role": true, "session": true, "name": true, "ttl": true}
 
-// envFlags gives every flag of fs but the per-call ones its environment
+// EnvFlags gives every flag of fs but the per-call ones its environment
 // variable.
-func envFlags(fs *pflag.FlagSet) {
+func EnvFlags(fs *pflag.FlagSet) {
 	fs.VisitAll(func(f *pflag.Flag) {
 		if !perCallFlags[f.Name] {
 			cli.BindEnv(fs, f.Name, envName(f.Name))
@@ -209,89 +222,16 @@ func envFlags(fs *pflag.FlagSet) {
 	})
 }
 
-// commandHelp is the synopsis of each command, printed by --help above
-// its flags.
-var commandHelp = map[string]string{
-	"serve": `Usage: planserver serve [flags]
+// ServeHelp is the synopsis serve's --help prints above its flags.
+const ServeHelp = `Usage: planserver serve [flags]
 
 Apply pending migrations to the database, then serve the API until SIGINT
 or SIGTERM (a second signal exits at once). Refuses to start while another
 planserver serve or migrate holds the database.
-`,
-	"migrate": `Usage: planserver migrate up|down|status [flags]
+`
 
-  up      apply every pending migration (creates the database if missing)
-  down    roll back the newest migration; refused when that would lose
-          data or a guarantee
-  status  list the migrations and whether each is applied
-
-up and down refuse to run while a planserver serve holds the database.
-`,
-	"migrate up": `Usage: planserver migrate up [flags]
-
-Apply every pending migration, creating the database if it is missing.
-Refused while a planserver serve holds the database.
-`,
-	"migrate down": `Usage: planserver migrate down [flags]
-
-Roll back the newest applied migration. Refused while a planserver serve
-holds the database, and when the rollback would lose data or a guarantee
-(the message says which).
-`,
-	"migrate status": `Usage: planserver migrate status [flags]
-
-List every migration this binary knows and whether the database has it.
-The database must exist.
-`,
-	"token": `Usage:
-  planserver token create --role admin|agent|viewer [--session ID] [--name N] [--ttl D] [flags]
-  planserver token list [flags]
-  planserver token revoke NAME [flags]
-
-Manage bearer tokens directly on the database, with or without a running
-server. Run 'planserver token ACTION --help' for an action's flags.
-`,
-	"token create": `Usage: planserver token create --role admin|agent|viewer [--session ID] [--name N] [--ttl D] [flags]
-
-Create a token and print its secret on stdout, the only time it is shown.
-Creates and migrates the database if it is missing.
-`,
-	"token list": `Usage: planserver token list [flags]
-
-List every token (never a secret), revoked ones included.
-`,
-	"token revoke": `Usage: planserver token revoke NAME [flags]
-
-Revoke the token called NAME; it stays listed.
-`,
-	"backup": `Usage: planserver backup FILE [flags]
-
-Write an online, consistent copy of the database to FILE, which must not
-exist, while a server may keep serving it.
-`,
-	"gate add": `Usage: planserver gate add NAME URL [--read-only TOOLS] [flags]
-
-Register (or replace) the streamable-HTTP MCP server at URL as gate NAME:
-agents reach it through planserver at /mcp/gate/NAME, behind the plan-mode
-gate. Creates and migrates the database if it is missing.
-`,
-	"gate list": `Usage: planserver gate list [flags]
-
-List the registered gates: name, URL, extra read-only tools, last update.
-`,
-	"gate remove": `Usage: planserver gate remove NAME [flags]
-
-Remove gate NAME from the registry (DELETE /v1/gates/{name} does the same over HTTP).
-`,
-	"healthcheck": `Usage: planserver healthcheck [flags]
-
-Ask a running server's GET /healthz: exit 0 when it answers 200, 1
-otherwise. For a container HEALTHCHECK, where there is no curl.
-`,
-}
-
-// validate checks values the flag package cannot.
-func (c *config) validate() error {
+// Validate checks values the flag package cannot.
+func (c *Config) Validate() error {
 	if _, err := db.ParseDurability(c.Durability); err != nil {
 		return fmt.Errorf("--durability: %w", err)
 	}
@@ -310,9 +250,9 @@ func (c *config) validate() error {
 	return nil
 }
 
-// validateServe checks the values only serve uses.
-func (c *config) validateServe() error {
-	if err := c.validate(); err != nil {
+// ValidateServe checks the values only serve uses.
+func (c *Config) ValidateServe() error {
+	if err := c.Validate(); err != nil {
 		return err
 	}
 	if c.UpstreamTimeout < 0 {
@@ -367,7 +307,7 @@ func checkListenAddr(addr string) error {
 }
 
 // validateAccess checks access control, rate limit and CORS.
-func (c *config) validateAccess() error {
+func (c *Config) validateAccess() error {
 	switch c.Auth {
 	case planhttp.AuthToken:
 	case planhttp.AuthNone:
@@ -411,11 +351,11 @@ func hostList(v string) ([]string, error) {
 	return out, nil
 }
 
-// checkBound refuses --auth none on a listener that is not bound to a
+// CheckBound refuses --auth none on a listener that is not bound to a
 // loopback address: the name in --addr was checked before, but a name such
 // as localhost may resolve elsewhere, and what counts is where the server
 // actually listens.
-func (c *config) checkBound(addr net.Addr) error {
+func (c *Config) CheckBound(addr net.Addr) error {
 	if c.Auth != planhttp.AuthNone {
 		return nil
 	}
@@ -428,7 +368,7 @@ func (c *config) checkBound(addr net.Addr) error {
 }
 
 // isLoopback reports whether addr (host:port) names a loopback address,
-// a first check before listening (checkBound checks where it is bound).
+// a first check before listening (CheckBound checks where it is bound).
 // An empty host means every interface.
 func isLoopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
@@ -461,8 +401,8 @@ func origins(v string) ([]string, error) {
 	return out, nil
 }
 
-// newLogger returns the process logger for --log-format.
-func newLogger(format string, w io.Writer) *slog.Logger {
+// NewLogger returns the process logger for --log-format.
+func NewLogger(format string, w io.Writer) *slog.Logger {
 	if format == "json" {
 		return slog.New(slog.NewJSONHandler(w, nil))
 	}
@@ -481,11 +421,11 @@ func allowlist(v string) []string {
 	return names
 }
 
-// oidcSettings reads the sign-in flags, and the client secret from its
+// OIDCSettings reads the sign-in flags, and the client secret from its
 // file or PLANSERVER_OIDC_CLIENT_SECRET. ok is false when sign-in is off
 // (no --oidc-issuer and no other --oidc-* flag). Every mistake is an error
 // naming the flag, so serve stops before it listens.
-func (c *config) oidcSettings(getenv func(string) string) (s signin.Settings, ok bool, err error) {
+func (c *Config) OIDCSettings(getenv func(string) string) (s signin.Settings, ok bool, err error) {
 	if c.OIDCIssuer == "" {
 		if c.OIDCClientID != "" || c.OIDCRedirectURL != "" || c.OIDCRoles != "" || c.OIDCClientSecretFile != "" {
 			return s, false, fmt.Errorf("--oidc-client-id, --oidc-redirect-url, --oidc-roles and --oidc-client-secret-file " +
@@ -524,4 +464,66 @@ func (c *config) oidcSettings(getenv func(string) string) (s signin.Settings, ok
 	return signin.Settings{Issuer: c.OIDCIssuer, ClientID: c.OIDCClientID, ClientSecret: secret,
 		RedirectURL: c.OIDCRedirectURL, Scopes: allowlist(c.OIDCScopes), Roles: rules,
 		Idle: c.OIDCSessionIdle, MaxAge: c.OIDCSessionMax}, true, nil
+}
+
+// App is the app's configuration from serve's settings, once serve has
+// opened the database (d), made its logger, settled the host hooks
+// (Hooks), the cap on event streams (ConnectionLimits) and the sign-in
+// provider (nil when sign-in is off, see OIDCSettings). c must have
+// passed ValidateServe.
+func (c *Config) App(d *db.DB, log *slog.Logger, hooks app.HookConfig, maxEventStreams int, oidc *signin.OIDC, version string) app.Config {
+	corsOrigins, _ := origins(c.CORSOrigins) // validated
+	allowedHosts, _ := hostList(c.AllowedHosts)
+	publicURL := strings.TrimRight(c.PublicURL, "/")
+	if publicURL == "" {
+		publicURL = defaultPublicURL(c.Addr)
+	}
+	return app.Config{
+		Hooks:                hooks,
+		DB:                   d,
+		Logger:               log,
+		MaxBodyBytes:         c.MaxBodyBytes,
+		MaxPlanBytes:         c.MaxPlanBytes,
+		PlanModeAllow:        allowlist(c.PlanModeAllow),
+		PlanHistory:          c.PlanHistory,
+		RequirePreconditions: c.RequirePreconditions,
+		Version:              version,
+		Auth:                 c.Auth,
+		RateLimit:            c.RateLimit,
+		RateBurst:            c.RateBurst,
+		UpstreamTimeout:      c.UpstreamTimeout,
+		CORSOrigins:          corsOrigins,
+		AllowedHosts:         allowedHosts,
+		EventRetention:       events.Retention{MaxAge: c.EventRetention, MaxRows: c.EventMaxRows},
+		SSEHeartbeat:         c.SSEHeartbeat,
+		MaxEventStreams:      maxEventStreams,
+		Webhooks: deliver.Options{AllowHosts: strings.Split(c.WebhookAllowHosts, ","), PublicURL: publicURL,
+			LeaseTTL: c.WebhookLease},
+		OIDC: oidc,
+	}
+}
+
+// defaultPublicURL is the base of the console links in webhook messages
+// without --public-url: http:// and --addr, an unspecified host named
+// localhost.
+func defaultPublicURL(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// OpenDB opens the database (--db, --durability, --pg-writers), saying
+// why when SQLite cannot.
+func (c *Config) OpenDB(ctx context.Context) (*db.DB, error) {
+	durability, _ := db.ParseDurability(c.Durability) // validated
+	store, err := db.Open(ctx, c.DB, db.Options{Durability: durability, KeyedWriters: c.PGWriters})
+	if err != nil {
+		return nil, db.ExplainOpenError(c.DB, err)
+	}
+	return store, nil
 }

@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"context"
@@ -8,18 +8,19 @@ import (
 
 	"github.com/planserver/planserver/internal/auth"
 	"github.com/planserver/planserver/internal/cli"
+	"github.com/planserver/planserver/internal/serveconfig"
 	"github.com/spf13/cobra"
 )
 
-// tokenCommand is planserver token create|list|revoke: bearer tokens,
+// TokenCommand is planserver token create|list|revoke: bearer tokens,
 // managed on the database directly, so the first admin token can be made
 // before any server runs.
-func tokenCommand() *cobra.Command {
+func TokenCommand() *cobra.Command {
 	group := cli.Group(cli.Help(&cobra.Command{Use: "token"}, commandHelp["token"], cli.EnvFlags, ""))
-	dbFlag(group.Flags(), newConfig()) // listed in the group's help; each action reads its own
-	envFlags(group.Flags())
+	serveconfig.DBFlag(group.Flags(), serveconfig.New()) // listed in the group's help; each action reads its own
+	serveconfig.EnvFlags(group.Flags())
 	for _, action := range []string{"create", "list", "revoke"} {
-		cfg, in := newConfig(), &auth.CreateInput{}
+		cfg, in := serveconfig.New(), &auth.CreateInput{}
 		cmd := cli.Help(&cobra.Command{
 			Use: action, Args: cli.NoArgs,
 			RunE: func(cmd *cobra.Command, args []string) error {
@@ -31,7 +32,7 @@ func tokenCommand() *cobra.Command {
 			},
 		}, commandHelp["token "+action], cli.EnvFlags, "")
 		fs := cmd.Flags()
-		dbFlag(fs, cfg)
+		serveconfig.DBFlag(fs, cfg)
 		switch action {
 		case "create":
 			fs.StringVar(&in.Role, "role", "", "the token's `role`: admin, agent or viewer (required)")
@@ -47,7 +48,7 @@ func tokenCommand() *cobra.Command {
 				return cli.ArgsBetween(1, 1, "planserver token revoke NAME")(cmd, args)
 			}
 		}
-		envFlags(fs)
+		serveconfig.EnvFlags(fs)
 		group.AddCommand(cmd)
 	}
 	return group
@@ -55,8 +56,8 @@ func tokenCommand() *cobra.Command {
 
 // token runs a token action on cfg's database: create with in, revoke the
 // token called name.
-func token(ctx context.Context, action string, cfg config, in auth.CreateInput, name string, stdout, stderr io.Writer) error {
-	if err := cfg.validate(); err != nil {
+func token(ctx context.Context, action string, cfg serveconfig.Config, in auth.CreateInput, name string, stdout, stderr io.Writer) error {
+	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	if action != "create" {

@@ -1,4 +1,4 @@
-package main
+package serveconfig
 
 import (
 	"fmt"
@@ -11,34 +11,34 @@ import (
 	"github.com/planserver/planserver/internal/sandbox"
 )
 
-// hookConfig is how serve's host hooks judge shell commands: the shell
+// Hooks is how serve's host hooks judge shell commands: the shell
 // table (--shell-read-only), and the read-only sandbox where this kernel
 // runs it. The sandbox's network rule is always on, and never lets a
 // command reach planserver itself: under --auth none any local caller is
 // an admin, so a sandboxed curl to planserver could lift plan mode.
-func hookConfig(cfg *config) (app.HookConfig, error) {
-	table, err := cfg.shellTable()
+func (c *Config) Hooks() (app.HookConfig, error) {
+	table, err := c.shellTable()
 	if err != nil {
 		return app.HookConfig{}, err
 	}
 	hc := app.HookConfig{Shell: hosthookcmd.ShellPolicy(table, hosthook.Sandbox{})}
-	for _, n := range strings.Split(cfg.HookMCPServers, ",") {
+	for _, n := range strings.Split(c.HookMCPServers, ",") {
 		if n = strings.TrimSpace(n); n != "" {
 			hc.OwnServers = append(hc.OwnServers, n)
 		}
 	}
-	allow, err := sandboxAllowList(cfg.HookSandboxAllowConnect, cfg.Addr)
+	allow, err := sandboxAllowList(c.HookSandboxAllowConnect, c.Addr)
 	if err != nil {
 		return hc, err
 	}
-	switch cfg.HookSandbox {
+	switch c.HookSandbox {
 	case "on":
-		_, own, _ := net.SplitHostPort(cfg.Addr)
+		_, own, _ := net.SplitHostPort(c.Addr)
 		hc.Shell.Sandbox = hosthookcmd.SandboxHere(allow, own)
 	case "off":
 		hc.Shell.Sandbox = hosthook.Sandbox{Why: "the operator turned it off (--hook-sandbox off)"}
 	default:
-		return hc, fmt.Errorf("--hook-sandbox %q: want on or off", cfg.HookSandbox)
+		return hc, fmt.Errorf("--hook-sandbox %q: want on or off", c.HookSandbox)
 	}
 	return hc, nil
 }

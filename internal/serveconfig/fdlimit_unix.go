@@ -1,26 +1,26 @@
 //go:build unix
 
-package main
+package serveconfig
 
 import "syscall"
 
-// raiseFDLimit raises the soft RLIMIT_NOFILE to the hard limit: every
+// RaiseFDLimit raises the soft RLIMIT_NOFILE to the hard limit: every
 // connection and event stream is a descriptor, and the soft default (often
 // 1024) is far below what the hard limit allows. The Go runtime does the
 // same at start (since Go 1.19); doing it here too keeps it explicit and
 // reports what serve ends up with, which the connection caps derive from.
-func raiseFDLimit() fdLimit {
+func RaiseFDLimit() FDLimit {
 	var rl syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
-		return fdLimit{soft: 1024, hard: 1024, err: err}
+		return FDLimit{Soft: 1024, Hard: 1024, Err: err}
 	}
 	if rl.Cur < rl.Max {
 		raised := rl
 		raised.Cur = rl.Max
 		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &raised); err != nil {
-			return fdLimit{soft: uint64(rl.Cur), hard: uint64(rl.Max), err: err}
+			return FDLimit{Soft: uint64(rl.Cur), Hard: uint64(rl.Max), Err: err}
 		}
 		rl = raised
 	}
-	return fdLimit{soft: uint64(rl.Cur), hard: uint64(rl.Max)}
+	return FDLimit{Soft: uint64(rl.Cur), Hard: uint64(rl.Max)}
 }

@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/planserver/planserver/internal/cli"
+	"github.com/planserver/planserver/internal/serveconfig"
 	"github.com/spf13/cobra"
 )
 
@@ -17,17 +18,18 @@ import (
 // /healthz in this long is not healthy.
 const healthcheckTimeout = 3 * time.Second
 
-// healthcheck asks the server at --addr for GET /healthz and exits 0 when
-// it answers 200, 1 otherwise: a container HEALTHCHECK for an image that
-// has no shell or curl (distroless).
-func healthcheckCommand() *cobra.Command {
+// HealthcheckCommand is planserver healthcheck: it asks the server at
+// --addr for GET /healthz and exits 0 when it answers 200, 1 otherwise: a
+// container HEALTHCHECK for an image that has no shell or curl
+// (distroless).
+func HealthcheckCommand() *cobra.Command {
 	var addr string
 	cmd := cli.Help(&cobra.Command{
 		Use: "healthcheck", Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return healthcheck(cmd.Context(), addr, cmd.OutOrStdout()) },
 	}, commandHelp["healthcheck"], cli.EnvFlags, "")
-	cmd.Flags().StringVar(&addr, "addr", defaultAddr, "the `host:port` serve listens on (0.0.0.0 and [::] are asked on loopback)")
-	envFlags(cmd.Flags())
+	cmd.Flags().StringVar(&addr, "addr", serveconfig.DefaultAddr, "the `host:port` serve listens on (0.0.0.0 and [::] are asked on loopback)")
+	serveconfig.EnvFlags(cmd.Flags())
 	return cmd
 }
 

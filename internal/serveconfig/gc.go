@@ -1,4 +1,4 @@
-package main
+package serveconfig
 
 import "runtime/debug"
 
@@ -12,11 +12,11 @@ import "runtime/debug"
 // numbers and the other settings tried are in docs/benchmarks.md).
 const defaultGCPercent = 200
 
-// tuneGC sets defaultGCPercent unless the operator set GOGC, which the Go
+// TuneGC sets defaultGCPercent unless the operator set GOGC, which the Go
 // runtime has already applied and which wins (GOMEMLIMIT works beside
 // either). It returns the percent in force and where it came from, for the
 // start-up log.
-func tuneGC(getenv func(string) string) (percent int, source string) {
+func TuneGC(getenv func(string) string) (percent int, source string) {
 	if getenv("GOGC") != "" {
 		percent = debug.SetGCPercent(-1)
 		debug.SetGCPercent(percent)

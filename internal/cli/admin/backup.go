@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"context"
@@ -6,13 +6,14 @@ import (
 	"io"
 
 	"github.com/planserver/planserver/internal/cli"
+	"github.com/planserver/planserver/internal/serveconfig"
 	"github.com/spf13/cobra"
 )
 
-// backupCommand is planserver backup FILE: an online, consistent copy of
+// BackupCommand is planserver backup FILE: an online, consistent copy of
 // the database in a new file, while a server may be serving it.
-func backupCommand() *cobra.Command {
-	cfg := newConfig()
+func BackupCommand() *cobra.Command {
+	cfg := serveconfig.New()
 	cmd := cli.Help(&cobra.Command{
 		Use: "backup FILE",
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -25,19 +26,19 @@ func backupCommand() *cobra.Command {
 			return backup(cmd.Context(), *cfg, args[0], cmd.OutOrStdout())
 		},
 	}, commandHelp["backup"], cli.EnvFlags, "")
-	dbFlag(cmd.Flags(), cfg)
-	envFlags(cmd.Flags())
+	serveconfig.DBFlag(cmd.Flags(), cfg)
+	serveconfig.EnvFlags(cmd.Flags())
 	return cmd
 }
 
-func backup(ctx context.Context, cfg config, dest string, stdout io.Writer) error {
-	if err := cfg.validate(); err != nil {
+func backup(ctx context.Context, cfg serveconfig.Config, dest string, stdout io.Writer) error {
+	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	if err := mustExist(cfg.DB); err != nil {
 		return err
 	}
-	d, err := openDB(ctx, cfg)
+	d, err := cfg.OpenDB(ctx)
 	if err != nil {
 		return err
 	}
