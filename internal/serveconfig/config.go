@@ -182,9 +182,9 @@ func Flags(fs *pflag.FlagSet, cfg *Config) {
 			"past it the caller gets an error")
 }
 
-// addShellReadOnlyFlag declares --shell-read-only, the file that extends
-// the read-only shell table of plan mode's hooks (docs/sandbox.md): for
-// serve (the HTTP hook) and for the hook command.
+// addShellReadOnlyFlag declares serve's --shell-read-only, the file that
+// extends the read-only shell table of plan mode's hooks (docs/sandbox.md)
+// for the HTTP form; the hook command reads its own.
 func addShellReadOnlyFlag(fs *pflag.FlagSet, cfg *Config) {
 	fs.StringVar(&cfg.ShellReadOnly, "shell-read-only", "",
 		"YAML `file` whose shell_read_only section adds commands to the read-only shell table (empty: the built-in table)")
