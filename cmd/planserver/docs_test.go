@@ -262,3 +262,47 @@ func TestCLIReferenceIsCurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestPackageListsAreComplete: docs/architecture.md and docs/development.md
+// each list every package of the module, one line each on what it owns,
+// and no package that is gone: a newcomer reads the layout there.
+func TestPackageListsAreComplete(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.Dir}}", "github.com/planserver/planserver/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pkgs []string
+	for _, dir := range strings.Fields(string(out)) {
+		rel, err := filepath.Rel(root, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, filepath.ToSlash(rel)+"/")
+	}
+	listed := regexp.MustCompile(`(?m)^((?:api|client|cmd|integrations|internal|test|migrations|web)(?:/[a-z0-9-]+)*/)\s`)
+	for _, doc := range []string{"architecture.md", "development.md"} {
+		text, err := os.ReadFile(filepath.Join(root, "docs", doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := map[string]bool{}
+		for _, m := range listed.FindAllStringSubmatch(string(text), -1) {
+			names[m[1]] = true
+		}
+		for _, p := range pkgs {
+			if !names[p] {
+				t.Errorf("docs/%s does not list %s", doc, p)
+			}
+			delete(names, p)
+		}
+		for n := range names {
+			if _, err := os.Stat(filepath.Join(root, n)); err != nil {
+				t.Errorf("docs/%s lists %s, which is gone", doc, n)
+			}
+		}
+	}
+}
