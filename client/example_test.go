@@ -15,6 +15,7 @@ import (
 	"github.com/planserver/planserver/client"
 	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/db"
+	planhttp "github.com/planserver/planserver/internal/http"
 )
 
 // exampleServer starts planserver in-process on a fresh SQLite file, for
@@ -32,7 +33,7 @@ func exampleServer() (string, func()) {
 	if _, _, err := d.MigrateUp(ctx, nil); err != nil {
 		log.Fatal(err)
 	}
-	srv := app.New(app.Config{DB: d, Logger: discard}).HTTP
+	srv := app.New(app.Config{Config: planhttp.Config{DB: d, Logger: discard}}).HTTP
 	ts := httptest.NewServer(srv)
 	return ts.URL, func() {
 		srv.Shutdown()

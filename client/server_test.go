@@ -144,7 +144,7 @@ func (s *server) start(before ...func(*server)) {
 	if _, _, err := d.MigrateUp(ctx, nil); err != nil {
 		s.t.Fatal(err)
 	}
-	cfg := app.Config{DB: d, Version: "test", Logger: discard}
+	cfg := app.Config{Config: planhttp.Config{DB: d, Version: "test", Logger: discard}}
 	for _, c := range s.configure {
 		c(&cfg)
 	}

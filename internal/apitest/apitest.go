@@ -153,7 +153,7 @@ func OpenOn(tb testing.TB, path string, ln net.Listener, configure ...func(*app.
 		store.Close()
 		tb.Fatal(err)
 	}
-	cfg := app.Config{DB: store, Logger: discardLogger(), Version: "test"}
+	cfg := app.Config{Config: planhttp.Config{DB: store, Logger: discardLogger(), Version: "test"}}
 	for _, c := range configure {
 		c(&cfg)
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/planserver/planserver/internal/auth"
-	"github.com/planserver/planserver/internal/db"
 	"github.com/planserver/planserver/internal/events"
 	"github.com/planserver/planserver/internal/gates"
 	"github.com/planserver/planserver/internal/gates/proxy"
@@ -27,7 +26,6 @@ import (
 	"github.com/planserver/planserver/internal/hosthookservice"
 	planhttp "github.com/planserver/planserver/internal/http"
 	"github.com/planserver/planserver/internal/http/response"
-	"github.com/planserver/planserver/internal/http/signin"
 	"github.com/planserver/planserver/internal/mcp"
 	"github.com/planserver/planserver/internal/plans"
 	"github.com/planserver/planserver/internal/sessions"
@@ -35,16 +33,12 @@ import (
 	"github.com/planserver/planserver/internal/webhooks/deliver"
 )
 
-// Config is everything planserver is built from: the domain's settings
-// here, and the HTTP layer's passed on to it (planhttp.Config).
+// Config is everything planserver is built from: the HTTP layer's
+// settings (planhttp.Config, embedded, so that its fields read as the
+// app's: DB, Logger, the body limits, access, CORS, streams, sign-in), and
+// the domain's below.
 type Config struct {
-	DB     *db.DB
-	Logger *slog.Logger
-	// MaxBodyBytes bounds JSON request bodies (413 above).
-	MaxBodyBytes int64
-	// MaxPlanBytes bounds the Markdown content of a shared or session plan
-	// (413 above); planhttp.DefaultMaxPlanBytes when 0.
-	MaxPlanBytes int64
+	planhttp.Config
 	// PlanModeAllow is the plan-mode allowlist: tools offered in plan mode
 	// whatever their annotations. Nil means sessions.DefaultPlanModeAllow;
 	// empty means none.
@@ -55,30 +49,10 @@ type Config struct {
 	// PlanHistory is how many revisions of a shared plan stay readable, the
 	// current one included (--plan-history); 100 when zero.
 	PlanHistory int
-	// RequirePreconditions makes updates and deletes without If-Match (or
-	// last_known_revision) fail with 428.
-	RequirePreconditions bool
 	// Now, when set, replaces the database's clock, which every
 	// transaction reads (timestamps, claim leases, the ready set, token
 	// expiry). Tests move it forward instead of sleeping.
 	Now func() time.Time
-	// Registry collects the Prometheus metrics served at /metrics; a new one
-	// (with the Go and process collectors) is made when nil.
-	Registry *prometheus.Registry
-	// Version is reported by /healthz and the MCP endpoint.
-	Version string
-	// Auth, RateLimit, RateBurst, CORSOrigins, AllowedHosts, SSEHeartbeat,
-	// SSEWriteTimeout, MaxEventStreams and OIDC are the HTTP layer's: see
-	// planhttp.Config.
-	Auth            string
-	RateLimit       float64
-	RateBurst       int
-	CORSOrigins     []string
-	AllowedHosts    []string
-	SSEHeartbeat    time.Duration
-	SSEWriteTimeout time.Duration
-	MaxEventStreams int
-	OIDC            *signin.OIDC
 	// EventRetention bounds the event log (PruneEvents, RunPruner); the
 	// zero value keeps every event.
 	EventRetention events.Retention
@@ -206,24 +180,9 @@ func New(cfg Config) *App {
 		}
 	}
 
-	a.HTTP = planhttp.New(planhttp.Config{
-		DB:                   cfg.DB,
-		Logger:               cfg.Logger,
-		MaxBodyBytes:         cfg.MaxBodyBytes,
-		MaxPlanBytes:         cfg.MaxPlanBytes,
-		RequirePreconditions: cfg.RequirePreconditions,
-		Registry:             reg,
-		Version:              cfg.Version,
-		Auth:                 cfg.Auth,
-		RateLimit:            cfg.RateLimit,
-		RateBurst:            cfg.RateBurst,
-		CORSOrigins:          cfg.CORSOrigins,
-		AllowedHosts:         cfg.AllowedHosts,
-		SSEHeartbeat:         cfg.SSEHeartbeat,
-		SSEWriteTimeout:      cfg.SSEWriteTimeout,
-		MaxEventStreams:      cfg.MaxEventStreams,
-		OIDC:                 cfg.OIDC,
-	}, planhttp.Deps{
+	httpCfg := cfg.Config
+	httpCfg.Registry = reg
+	a.HTTP = planhttp.New(httpCfg, planhttp.Deps{
 		Sessions:     a.sessions,
 		Gate:         gate,
 		Access:       access,

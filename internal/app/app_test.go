@@ -10,6 +10,7 @@ import (
 
 	"github.com/planserver/planserver/internal/app"
 	"github.com/planserver/planserver/internal/dbtest/migrated"
+	planhttp "github.com/planserver/planserver/internal/http"
 )
 
 // TestBuildsAndStops: the app built on a database it is given serves
@@ -17,7 +18,7 @@ import (
 // jobs returns once its context is done, as serve needs before it closes
 // the database.
 func TestBuildsAndStops(t *testing.T) {
-	a := app.New(app.Config{DB: migrated.Fresh(t), Version: "test"})
+	a := app.New(app.Config{Config: planhttp.Config{DB: migrated.Fresh(t), Version: "test"}})
 	for path, want := range map[string]string{"/readyz": `"status":"ready"`, "/metrics": "planserver_hook_unjudged_runs_total"} {
 		rec := httptest.NewRecorder()
 		a.HTTP.ServeHTTP(rec, httptest.NewRequest("GET", "http://127.0.0.1"+path, nil))
