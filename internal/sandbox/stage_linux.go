@@ -251,7 +251,26 @@ func readFilters(fd int) ([][]unix.SockFilter, error) {
 	return progs, nil
 }
 
-// encodeFilters is what readFilters reads.
+// seccompPrograms are the seccomp programs the supervisor sends the stage,
+// as readFilters reads them: internal/sandbox/seccomppolicy's, assembled
+// when the policy changes and carried as a table (seccomp_linux_*.go), so
+// that no sandboxed command waits for their assembly. connect tells
+// whether --allow-connect is in force. go-seccomp-bpf assembles for the
+// architecture it runs on only, so go generate rewrites this
+// architecture's table; on amd64, arm64's is rewritten under qemu-user:
+//
+//	GOARCH=arm64 go test -c -o /tmp/sandbox.test . && qemu-aarch64-static /tmp/sandbox.test -test.run TestSeccompProgramsAreCurrent -update
+//
+//go:generate go test -run TestSeccompProgramsAreCurrent -update .
+func seccompPrograms(connect bool) string {
+	if connect {
+		return seccompTables[1]
+	}
+	return seccompTables[0]
+}
+
+// encodeFilters is what readFilters reads (seccompPrograms' table is
+// made with it).
 func encodeFilters(progs [][]unix.SockFilter) []byte {
 	out := binary.NativeEndian.AppendUint32(nil, uint32(len(progs)))
 	for _, p := range progs {

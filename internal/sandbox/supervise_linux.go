@@ -30,15 +30,6 @@ const grace = time.Second
 // and the command's exit status. ran tells whether the command was
 // executed (false when the stage refused, with its reason on stderr).
 func supervise(argv []string, eps []Endpoint, o Options) (code int, ran bool, err error) {
-	// The seccomp programs are assembled here, while the stage starts,
-	// rather than on the stage's own path to the command.
-	assembled := make(chan []byte, 1)
-	var assembleErr error
-	go func() {
-		progs, err := filters(len(eps) > 0)
-		assembleErr = err
-		assembled <- encodeFilters(progs)
-	}()
 	// Signals meant for the command (a host's timeout, Ctrl-C) are passed
 	// on, not obeyed: the supervisor stays to clean up. Caught before
 	// anything is made, so that none ends the supervisor meanwhile.
@@ -107,14 +98,7 @@ func supervise(argv []string, eps []Endpoint, o Options) (code int, ran bool, er
 	stdio.started()
 	defer st.statusR.Close()
 	pid := st.pid
-	blob := <-assembled
-	if assembleErr != nil {
-		_ = unix.Kill(pid, unix.SIGKILL)
-		_, _ = reap(pid)
-		stdio.wait() // the stage is gone: its output ends
-		return 0, false, assembleErr
-	}
-	if _, err := st.controlW.Write(blob); err != nil {
+	if _, err := st.controlW.WriteString(seccompPrograms(len(eps) > 0)); err != nil {
 		_ = unix.Kill(pid, unix.SIGKILL)
 		_, _ = reap(pid)
 		stdio.wait() // the stage is gone: its output ends
