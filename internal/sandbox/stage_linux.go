@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"unsafe"
@@ -302,29 +303,38 @@ func readFull(fd int, b []byte) error {
 }
 
 // mounts makes the stage's own mount namespace: its mounts become slaves
-// first, so nothing propagates out. TMPDIR becomes a private tmpfs, so
-// that what the command writes there is gone when its namespaces are,
-// even where nobody is left to remove it (the supervisor killed with
-// SIGKILL), and fills memory up to tmpfsSize, never the disk. With
-// --allow-connect, the supervisor's hosts file (the allowed names and
-// their addresses) is mounted on /etc/hosts, so that the command finds
-// the names without DNS, which stays refused.
+// first, so nothing propagates out. With --allow-connect, the
+// supervisor's hosts file (the allowed names and their addresses) is
+// mounted on /etc/hosts, so that the command finds the names without
+// DNS, which stays refused. TMPDIR is made in a private tmpfs mounted on
+// its parent, the supervisor's directory (which the tmpfs then hides,
+// the hosts file included, so that is mounted first), so that what the
+// command writes there is gone when its namespaces are, even where
+// nobody is left to remove it (the supervisor killed with SIGKILL), and
+// fills memory up to tmpfsSize, never the disk.
 func mounts(s stageArgs) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
 		return fmt.Errorf("making the mount namespace private: %w", err)
 	}
-	if s.tmpfs {
-		opts := fmt.Sprintf("mode=0700,size=%d,uid=%d,gid=%d", tmpfsSize, os.Getuid(), os.Getgid())
-		if err := unix.Mount("tmpfs", s.tmp, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
-			return fmt.Errorf("mounting a private tmpfs on TMPDIR: %w", err)
-		}
-		if err := minimalDev(); err != nil {
-			return err
-		}
-	}
 	if s.hosts != "" {
 		if err := unix.Mount(s.hosts, "/etc/hosts", "", unix.MS_BIND, ""); err != nil {
 			return fmt.Errorf("mounting the allowed names on /etc/hosts: %w", err)
+		}
+	}
+	if s.tmpfs {
+		opts := fmt.Sprintf("mode=0700,size=%d,uid=%d,gid=%d", tmpfsSize, os.Getuid(), os.Getgid())
+		if err := unix.Mount("tmpfs", filepath.Dir(s.tmp), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+			return fmt.Errorf("mounting a private tmpfs for TMPDIR: %w", err)
+		}
+		// Exactly 0700, whatever the umask.
+		if err := unix.Mkdir(s.tmp, 0o700); err != nil {
+			return fmt.Errorf("making TMPDIR in its tmpfs: %w", err)
+		}
+		if err := unix.Chmod(s.tmp, 0o700); err != nil {
+			return fmt.Errorf("making TMPDIR in its tmpfs: %w", err)
+		}
+		if err := minimalDev(); err != nil {
+			return err
 		}
 	}
 	return nil
