@@ -107,6 +107,13 @@ func stage(s stageArgs, stderr io.Writer) int {
 	if _, err := landlockABI(); err != nil {
 		return fail(ExitUnavailable, err)
 	}
+	// The supervisor sends the seccomp programs once it has made the
+	// private directory (it does so while this process starts), so
+	// nothing before this line may use s.tmp, its parent or s.hosts.
+	progs, err := readFilters(controlFD)
+	if err != nil {
+		return fail(ExitUnavailable, fmt.Errorf("reading the seccomp programs: %w", err))
+	}
 	if s.tmpfs || s.hosts != "" {
 		if err := mounts(s); err != nil {
 			return fail(ExitUnavailable, err)
@@ -141,12 +148,6 @@ func stage(s stageArgs, stderr io.Writer) int {
 	}
 	if fd < 0 {
 		return fail(ExitUnavailable, fmt.Errorf("%w: Landlock enforces nothing on this kernel", ErrUnavailable))
-	}
-	// The supervisor assembles the seccomp programs while this process
-	// starts, and sends them.
-	progs, err := readFilters(controlFD)
-	if err != nil {
-		return fail(ExitUnavailable, fmt.Errorf("reading the seccomp programs: %w", err))
 	}
 	if err := dropCapabilities(); err != nil {
 		return fail(ExitUnavailable, fmt.Errorf("dropping capabilities: %w", err))
