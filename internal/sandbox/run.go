@@ -171,7 +171,7 @@ type stageArgs struct {
 	ports    []uint16 // TCP ports Landlock lets connect() reach
 	writes   []string // more writable paths (Options.WritePaths)
 	hosts    string   // a file to mount on /etc/hosts; "" for none
-	tmpfs    bool     // TMPDIR is a private tmpfs in the stage's own mount namespace
+	tmpfs    bool     // TMPDIR is made in a private tmpfs on its parent, in the stage's own mount namespace
 	listener bool     // connect() goes to the supervisor (--allow-connect)
 	argv     []string
 }

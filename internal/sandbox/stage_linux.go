@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"unsafe"
@@ -106,6 +107,13 @@ func stage(s stageArgs, stderr io.Writer) int {
 	if _, err := landlockABI(); err != nil {
 		return fail(ExitUnavailable, err)
 	}
+	// The supervisor sends the seccomp programs once it has made the
+	// private directory (it does so while this process starts), so
+	// nothing before this line may use s.tmp, its parent or s.hosts.
+	progs, err := readFilters(controlFD)
+	if err != nil {
+		return fail(ExitUnavailable, fmt.Errorf("reading the seccomp programs: %w", err))
+	}
 	if s.tmpfs || s.hosts != "" {
 		if err := mounts(s); err != nil {
 			return fail(ExitUnavailable, err)
@@ -140,12 +148,6 @@ func stage(s stageArgs, stderr io.Writer) int {
 	}
 	if fd < 0 {
 		return fail(ExitUnavailable, fmt.Errorf("%w: Landlock enforces nothing on this kernel", ErrUnavailable))
-	}
-	// The supervisor assembles the seccomp programs while this process
-	// starts, and sends them.
-	progs, err := readFilters(controlFD)
-	if err != nil {
-		return fail(ExitUnavailable, fmt.Errorf("reading the seccomp programs: %w", err))
 	}
 	if err := dropCapabilities(); err != nil {
 		return fail(ExitUnavailable, fmt.Errorf("dropping capabilities: %w", err))
@@ -251,7 +253,26 @@ func readFilters(fd int) ([][]unix.SockFilter, error) {
 	return progs, nil
 }
 
-// encodeFilters is what readFilters reads.
+// seccompPrograms are the seccomp programs the supervisor sends the stage,
+// as readFilters reads them: internal/sandbox/seccomppolicy's, assembled
+// when the policy changes and carried as a table (seccomp_linux_*.go), so
+// that no sandboxed command waits for their assembly. connect tells
+// whether --allow-connect is in force. go-seccomp-bpf assembles for the
+// architecture it runs on only, so go generate rewrites this
+// architecture's table; on amd64, arm64's is rewritten under qemu-user:
+//
+//	GOARCH=arm64 go test -c -o /tmp/sandbox.test . && qemu-aarch64-static /tmp/sandbox.test -test.run TestSeccompProgramsAreCurrent -update
+//
+//go:generate go test -run TestSeccompProgramsAreCurrent -update .
+func seccompPrograms(connect bool) string {
+	if connect {
+		return seccompTables[1]
+	}
+	return seccompTables[0]
+}
+
+// encodeFilters is what readFilters reads (seccompPrograms' table is
+// made with it).
 func encodeFilters(progs [][]unix.SockFilter) []byte {
 	out := binary.NativeEndian.AppendUint32(nil, uint32(len(progs)))
 	for _, p := range progs {
@@ -283,29 +304,38 @@ func readFull(fd int, b []byte) error {
 }
 
 // mounts makes the stage's own mount namespace: its mounts become slaves
-// first, so nothing propagates out. TMPDIR becomes a private tmpfs, so
-// that what the command writes there is gone when its namespaces are,
-// even where nobody is left to remove it (the supervisor killed with
-// SIGKILL), and fills memory up to tmpfsSize, never the disk. With
-// --allow-connect, the supervisor's hosts file (the allowed names and
-// their addresses) is mounted on /etc/hosts, so that the command finds
-// the names without DNS, which stays refused.
+// first, so nothing propagates out. With --allow-connect, the
+// supervisor's hosts file (the allowed names and their addresses) is
+// mounted on /etc/hosts, so that the command finds the names without
+// DNS, which stays refused. TMPDIR is made in a private tmpfs mounted on
+// its parent, the supervisor's directory (which the tmpfs then hides,
+// the hosts file included, so that is mounted first), so that what the
+// command writes there is gone when its namespaces are, even where
+// nobody is left to remove it (the supervisor killed with SIGKILL), and
+// fills memory up to tmpfsSize, never the disk.
 func mounts(s stageArgs) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
 		return fmt.Errorf("making the mount namespace private: %w", err)
 	}
-	if s.tmpfs {
-		opts := fmt.Sprintf("mode=0700,size=%d,uid=%d,gid=%d", tmpfsSize, os.Getuid(), os.Getgid())
-		if err := unix.Mount("tmpfs", s.tmp, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
-			return fmt.Errorf("mounting a private tmpfs on TMPDIR: %w", err)
-		}
-		if err := minimalDev(); err != nil {
-			return err
-		}
-	}
 	if s.hosts != "" {
 		if err := unix.Mount(s.hosts, "/etc/hosts", "", unix.MS_BIND, ""); err != nil {
 			return fmt.Errorf("mounting the allowed names on /etc/hosts: %w", err)
+		}
+	}
+	if s.tmpfs {
+		opts := fmt.Sprintf("mode=0700,size=%d,uid=%d,gid=%d", tmpfsSize, os.Getuid(), os.Getgid())
+		if err := unix.Mount("tmpfs", filepath.Dir(s.tmp), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+			return fmt.Errorf("mounting a private tmpfs for TMPDIR: %w", err)
+		}
+		// Exactly 0700, whatever the umask.
+		if err := unix.Mkdir(s.tmp, 0o700); err != nil {
+			return fmt.Errorf("making TMPDIR in its tmpfs: %w", err)
+		}
+		if err := unix.Chmod(s.tmp, 0o700); err != nil {
+			return fmt.Errorf("making TMPDIR in its tmpfs: %w", err)
+		}
+		if err := minimalDev(); err != nil {
+			return err
 		}
 	}
 	return nil

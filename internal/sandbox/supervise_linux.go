@@ -5,8 +5,11 @@ package sandbox
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"os"
@@ -30,15 +33,6 @@ const grace = time.Second
 // and the command's exit status. ran tells whether the command was
 // executed (false when the stage refused, with its reason on stderr).
 func supervise(argv []string, eps []Endpoint, o Options) (code int, ran bool, err error) {
-	// The seccomp programs are assembled here, while the stage starts,
-	// rather than on the stage's own path to the command.
-	assembled := make(chan []byte, 1)
-	var assembleErr error
-	go func() {
-		progs, err := filters(len(eps) > 0)
-		assembleErr = err
-		assembled <- encodeFilters(progs)
-	}()
 	// Signals meant for the command (a host's timeout, Ctrl-C) are passed
 	// on, not obeyed: the supervisor stays to clean up. Caught before
 	// anything is made, so that none ends the supervisor meanwhile.
@@ -56,48 +50,66 @@ func supervise(argv []string, eps []Endpoint, o Options) (code int, ran bool, er
 			return 0, false, err
 		}
 	}
-	base, err := os.MkdirTemp("", "planserver-sandbox-")
-	if err != nil {
-		return 0, false, fmt.Errorf("sandbox: making the private TMPDIR: %w", err)
-	}
-	defer removeAll(base)
-	s := stageArgs{tmp: filepath.Join(base, "tmp"), writes: o.WritePaths, argv: argv, listener: len(eps) > 0}
-	if err := os.Mkdir(s.tmp, 0o700); err != nil {
-		return 0, false, fmt.Errorf("sandbox: making the private TMPDIR: %w", err)
-	}
-	for _, e := range eps {
-		s.ports = append(s.ports, e.Port)
-	}
-	hostsFile := ""
-	if hosts != nil {
-		// Beside TMPDIR, not in it: the command cannot change it.
-		hostsFile = filepath.Join(base, "hosts")
-		if err := os.WriteFile(hostsFile, hosts, 0o444); err != nil {
-			return 0, false, fmt.Errorf("sandbox: writing the allowed names: %w", err)
-		}
-	}
-
 	stdio, err := newStdio(o)
 	if err != nil {
 		return 0, false, err
 	}
 	defer stdio.close()
 
-	var st *started
-	namespaces := !o.NoNamespaces
-	if namespaces {
-		s.hosts, s.tmpfs = hostsFile, true
-		st, err = start(s, o, stdio, true)
-		if err != nil {
-			// No namespaces here (unprivileged user namespaces are off):
-			// the fallback, just as tight but for the lifetime rule,
-			// which the subreaper keeps instead.
-			namespaces = false
-		}
+	// The private directory (TMPDIR's parent, and the hosts file's) is
+	// made while the stage starts, not before: a directory made on a busy
+	// disk took as long as the stage's start. Its name is chosen first,
+	// as os.MkdirTemp would choose it, and the stage uses the directory
+	// only once the seccomp programs came, which are sent after it is
+	// made. TMPDIR itself is made where the command runs: by the stage, in
+	// the tmpfs it mounts on the private directory, or below for the
+	// fallback; one directory fewer to make and remove on the disk.
+	s := stageArgs{writes: o.WritePaths, argv: argv, listener: len(eps) > 0}
+	for _, e := range eps {
+		s.ports = append(s.ports, e.Port)
 	}
+	var st *started
+	var base string
+	namespaces := !o.NoNamespaces
+	for tries := 0; ; tries++ {
+		base = filepath.Join(os.TempDir(), "planserver-sandbox-"+strconv.FormatUint(uint64(rand.Uint32()), 10))
+		s.tmp = filepath.Join(base, "tmp")
+		made := make(chan error, 1)
+		go func() { made <- makePrivate(base, hosts) }()
+		if namespaces {
+			s.hosts, s.tmpfs = "", true
+			if hosts != nil {
+				s.hosts = filepath.Join(base, "hosts")
+			}
+			if st, err = start(s, o, stdio, true); err != nil {
+				// No namespaces here (unprivileged user namespaces are
+				// off): the fallback, just as tight but for the lifetime
+				// rule, which the subreaper keeps instead.
+				namespaces, st = false, nil
+			}
+		}
+		err := <-made
+		if err == nil {
+			break
+		}
+		if st != nil {
+			_ = unix.Kill(st.pid, unix.SIGKILL)
+			_, _ = reap(st.pid)
+			st.close()
+			st = nil
+		}
+		if errors.Is(err, fs.ErrExist) && tries < 10000 {
+			continue // another's name: choose again, as os.MkdirTemp does
+		}
+		return 0, false, err
+	}
+	defer removeAll(base)
 	if !namespaces {
 		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 			return 0, false, fmt.Errorf("sandbox: becoming a child subreaper: %w", err)
+		}
+		if err := os.Mkdir(s.tmp, 0o700); err != nil {
+			return 0, false, fmt.Errorf("sandbox: making the private TMPDIR: %w", err)
 		}
 		s.hosts, s.tmpfs = "", false
 		if st, err = start(s, o, stdio, false); err != nil {
@@ -106,21 +118,14 @@ func supervise(argv []string, eps []Endpoint, o Options) (code int, ran bool, er
 	}
 	stdio.started()
 	defer st.statusR.Close()
+	defer st.controlW.Close()
 	pid := st.pid
-	blob := <-assembled
-	if assembleErr != nil {
-		_ = unix.Kill(pid, unix.SIGKILL)
-		_, _ = reap(pid)
-		stdio.wait() // the stage is gone: its output ends
-		return 0, false, assembleErr
-	}
-	if _, err := st.controlW.Write(blob); err != nil {
+	if _, err := st.controlW.WriteString(seccompPrograms(len(eps) > 0)); err != nil {
 		_ = unix.Kill(pid, unix.SIGKILL)
 		_, _ = reap(pid)
 		stdio.wait() // the stage is gone: its output ends
 		return 0, false, fmt.Errorf("sandbox: sending the seccomp programs: %w", err)
 	}
-	defer st.controlW.Close()
 
 	var guard *connectGuard
 	for {
@@ -223,6 +228,30 @@ type started struct {
 type message struct {
 	kind  byte
 	value int
+}
+
+// close closes the supervisor's ends of the pipes, for a stage that was
+// killed before it was used.
+func (st *started) close() {
+	_ = st.statusR.Close()
+	_ = st.controlW.Close()
+}
+
+// makePrivate makes the private directory dir, and in it the hosts file
+// of --allow-connect when hosts is not nil (beside TMPDIR, not in it: the
+// command cannot change it). A directory that exists is left alone (the
+// error is then fs.ErrExist); one made is removed when the rest fails.
+func makePrivate(dir string, hosts []byte) error {
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return fmt.Errorf("sandbox: making the private TMPDIR: %w", err)
+	}
+	if hosts != nil {
+		if err := os.WriteFile(filepath.Join(dir, "hosts"), hosts, 0o444); err != nil {
+			removeAll(dir)
+			return fmt.Errorf("sandbox: writing the allowed names: %w", err)
+		}
+	}
+	return nil
 }
 
 // next reads the stage's next message: io.EOF once the command runs.

@@ -1,6 +1,14 @@
 //go:build linux && (amd64 || arm64)
 
-package sandbox
+// Package seccomppolicy owns the seccomp half of planserver's sandbox:
+// which system calls a sandboxed command may make, with which arguments,
+// and their assembly (with go-seccomp-bpf) into the programs the stage
+// loads. internal/sandbox carries the assembled programs as a generated
+// table (seccomp_linux_*.go there, which its TestSeccompProgramsAreCurrent
+// keeps equal to Programs), so that neither the assembly nor the
+// library's system-call tables, which initialise in every process that
+// links them, cost a sandboxed command's start-up anything.
+package seccomppolicy
 
 import (
 	"fmt"
@@ -295,9 +303,12 @@ func errnoAction(e unix.Errno) seccomp.Action { return seccomp.ActionErrno | sec
 // without a tracer the kernel answers TRACE with ENOSYS too.
 const defaultSentinel = seccomp.ActionTrace
 
-// filters returns the seccomp programs for the command, the main one
-// first: connect tells whether --allow-connect is in force (connect()
-// then goes to the supervisor, and socket() may make TCP sockets).
+// Programs returns the seccomp programs for the command on the
+// architecture info, the main one first: connect tells whether
+// --allow-connect is in force (connect() then goes to the supervisor, and
+// socket() may make TCP sockets). The argument values are x/sys/unix's,
+// which are the same on amd64 and arm64 (asm-generic), so either
+// architecture's programs can be assembled on the other.
 //
 // The main program is go-seccomp-bpf's too, assembled in slices of 64
 // call numbers behind a jump table (jumpTable), not as one list: the
@@ -305,11 +316,7 @@ const defaultSentinel = seccomp.ActionTrace
 // runs the whole program once for each call number when it loads it (to
 // cache the calls it always allows), so a list of 400 checks made
 // loading cost a third of a millisecond, on every sandboxed command.
-func filters(connect bool) ([][]unix.SockFilter, error) {
-	info, err := arch.GetInfo("")
-	if err != nil {
-		return nil, err
-	}
+func Programs(info *arch.Info, connect bool) ([][]unix.SockFilter, error) {
 	conditional := argFilters(connect)
 	var judged []string
 	for _, r := range conditional {

@@ -1,6 +1,6 @@
 //go:build linux && (amd64 || arm64)
 
-package sandbox
+package seccomppolicy
 
 import (
 	"encoding/binary"
@@ -117,7 +117,7 @@ func TestPolicy(t *testing.T) {
 		return uint32(v)
 	}
 	for _, connect := range []bool{false, true} {
-		progs, err := filters(connect)
+		progs, err := Programs(info, connect)
 		if err != nil {
 			t.Fatal(err)
 		}
