@@ -16,11 +16,19 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// databaseGroup is the group command name (migrate, token) whose actions
+// work on the database: its help lists --db and its variable, which each
+// action reads for itself.
+func databaseGroup(name string) *cobra.Command {
+	group := cli.Group(cli.Help(&cobra.Command{Use: name}, commandHelp[name], cli.EnvFlags, ""))
+	serveconfig.DBFlag(group.Flags(), serveconfig.New())
+	serveconfig.EnvFlags(group.Flags())
+	return group
+}
+
 // MigrateCommand is planserver migrate up|down|status.
 func MigrateCommand() *cobra.Command {
-	group := cli.Group(cli.Help(&cobra.Command{Use: "migrate"}, commandHelp["migrate"], cli.EnvFlags, ""))
-	serveconfig.DBFlag(group.Flags(), serveconfig.New()) // listed in the group's help; each action reads its own
-	serveconfig.EnvFlags(group.Flags())
+	group := databaseGroup("migrate")
 	for _, action := range []string{"up", "down", "status"} {
 		cfg := serveconfig.New()
 		cmd := cli.Help(&cobra.Command{

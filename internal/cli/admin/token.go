@@ -16,9 +16,7 @@ import (
 // managed on the database directly, so the first admin token can be made
 // before any server runs.
 func TokenCommand() *cobra.Command {
-	group := cli.Group(cli.Help(&cobra.Command{Use: "token"}, commandHelp["token"], cli.EnvFlags, ""))
-	serveconfig.DBFlag(group.Flags(), serveconfig.New()) // listed in the group's help; each action reads its own
-	serveconfig.EnvFlags(group.Flags())
+	group := databaseGroup("token")
 	for _, action := range []string{"create", "list", "revoke"} {
 		cfg, in := serveconfig.New(), &auth.CreateInput{}
 		cmd := cli.Help(&cobra.Command{
