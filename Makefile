@@ -5,6 +5,12 @@ BIN         ?= bin/planserver
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS     := -s -w -X main.version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# A program built with -race sleeps a second before it exits (the race
+# runtime's atexit_sleep_ms, 1000 by default, is for C atexit handlers, which
+# Go has none of): every test binary paid it, and so did every sandbox
+# stage, CLI and attack helper a test runs from its own race-built binary,
+# one to three a case. Options the caller sets in GORACE come after, and win.
+export GORACE := atexit_sleep_ms=0 $(GORACE)
 
 .PHONY: run build docs test test-attacks test-flaky test-postgres test-ui test-hosts lint bench stress fuzz fmt clean
 
