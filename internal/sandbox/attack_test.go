@@ -310,6 +310,46 @@ func (b *bystander) state(t *testing.T) string {
 	return fmt.Sprintf("%s\n%v\npriority %d ioprio %d policy %d cpus %d", limits, keep, prio, ioprio, policy, set.Count())
 }
 
+// TestTheSupervisorIsOutOfReach: no process but the command's own lets
+// it read its memory or its environment. As root the supervisor
+// starts the command from one of its own threads, which is then in the
+// command's Landlock domain; Landlock would let the command read the
+// supervisor's memory through that thread's /proc entries, and the
+// supervisor being undumpable is what refuses it.
+func TestTheSupervisorIsOutOfReach(t *testing.T) {
+	const script = `
+import glob, os
+me = os.readlink('/proc/self')
+for task in glob.glob('/proc/[0-9]*/task/[0-9]*'):
+    if task.split('/')[2] == me:
+        continue
+    for what in ('mem', 'environ'):
+        try:
+            if what == 'mem':
+                with open(task + '/mem', 'rb') as f:
+                    start = int(open(task + '/maps').readline().split('-')[0], 16)
+                    f.seek(start)
+                    f.read(1)
+            else:
+                open(task + '/environ', 'rb').read(1)
+            print('read', task, what)
+        except (OSError, ValueError):
+            pass
+print('done')
+`
+	for _, r := range runners(t) {
+		t.Run(r.name, func(t *testing.T) {
+			res := r.sandbox(t, run{dir: r.project(t)}, "python3", "-c", script)
+			if res.code != 0 || !strings.HasSuffix(res.stdout, "done\n") {
+				t.Fatalf("exit %d: %s%s", res.code, res.stdout, res.stderr)
+			}
+			if got := strings.TrimSuffix(res.stdout, "done\n"); got != "" {
+				t.Errorf("the command read other processes:\n%s", got)
+			}
+		})
+	}
+}
+
 func TestAttacksOnOtherProcesses(t *testing.T) {
 	for _, r := range runners(t) {
 		t.Run(r.name, func(t *testing.T) {

@@ -24,7 +24,7 @@ a seccomp allowlist refuses chmod, chown, utimes and extended attributes,
 every socket but an anonymous socket pair, and every way of reaching
 another process (ptrace, prlimit, renice, affinity, keyrings, System V
 IPC); Landlock keeps its signals to its own processes. CMD runs as PID 1
-of new PID, IPC and network namespaces where the kernel allows them, so
+of new PID, IPC and mount namespaces where the kernel allows them, so
 every process it starts ends when it does; elsewhere the supervisor kills
 what is left. As root it keeps only CAP_DAC_OVERRIDE and
 CAP_DAC_READ_SEARCH. TMPDIR (with GOCACHE in it), GIT_OPTIONAL_LOCKS=0,

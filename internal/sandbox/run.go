@@ -6,7 +6,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -244,17 +243,4 @@ func parseStage(args []string) (stageArgs, error) {
 		}
 	}
 	return s, errors.New("stage: no command to run (missing --)")
-}
-
-// lookPath finds argv0 like a shell: 127 when missing, 126 when found but
-// not executable.
-func lookPath(argv0 string) (string, int, error) {
-	path, err := exec.LookPath(argv0)
-	if err == nil {
-		return path, 0, nil
-	}
-	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
-		return "", ExitNotFound, fmt.Errorf("%s: command not found", argv0)
-	}
-	return "", ExitCannotRun, fmt.Errorf("%s: %v", argv0, err)
 }

@@ -10,11 +10,14 @@
 // the connect() calls that --allow-connect lets through (by making them
 // itself), and when the command has ended makes sure nothing it started
 // lives on, then removes TMPDIR. The stage is the running program
-// re-executed with StageCommand, in new PID, IPC and (in plan mode)
-// network namespaces where the kernel allows them: it applies Landlock
-// and the seccomp filters to itself and executes the command in its
-// place, so the command is PID 1 of its namespace and no unrestricted Go
-// code ever runs beside it. Where the kernel cannot enforce a rule,
+// re-executed with StageCommand, in new PID, IPC and mount namespaces
+// where the kernel allows them: it applies Landlock and the seccomp
+// filters to itself and executes the command in its place, so the
+// command is PID 1 of its namespace and no unrestricted Go code ever runs
+// beside it. As root (without --allow-connect) there is no stage: the
+// supervisor applies the same rules, in the same order, to one thread of
+// its own and starts the command from it (direct_linux.go), which saves
+// a second program's start. Where the kernel cannot enforce a rule,
 // nothing runs (ExitUnavailable).
 package sandbox
 

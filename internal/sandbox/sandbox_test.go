@@ -25,6 +25,7 @@ import (
 //	StageCommand …                  the stage, as planserver's main hands it over
 //	sandbox --read-only … -- CMD    planserver sandbox's command line (with SANDBOX_TEST_CLI=1;
 //	                                SANDBOX_TEST_FALLBACK=1 forces the fallback without namespaces,
+//	                                SANDBOX_TEST_STAGE=1 the stage where root would start CMD directly,
 //	                                SANDBOX_TEST_LACK=FEATURE stands for a kernel without it)
 //	sandbox-test-helper ATTACK …    the raw system calls of helper_test.go
 func TestMain(m *testing.M) {
@@ -38,6 +39,7 @@ func TestMain(m *testing.M) {
 			if os.Getenv("SANDBOX_TEST_CLI") == "1" {
 				lackKernelFeature(os.Getenv("SANDBOX_TEST_LACK"))
 				o := Options{NoNamespaces: os.Getenv("SANDBOX_TEST_FALLBACK") == "1"}
+				stageOnly = os.Getenv("SANDBOX_TEST_STAGE") == "1"
 				code, _ := cli("planserver sandbox", os.Args[2:], os.Stdout, os.Stderr, o)
 				os.Exit(code)
 			}
@@ -109,13 +111,15 @@ type runner struct {
 	name     string
 	cred     *syscall.Credential // nil: the test's own user
 	fallback bool
+	stage    bool // root, through the stage (as every other user) instead of the direct start
 	exe      string
 	home     string
 }
 
 // runners are the ways the sandbox runs here: as root (CI runs as root)
-// with namespaces, as an unprivileged user through a user namespace, and
-// the fallback without namespaces.
+// with namespaces, started directly and through the stage, as an
+// unprivileged user through a user namespace, and the fallback without
+// namespaces.
 func runners(t *testing.T) []runner {
 	t.Helper()
 	needSandbox(t)
@@ -135,6 +139,7 @@ func runners(t *testing.T) []runner {
 		}
 		rs = append(rs,
 			runner{name: "root", exe: self},
+			runner{name: "root-stage", stage: true, exe: self},
 			runner{name: "unprivileged", cred: &syscall.Credential{Uid: 65534, Gid: 65534}, exe: exe, home: home},
 			runner{name: "fallback", fallback: true, exe: self},
 		)
@@ -171,6 +176,9 @@ func (r runner) command(c run, argv []string, sandboxed bool) *exec.Cmd {
 	cmd.Env = append(os.Environ(), "SANDBOX_TEST_CLI=1", "LC_ALL=C")
 	if r.fallback {
 		cmd.Env = append(cmd.Env, "SANDBOX_TEST_FALLBACK=1")
+	}
+	if r.stage {
+		cmd.Env = append(cmd.Env, "SANDBOX_TEST_STAGE=1")
 	}
 	if r.home != "" {
 		cmd.Env = append(cmd.Env, "HOME="+r.home, "XDG_CONFIG_HOME="+r.home+"/.config")

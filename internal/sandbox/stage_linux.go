@@ -7,10 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"unsafe"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -110,7 +113,7 @@ func stage(s stageArgs, stderr io.Writer) int {
 	// The supervisor sends the seccomp programs once it has made the
 	// private directory (it does so while this process starts), so
 	// nothing before this line may use s.tmp, its parent or s.hosts.
-	progs, err := readFilters(controlFD)
+	progs, err := readFilters(fdReader(controlFD))
 	if err != nil {
 		return fail(ExitUnavailable, fmt.Errorf("reading the seccomp programs: %w", err))
 	}
@@ -119,46 +122,13 @@ func stage(s stageArgs, stderr io.Writer) int {
 			return fail(ExitUnavailable, err)
 		}
 	}
-	path, code, err := lookPath(s.argv[0])
+	path, code, err := lookPath(s.argv[0], os.Environ())
 	if err != nil {
 		return fail(code, err)
 	}
-	rules := []landlock.Rule{
-		landlock.RODirs("/"),
-		landlock.RWDirs(s.tmp).WithRefer(),
-		landlock.RWFiles("/dev/null"),
-		landlock.RWFiles(terminals()...).WithIoctlDev().IgnoreIfMissing(),
+	if err := restrict(s, [3]int{0, 1, 2}); err != nil {
+		return fail(ExitUnavailable, err)
 	}
-	for _, w := range s.writes {
-		if fi, err := os.Stat(w); err == nil && fi.IsDir() {
-			rules = append(rules, landlock.RWDirs(w).WithRefer())
-		} else {
-			rules = append(rules, landlock.RWFiles(w))
-		}
-	}
-	// Defence in depth: connect() never runs in the command's process with
-	// --allow-connect (the supervisor makes it), and never at all without.
-	// No rule ever allows a TCP bind.
-	for _, p := range s.ports {
-		rules = append(rules, landlock.ConnectTCP(p))
-	}
-	fd, flags, err := config.NewRulesetFD(rules...)
-	if err != nil {
-		return fail(ExitUnavailable, fmt.Errorf("building the Landlock rules: %w", err))
-	}
-	if fd < 0 {
-		return fail(ExitUnavailable, fmt.Errorf("%w: Landlock enforces nothing on this kernel", ErrUnavailable))
-	}
-	if err := dropCapabilities(); err != nil {
-		return fail(ExitUnavailable, fmt.Errorf("dropping capabilities: %w", err))
-	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fail(ExitUnavailable, fmt.Errorf("setting no_new_privs: %w", err))
-	}
-	if err := ll.LandlockRestrictSelf(fd, flags); err != nil {
-		return fail(ExitUnavailable, fmt.Errorf("enforcing the Landlock rules: %w", err))
-	}
-	_ = unix.Close(fd)
 	listener, err := loadFilters(progs, s.listener)
 	if err != nil {
 		return fail(ExitUnavailable, fmt.Errorf("installing the seccomp filters: %w", err))
@@ -173,7 +143,7 @@ func stage(s stageArgs, stderr io.Writer) int {
 			return fail(ExitUnavailable, fmt.Errorf("reporting the seccomp listener: %w", err))
 		}
 		var b [1]byte
-		if err := readFull(controlFD, b[:]); err != nil || b[0] != msgGo {
+		if _, err := io.ReadFull(fdReader(controlFD), b[:]); err != nil || b[0] != msgGo {
 			return ExitUnavailable // the supervisor says why
 		}
 		_ = unix.Close(listener)
@@ -192,6 +162,51 @@ func stage(s stageArgs, stderr io.Writer) int {
 		code = ExitNotFound
 	}
 	return fail(code, fmt.Errorf("%s: %w", s.argv[0], err))
+}
+
+// restrict applies the Landlock rules to the calling thread, after
+// dropping its capabilities (but keptCaps) and setting no_new_privs,
+// which Landlock and seccomp need: what the thread executes, and every
+// process that starts, inherits them. std are the descriptors of the
+// command's standard streams, for terminals.
+func restrict(s stageArgs, std [3]int) error {
+	rules := []landlock.Rule{
+		landlock.RODirs("/"),
+		landlock.RWDirs(s.tmp).WithRefer(),
+		landlock.RWFiles("/dev/null"),
+		landlock.RWFiles(terminals(std)...).WithIoctlDev().IgnoreIfMissing(),
+	}
+	for _, w := range s.writes {
+		if fi, err := os.Stat(w); err == nil && fi.IsDir() {
+			rules = append(rules, landlock.RWDirs(w).WithRefer())
+		} else {
+			rules = append(rules, landlock.RWFiles(w))
+		}
+	}
+	// Defence in depth: connect() never runs in the command's process with
+	// --allow-connect (the supervisor makes it), and never at all without.
+	// No rule ever allows a TCP bind.
+	for _, p := range s.ports {
+		rules = append(rules, landlock.ConnectTCP(p))
+	}
+	fd, flags, err := config.NewRulesetFD(rules...)
+	if err != nil {
+		return fmt.Errorf("building the Landlock rules: %w", err)
+	}
+	if fd < 0 {
+		return fmt.Errorf("%w: Landlock enforces nothing on this kernel", ErrUnavailable)
+	}
+	defer unix.Close(fd)
+	if err := dropCapabilities(); err != nil {
+		return fmt.Errorf("dropping capabilities: %w", err)
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("setting no_new_privs: %w", err)
+	}
+	if err := ll.LandlockRestrictSelf(fd, flags); err != nil {
+		return fmt.Errorf("enforcing the Landlock rules: %w", err)
+	}
+	return nil
 }
 
 // loadFilters installs the seccomp programs, the argument filters first
@@ -222,9 +237,9 @@ func loadFilters(progs [][]unix.SockFilter, listener bool) (int, error) {
 
 // readFilters reads the seccomp programs: a count, then each program's
 // length and its instructions (struct sock_filter), in native byte order.
-func readFilters(fd int) ([][]unix.SockFilter, error) {
+func readFilters(r io.Reader) ([][]unix.SockFilter, error) {
 	var n [4]byte
-	if err := readFull(fd, n[:]); err != nil {
+	if _, err := io.ReadFull(r, n[:]); err != nil {
 		return nil, err
 	}
 	count := binary.NativeEndian.Uint32(n[:])
@@ -233,7 +248,7 @@ func readFilters(fd int) ([][]unix.SockFilter, error) {
 	}
 	progs := make([][]unix.SockFilter, count)
 	for i := range progs {
-		if err := readFull(fd, n[:]); err != nil {
+		if _, err := io.ReadFull(r, n[:]); err != nil {
 			return nil, err
 		}
 		size := binary.NativeEndian.Uint32(n[:])
@@ -241,7 +256,7 @@ func readFilters(fd int) ([][]unix.SockFilter, error) {
 			return nil, fmt.Errorf("a program of %d instructions", size)
 		}
 		raw := make([]byte, 8*size)
-		if err := readFull(fd, raw); err != nil {
+		if _, err := io.ReadFull(r, raw); err != nil {
 			return nil, err
 		}
 		progs[i] = make([]unix.SockFilter, size)
@@ -286,21 +301,23 @@ func encodeFilters(progs [][]unix.SockFilter) []byte {
 	return out
 }
 
-// readFull reads len(b) bytes from fd, which blocks.
-func readFull(fd int, b []byte) error {
-	for len(b) > 0 {
-		n, err := unix.Read(fd, b)
+// fdReader reads a blocking descriptor with raw reads: the stage's
+// control pipe, which the os package would put in the poller.
+type fdReader int
+
+func (fd fdReader) Read(b []byte) (int, error) {
+	for {
+		n, err := unix.Read(int(fd), b)
 		switch {
 		case err == unix.EINTR:
 			continue
 		case err != nil:
-			return err
-		case n == 0:
-			return io.ErrUnexpectedEOF
+			return 0, err
+		case n == 0 && len(b) > 0:
+			return 0, io.EOF
 		}
-		b = b[n:]
+		return n, nil
 	}
-	return nil
 }
 
 // mounts makes the stage's own mount namespace: its mounts become slaves
@@ -449,9 +466,9 @@ func dropCapabilities() error {
 // /dev/stdout and /dev/stderr can be reopened: the command can write
 // there through its descriptors anyway. A path is named only while it
 // still is the descriptor's file and the stage can reach it.
-func terminals() []string {
+func terminals(std [3]int) []string {
 	paths := []string{"/dev/tty"}
-	for fd := 0; fd <= 2; fd++ {
+	for i, fd := range std {
 		p, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd))
 		if err != nil || !strings.HasPrefix(p, "/") {
 			continue
@@ -463,9 +480,73 @@ func terminals() []string {
 		switch {
 		case strings.HasPrefix(p, "/dev/pts/") || strings.HasPrefix(p, "/dev/tty"):
 			paths = append(paths, p)
-		case fd > 0 && st.Mode&unix.S_IFMT == unix.S_IFREG:
+		case i > 0 && st.Mode&unix.S_IFMT == unix.S_IFREG:
 			paths = append(paths, p)
 		}
 	}
 	return paths
+}
+
+// lookPath finds argv0 like a shell, in the PATH of env (the command's
+// environment, which the supervisor's own may not be), relative paths
+// from the calling thread's working directory: 127 when missing, 126 when
+// found but not executable. It is exec.LookPath with the PATH given.
+func lookPath(argv0 string, env []string) (string, int, error) {
+	path, err := findInPath(argv0, env)
+	if err == nil {
+		return path, 0, nil
+	}
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+		return "", ExitNotFound, fmt.Errorf("%s: command not found", argv0)
+	}
+	return "", ExitCannotRun, fmt.Errorf("%s: %v", argv0, err)
+}
+
+func findInPath(file string, env []string) (string, error) {
+	if strings.Contains(file, "/") {
+		if err := executable(file); err != nil {
+			return "", &exec.Error{Name: file, Err: err}
+		}
+		return file, nil
+	}
+	pathList := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			pathList = v // the last one, as getenv in the command finds it
+		}
+	}
+	for _, dir := range filepath.SplitList(pathList) {
+		if dir == "" {
+			dir = "."
+		}
+		path := filepath.Join(dir, file)
+		if executable(path) == nil {
+			if !filepath.IsAbs(path) {
+				return "", &exec.Error{Name: file, Err: exec.ErrDot}
+			}
+			return path, nil
+		}
+	}
+	return "", &exec.Error{Name: file, Err: exec.ErrNotFound}
+}
+
+// executable is exec.LookPath's test: a file that is not a directory
+// and that the caller may execute.
+func executable(file string) error {
+	fi, err := os.Stat(file)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		return syscall.EISDIR
+	}
+	if err := syscall.Access(file, 1 /* X_OK */); err != nil {
+		if err != syscall.ENOSYS && err != syscall.EPERM {
+			return err
+		}
+		if fi.Mode()&0o111 == 0 {
+			return fs.ErrPermission
+		}
+	}
+	return nil
 }

@@ -71,6 +71,9 @@ func supervise(argv []string, eps []Endpoint, o Options) (code int, ran bool, er
 	var st *started
 	var base string
 	namespaces := !o.NoNamespaces
+	// As root, the command starts without a stage (direct_linux.go).
+	tryDirect := canDirect(o, len(eps) > 0)
+	var d *directRun
 	for tries := 0; ; tries++ {
 		base = filepath.Join(os.TempDir(), "planserver-sandbox-"+strconv.FormatUint(uint64(rand.Uint32()), 10))
 		s.tmp = filepath.Join(base, "tmp")
@@ -81,6 +84,18 @@ func supervise(argv []string, eps []Endpoint, o Options) (code int, ran bool, er
 			if hosts != nil {
 				s.hosts = filepath.Join(base, "hosts")
 			}
+		}
+		if tryDirect {
+			var madeErr error
+			if d, madeErr, err = startDirect(s, o, stdio, made); madeErr == nil {
+				break
+			}
+			if errors.Is(madeErr, fs.ErrExist) && tries < 10000 {
+				continue
+			}
+			return 0, false, madeErr
+		}
+		if namespaces {
 			if st, err = start(s, o, stdio, true); err != nil {
 				// No namespaces here (unprivileged user namespaces are
 				// off): the fallback, just as tight but for the lifetime
@@ -104,6 +119,25 @@ func supervise(argv []string, eps []Endpoint, o Options) (code int, ran bool, er
 		return 0, false, err
 	}
 	defer removeAll(base)
+	if tryDirect {
+		switch {
+		case errors.Is(err, errNoDirect):
+			// Root without CAP_SYS_ADMIN: the stage, which will find
+			// namespaces refused too, and take the fallback.
+			d = nil
+			if st, err = start(s, o, stdio, true); err != nil {
+				namespaces, st = false, nil
+			}
+		case err != nil:
+			return 0, false, err
+		case d.pid == 0: // not found, not executable: the reason is on stderr
+			stdio.started()
+			stdio.wait()
+			return d.code, false, nil
+		default:
+			defer close(d.release)
+		}
+	}
 	if !namespaces {
 		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 			return 0, false, fmt.Errorf("sandbox: becoming a child subreaper: %w", err)
@@ -117,6 +151,9 @@ func supervise(argv []string, eps []Endpoint, o Options) (code int, ran bool, er
 		}
 	}
 	stdio.started()
+	if d != nil {
+		return wait(d.pid, stdio, nil, sigs, namespaces)
+	}
 	defer st.statusR.Close()
 	defer st.controlW.Close()
 	pid := st.pid
@@ -159,8 +196,15 @@ func supervise(argv []string, eps []Endpoint, o Options) (code int, ran bool, er
 		}
 	}
 
-	// The command runs. Wait for its end without reaping it, so that its
-	// process ID stays its own while signals are passed on.
+	return wait(pid, stdio, guard, sigs, namespaces)
+}
+
+// wait waits for the command, which runs, passing signals on; then it
+// makes sure nothing the command started is left, and returns its exit
+// status.
+func wait(pid int, stdio *stdio, guard *connectGuard, sigs <-chan os.Signal, namespaces bool) (code int, ran bool, err error) {
+	// Wait for the command's end without reaping it, so that its process
+	// ID stays its own while signals are passed on.
 	var received syscall.Signal
 	done, forwarded := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -275,10 +319,9 @@ func (st *started) next() (message, error) {
 	return message{}, fmt.Errorf("an unknown report %q", b[0])
 }
 
-// start starts the stage: in new PID and IPC namespaces, a new network
-// namespace in plan mode (without --allow-connect: the command reaches
-// no network at all, not even loopback) and a new mount namespace with
-// --allow-connect (for the /etc/hosts view), and a user namespace that
+// start starts the stage: in new PID, IPC and mount namespaces (the
+// mount namespace holds TMPDIR's tmpfs, the minimal /dev and, with
+// --allow-connect, the /etc/hosts view), and a user namespace that
 // maps the caller's IDs to themselves when not root, so that the
 // command has no capabilities after execve. Without namespaces, none.
 // The stage always leads a new session (TIOCSTI needs the controlling
@@ -304,13 +347,15 @@ func start(s stageArgs, o Options, stdio *stdio, namespaces bool) (*started, err
 	sys := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	if namespaces {
 		// A mount namespace of its own, for TMPDIR's tmpfs (and the
-		// hosts view of --allow-connect).
+		// hosts view of --allow-connect). No network namespace: in plan
+		// mode the seccomp filter refuses socket() itself (only an
+		// anonymous socketpair is made), which leaves a namespace nothing
+		// to hold back, and with --allow-connect the supervisor connects
+		// the command's sockets, which must live in its own namespace. A
+		// new one cost about half a millisecond a command, and the kernel
+		// tears it down afterwards on a worker, beside the next command
+		// (docs/benchmarks.md).
 		sys.Cloneflags = unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWNS
-		if !s.listener {
-			// The supervisor connects the command's sockets with
-			// --allow-connect: they must live in its network namespace.
-			sys.Cloneflags |= unix.CLONE_NEWNET
-		}
 		if uid, gid := os.Geteuid(), os.Getegid(); uid != 0 {
 			sys.Cloneflags |= unix.CLONE_NEWUSER
 			sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
