@@ -338,8 +338,10 @@ func TestHookFormsAnswerAlike(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(f), ".json")
 		inputs[name] = hookFixture(t, "claude-code", name)
 	}
+	// A pipe keeps the command a bash -c string, comment and all (plain
+	// words would run without bash, and the comment would go).
 	long, _ := json.Marshal(map[string]any{"session_id": "x", "hook_event_name": "PreToolUse", "tool_name": "Bash",
-		"tool_input": map[string]any{"command": "python3 -c 'print(1)' # " + strings.Repeat("ünïcode \"q\" $x ", 600), "description": "long"}})
+		"tool_input": map[string]any{"command": "python3 -c 'print(1)' | cat # " + strings.Repeat("ünïcode \"q\" $x ", 600), "description": "long"}})
 	inputs["long command"] = string(long)
 	for name, in := range inputs {
 		var answers []string

@@ -198,6 +198,9 @@ func SandboxHere(allowConnect []string, ownPort string) hosthook.Sandbox {
 			}
 			o.AllowWrite, o.Project, o.Scoped = sc.Files, sc.Project, true
 		}
+		// Words that need no shell run without one (a second bash's
+		// start saved on every such command).
+		o.Argv, _ = shellclass.Argv(command)
 		return sandbox.Wrap(self, command, o)
 	}, Unwrap: sandbox.Unwrap}
 }

@@ -169,6 +169,11 @@ type WrapOptions struct {
 	AllowWrite []string
 	Project    string
 	Scoped     bool
+	// Argv, when set, are the words of command when they need no shell
+	// to run (shellclass.Argv finds them): the sandbox then executes
+	// them itself, without bash -c, which saves a second shell's start.
+	// The words must be command's; Wrap does not parse command.
+	Argv []string
 }
 
 // WrapCommand is Wrap with only --allow-connect.
@@ -182,6 +187,8 @@ func WrapCommand(planserverPath, command string, allowConnect []string) (string,
 //	'/path/planserver-sandbox' --read-only [--project '/p' --allow-write 'src/app.go' …] [--build-scope]
 //	    [--allow-connect 'h:p,…'] [--explain '…'] -- bash -c '<command>'
 //
+// or, with o.Argv, the words themselves after the -- ('ls' '-la').
+//
 // naming the lean planserver-sandbox where it sits beside planserver
 // (make build puts it there; it starts in a fraction of planserver's
 // time), else '/path/planserver' sandbox. Every part is single-quoted, so
@@ -189,7 +196,7 @@ func WrapCommand(planserverPath, command string, allowConnect []string) (string,
 // that are not UTF-8 — except NUL, which no shell argument can carry:
 // that is an error.
 func Wrap(planserverPath, command string, o WrapOptions) (string, error) {
-	for _, s := range append(append([]string{planserverPath, command, o.Explain, o.Project}, o.AllowConnect...), o.AllowWrite...) {
+	for _, s := range append(append(append([]string{planserverPath, command, o.Explain, o.Project}, o.AllowConnect...), o.AllowWrite...), o.Argv...) {
 		if strings.IndexByte(s, 0) >= 0 {
 			return "", errors.New("sandbox: a command with a NUL byte cannot be passed to a shell")
 		}
@@ -227,7 +234,14 @@ func Wrap(planserverPath, command string, o WrapOptions) (string, error) {
 	if o.Explain != "" {
 		parts = append(parts, "--explain", Quote(o.Explain))
 	}
-	parts = append(parts, "--", "bash", "-c", Quote(command))
+	parts = append(parts, "--")
+	if len(o.Argv) > 0 {
+		for _, w := range o.Argv {
+			parts = append(parts, Quote(w))
+		}
+		return strings.Join(parts, " "), nil
+	}
+	parts = append(parts, "bash", "-c", Quote(command))
 	return strings.Join(parts, " "), nil
 }
 
@@ -235,26 +249,51 @@ func Wrap(planserverPath, command string, o WrapOptions) (string, error) {
 // explanation inside it, for a host whose second hook sees the command its
 // first hook rewrote (Cursor runs beforeShellExecution on what preToolUse
 // returned). It only takes the line apart: the words must be bare or
-// single-quoted as Quote writes them, separated by single spaces, and end
-// in -- bash -c 'command'. Whether the line runs in the sandbox a mode
-// asks for is not its answer: a caller wraps the command again and
-// compares byte for byte (hooks.Sandbox.Rewritten), so no other line, and
-// no other binary or flag, can pass for a wrapped one.
+// single-quoted as Quote writes them, separated by single spaces: the
+// program, its flags, --, and then bash -c 'command', or the words of the
+// command themselves (WrapOptions.Argv), which come back quoted, as a
+// command whose words they are. Whether the line runs in the sandbox a
+// mode asks for is not its answer: a caller wraps the command again and
+// compares byte for byte (hosthook.Sandbox.Rewritten), so no other line,
+// and no other binary or flag, can pass for a wrapped one.
 func Unwrap(line string) (command, explain string, ok bool) {
 	words, ok := unquoteWords(line)
-	if !ok || len(words) < 5 {
+	if !ok || len(words) < 3 {
 		return "", "", false
 	}
-	n := len(words)
-	if words[n-4] != "--" || words[n-3] != "bash" || words[n-2] != "-c" {
-		return "", "", false
+	i := 1
+	if words[i] == "sandbox" {
+		i++
 	}
-	for i := 0; i < n-4; i++ {
-		if words[i] == "--explain" && i+1 < n-4 {
-			explain = words[i+1]
+	for ; i < len(words) && words[i] != "--"; i++ {
+		switch words[i] {
+		case "--read-only", "--build-scope":
+		case "--explain", "--allow-connect", "--project", "--allow-write":
+			if i+1 >= len(words) {
+				return "", "", false
+			}
+			i++
+			if words[i-1] == "--explain" {
+				explain = words[i]
+			}
+		default:
+			return "", "", false
 		}
 	}
-	return words[n-1], explain, true
+	rest := words[min(i+1, len(words)):]
+	switch {
+	case len(rest) == 0:
+		return "", "", false
+	case len(rest) == 3 && rest[0] == "bash" && rest[1] == "-c":
+		return rest[2], explain, true
+	case rest[0] == "bash":
+		return "", "", false // never the words of an Argv (shellclass.Argv leaves bash out)
+	}
+	quoted := make([]string, len(rest))
+	for k, w := range rest {
+		quoted[k] = Quote(w)
+	}
+	return strings.Join(quoted, " "), explain, true
 }
 
 // unquoteWords splits a line into the words bash would see, for lines made

@@ -197,12 +197,38 @@ func TestUnwrap(t *testing.T) {
 			}
 		}
 	}
+	// The words form: the words come back quoted, as a command of them,
+	// and bash hands the sandbox exactly those words.
+	for _, argv := range [][]string{{"ls", "-la"}, {"git", "log", "--", "it's a file"}, {"grep", "-r", `a\b`, "--", "-x"}} {
+		o := WrapOptions{Explain: "-- bash -c", Argv: argv}
+		line, err := Wrap(dump, "the command these words are", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, explain, ok := Unwrap(line)
+		quoted := make([]string, len(argv))
+		for i, w := range argv {
+			quoted[i] = Quote(w)
+		}
+		if !ok || got != strings.Join(quoted, " ") || explain != o.Explain {
+			t.Errorf("Unwrap(%q) = %q, %q, %v", line, got, explain, ok)
+		}
+		out, err := exec.Command("bash", "-c", line).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := append([]string{"sandbox", "--read-only", "--explain", o.Explain, "--"}, argv...)
+		if bash := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00"); strings.Join(bash, "\x00") != strings.Join(want, "\x00") {
+			t.Errorf("%q: bash passed %q, want %q", line, bash, want)
+		}
+	}
 	line, _ := Wrap(dump, "ls", WrapOptions{})
 	for _, bad := range []string{
 		line + "; touch x", line + " && touch x", line + " > f", "touch x; " + line, "$(touch x) " + line,
 		line + " `touch x`", line + "\ntouch x", line + " ", " " + line, strings.Replace(line, " --read-only", "  --read-only", 1),
 		"FOO=1 " + line, line[:len(line)-1], `"` + dump + `" --read-only -- bash -c 'ls'`,
-		"ls", "", "-- bash -c", "x -- bash -c 'ls' 'more'",
+		"ls", "", "-- bash -c", "x -- bash -c 'ls' 'more'", "x -- 'bash' 'ls'", "x --", "x --read-only",
+		"x --explain", "x --unknown -- 'ls'", "x sandbox --explain 'e' --",
 	} {
 		if command, _, ok := Unwrap(bad); ok {
 			t.Errorf("Unwrap(%q) = %q, ok: not Wrap's shape", bad, command)
