@@ -18,7 +18,7 @@ import (
 // instead.
 var errNoDirect = errors.New("sandbox: no namespaces for a thread")
 
-// direct is a command started without a stage: the supervisor, when it
+// directRun is a command started without a stage: the supervisor, when it
 // runs as root, confines one of its own threads exactly as the stage
 // confines itself (new mount, PID and IPC namespaces, TMPDIR's tmpfs and
 // the minimal /dev, capabilities, no_new_privs, Landlock, the seccomp
