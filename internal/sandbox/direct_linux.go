@@ -25,7 +25,7 @@ var errNoDirect = errors.New("sandbox: no namespaces for a thread")
 // filters) and starts the command from that thread, which every one of
 // those passes on to the processes it starts. A second Go program's start
 // (the stage's exec, its runtime and its threads, and the pipes between
-// the two) was a third of what the sandbox added to a command.
+// the two) was a quarter to a third of what the sandbox added to a command.
 //
 // Only root can do it: a thread may take namespaces of its own with
 // unshare(2), but not a user namespace (the kernel allows that only to a
