@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"bufio"
 	"fmt"
 	"io/fs"
 	"net"
@@ -474,6 +475,63 @@ func TestAttacksOnTheTerminal(t *testing.T) {
 					t.Logf("TIOCSTI is off in this kernel (dev.tty.legacy_tiocsti=0): nothing to compare with")
 				}
 				_ = unix.IoctlSetInt(int(slave.Fd()), unix.TCFLSH, unix.TCIFLUSH)
+			}
+		})
+	}
+}
+
+// TestKilledSupervisorParentDeathSignal: the command cannot clear the
+// parent death signal that ends it with a supervisor killed by SIGKILL
+// (as PID 1 of its namespace it then takes everything it started with
+// it), nor make it a signal it may ignore; a red team's command that
+// cleared it outlived the supervisor, holding a lock. Where the sandbox
+// has namespaces; the fallback is the documented exception.
+func TestKilledSupervisorParentDeathSignal(t *testing.T) {
+	const script = `
+import ctypes, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+for sig in (0, 15):
+    r = libc.prctl(1, sig, 0, 0, 0)  # PR_SET_PDEATHSIG
+    print("pdeathsig", sig, r, ctypes.get_errno(), flush=True)
+print("ready", flush=True)
+time.sleep(60)
+`
+	for _, r := range runners(t) {
+		if r.fallback {
+			continue
+		}
+		t.Run(r.name, func(t *testing.T) {
+			marker := fmt.Sprintf("pdeathsig-%d-%s", os.Getpid(), r.name)
+			cmd := r.command(run{dir: r.project(t)}, []string{"python3", "-c", script, marker}, true)
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			var lines []string
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				if lines = append(lines, sc.Text()); sc.Text() == "ready" {
+					break
+				}
+			}
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			want := []string{"pdeathsig 0 -1 1", "pdeathsig 15 -1 1", "ready"} // -1, EPERM
+			if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+				t.Errorf("the command said %q, want %q", lines, want)
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for len(processesWith("\x00"+marker)) > 0 && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if pids := processesWith("\x00" + marker); len(pids) != 0 {
+				t.Errorf("the command outlived its killed supervisor: %v", pids)
+				for _, p := range pids {
+					_ = unix.Kill(p, unix.SIGKILL)
+				}
 			}
 		})
 	}

@@ -82,7 +82,7 @@ var allowed = []string{
 
 	// The process itself and its children.
 	"fork", "vfork", "execve", "execveat", "exit", "exit_group", "wait4", "waitid",
-	"set_tid_address", "set_robust_list", "get_robust_list", "rseq", "arch_prctl", "prctl", "personality",
+	"set_tid_address", "set_robust_list", "get_robust_list", "rseq", "arch_prctl", "personality",
 	"set_thread_area", "get_thread_area", "sched_yield", "sched_getaffinity", "sched_getparam",
 	"sched_getscheduler", "sched_getattr", "sched_get_priority_max", "sched_get_priority_min",
 	"sched_rr_get_interval", "getpriority", "ioprio_get", "getcpu", "getrlimit", "setrlimit", "getrusage",
@@ -275,6 +275,18 @@ func argFilters(connect bool) []refusal {
 		{"sched_setattr", unix.EPERM, []seccomp.ArgumentConditions{notIn(0, 0)}},
 		{"setpriority", unix.EPERM, []seccomp.ArgumentConditions{notIn(0, unix.PRIO_PROCESS), notIn(1, 0)}},
 		{"ioprio_set", unix.EPERM, []seccomp.ArgumentConditions{notIn(0, 1 /* IOPRIO_WHO_PROCESS */), notIn(1, 0)}},
+		// The command's parent death signal is what ends it with a
+		// supervisor killed by SIGKILL (PID 1 of its namespace, it takes
+		// every process it started with it): it may set that signal to
+		// SIGKILL (Go's ForkExec does, in the direct start's child), not
+		// clear it or make it one it can ignore. Every other prctl is
+		// allowed. The kernel reads the option's low 32 bits only, so an
+		// option with any high bit set is refused: PR_SET_PDEATHSIG|1<<32
+		// would not equal the one judged.
+		{"prctl", unix.EPERM, []seccomp.ArgumentConditions{
+			{{Argument: 0, Operation: seccomp.GreaterThan, Value: 0xffffffff}},
+			append(seccomp.ArgumentConditions{equal(0, unix.PR_SET_PDEATHSIG)}, notIn(1, uint64(unix.SIGKILL))...),
+		}},
 		// TCP Fast Open connects without connect(): refused.
 		{"sendto", unix.EPERM, []seccomp.ArgumentConditions{bitsSet(3, unix.MSG_FASTOPEN)}},
 		{"sendmsg", unix.EPERM, []seccomp.ArgumentConditions{bitsSet(2, unix.MSG_FASTOPEN)}},

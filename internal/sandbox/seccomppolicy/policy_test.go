@@ -189,6 +189,13 @@ func TestPolicy(t *testing.T) {
 			{"setsockopt", []uint64{3, unix.IPPROTO_TCP | hi, unix.TCP_FASTOPEN_CONNECT}, "EPERM"},
 			{"setsockopt", []uint64{3, unix.IPPROTO_TCP, unix.TCP_FASTOPEN_CONNECT | hi}, "EPERM"},
 			{"setsockopt", []uint64{3, unix.SOL_IP, unix.IP_TRANSPARENT}, "EPERM"},
+			{"prctl", []uint64{unix.PR_SET_NAME, 0}, "allow"},
+			{"prctl", []uint64{unix.PR_SET_PDEATHSIG, uint64(unix.SIGKILL)}, "allow"},
+			{"prctl", []uint64{unix.PR_SET_PDEATHSIG, 0}, "EPERM"},
+			{"prctl", []uint64{unix.PR_SET_PDEATHSIG, uint64(unix.SIGTERM)}, "EPERM"},
+			{"prctl", []uint64{unix.PR_SET_PDEATHSIG, uint64(unix.SIGKILL) | hi}, "EPERM"},
+			{"prctl", []uint64{unix.PR_SET_PDEATHSIG | hi, 0}, "EPERM"},
+			{"prctl", []uint64{unix.PR_SET_NAME | hi, 0}, "EPERM"},
 			{"syslog", []uint64{3}, "allow"},
 			{"syslog", []uint64{2}, "EPERM"},
 		} {
