@@ -16,6 +16,9 @@ import (
 // bash is left out so that a wrapped line never reads like the bash -c
 // form (sandbox.Unwrap tells the two apart by it).
 func Argv(command string) ([]string, bool) {
+	if readsOtherwise(command) != "" {
+		return nil, false
+	}
 	f, why := parse(command)
 	if why != "" || len(f.Stmts) != 1 {
 		return nil, false

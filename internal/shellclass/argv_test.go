@@ -33,10 +33,31 @@ func TestArgv(t *testing.T) {
 		"! ls", "X=1 ls", "(ls)", "{ ls; }", "echo hi", "cd /", "test -f x", "[ -f x ]", "[[ -f x ]]", "true",
 		"exec ls", "command ls", "time ls", "type ls", "kill 1", "printf x", "pwd", "read x", "./script", "/bin/ls",
 		"bin/tool x", "bash -c ls", "bash", "'' x", "ls <<EOF\nx\nEOF", "ls @(a|b)", "coproc ls", "if true; then ls; fi",
-		"ls 'a'\\''b'*",
+		"ls 'a'\\''b'*", "ls \r# ; touch x", "ls \"y\"\r", "ls a\\", "ls \\", "ls a\\\\\\",
 	} {
 		if got, ok := Argv(command); ok {
 			t.Errorf("Argv(%q) = %q: needs a shell", command, got)
 		}
+	}
+}
+
+// TestReadsOtherwise: a command bash reads otherwise than the parser (a
+// carriage return, a backslash at the very end) is neither allowed by the
+// strict judge nor run as plain words; an escaped backslash at the end
+// is what it looks like.
+func TestReadsOtherwise(t *testing.T) {
+	for _, command := range []string{"ls \r# ; touch x", "ls\r# ; touch x", "ls notes.md\r", "ls a\\", "ls a\\\\\\"} {
+		if v := Strict(command, nil); v.Allowed {
+			t.Errorf("Strict(%q) allowed it", command)
+		}
+		if _, ok := Argv(command); ok {
+			t.Errorf("Argv(%q) took it for plain words", command)
+		}
+	}
+	if got, ok := Argv(`ls a\\`); !ok || !slices.Equal(got, []string{"ls", `a\`}) {
+		t.Errorf("Argv(`ls a\\\\`) = %q, %v", got, ok)
+	}
+	if v := Strict(`ls a\\`, nil); !v.Allowed {
+		t.Errorf("Strict(`ls a\\\\`): %s", v.Reason)
 	}
 }

@@ -51,6 +51,23 @@ func parse(command string) (*syntax.File, string) {
 	return f, ""
 }
 
+// readsOtherwise says why bash would read command otherwise than the
+// parser does, for the judges whose answer is only what the parse shows
+// (Strict, Argv); "" when it would not. A carriage return is a blank to
+// the parser and part of a word to bash, so "ls \r# ; touch x" is one ls
+// and a comment to the one, an ls and a touch to the other (a red team
+// ran it past the allowlist); a backslash that ends the command bash
+// keeps as a character, and the parser drops.
+func readsOtherwise(command string) string {
+	if strings.IndexByte(command, '\r') >= 0 {
+		return "the command has a carriage return, which bash reads as part of a word and this parser as a blank"
+	}
+	if n := len(command) - len(strings.TrimRight(command, `\`)); n%2 == 1 {
+		return "the command ends in a backslash, which bash keeps and this parser drops"
+	}
+	return ""
+}
+
 // nestingDepth is a cheap upper bound on the bracket nesting of s.
 func nestingDepth(s string) int {
 	depth, most := 0, 0

@@ -36,6 +36,9 @@ func Strict(command string, t *Table) (v Verdict) {
 			v = Verdict{Reason: fmt.Sprintf("the strict judge failed on this command (%v)", r)}
 		}
 	}()
+	if why := readsOtherwise(command); why != "" {
+		return Verdict{Reason: why}
+	}
 	f, why := parse(command)
 	if why != "" {
 		return Verdict{Reason: why}
