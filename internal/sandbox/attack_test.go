@@ -523,21 +523,29 @@ time.sleep(60)
 			if strings.Join(lines, "\n") != strings.Join(want, "\n") {
 				t.Errorf("the command said %q, want %q", lines, want)
 			}
-			deadline := time.Now().Add(5 * time.Second)
-			for len(processesWith("\x00"+marker)) > 0 && time.Now().Before(deadline) {
-				time.Sleep(10 * time.Millisecond)
-			}
-			if pids := processesWith("\x00" + marker); len(pids) != 0 {
-				t.Errorf("the command outlived its killed supervisor: %v", pids)
-				for _, p := range pids {
-					_ = unix.Kill(p, unix.SIGKILL)
-				}
-			}
+			waitGone(t, "\x00"+marker, "the command outlived its killed supervisor")
 		})
 	}
 }
 
 // processesWith lists the processes whose command line contains marker.
+// waitGone waits up to 5 s for every process whose command line holds
+// marker to end; the ones left are an error (what, with their pids), and
+// are killed so that they outlive no test.
+func waitGone(t *testing.T, marker, what string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(processesWith(marker)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if pids := processesWith(marker); len(pids) != 0 {
+		t.Errorf("%s: %v", what, pids)
+		for _, p := range pids {
+			_ = unix.Kill(p, unix.SIGKILL)
+		}
+	}
+}
+
 func processesWith(marker string) []int {
 	var out []int
 	ents, _ := os.ReadDir("/proc")
@@ -845,16 +853,7 @@ func TestKilledSupervisor(t *testing.T) {
 			}
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
-			deadline = time.Now().Add(5 * time.Second)
-			for len(processesWith("sleep\x00"+marker)) > 0 && time.Now().Before(deadline) {
-				time.Sleep(10 * time.Millisecond)
-			}
-			if pids := processesWith("sleep\x00" + marker); len(pids) != 0 {
-				t.Errorf("the command's processes outlived a killed supervisor: %v", pids)
-				for _, p := range pids {
-					_ = unix.Kill(p, unix.SIGKILL)
-				}
-			}
+			waitGone(t, "sleep\x00"+marker, "the command's processes outlived a killed supervisor")
 			if !strings.HasPrefix(inside, tmp+"/") {
 				t.Fatalf("TMPDIR inside was %q, want one under %s", inside, tmp)
 			}

@@ -85,38 +85,33 @@ func supervise(argv []string, eps []Endpoint, o Options) (code int, ran bool, er
 				s.hosts = filepath.Join(base, "hosts")
 			}
 		}
-		if tryDirect {
-			var madeErr error
-			if d, madeErr, err = startDirect(s, o, stdio, made); madeErr == nil {
-				break
-			}
-			if errors.Is(madeErr, fs.ErrExist) && tries < 10000 {
-				continue
-			}
-			return 0, false, madeErr
-		}
-		if namespaces {
+		var madeErr error
+		switch {
+		case tryDirect:
+			d, madeErr, err = startDirect(s, o, stdio, made)
+		case namespaces:
 			if st, err = start(s, o, stdio, true); err != nil {
 				// No namespaces here (unprivileged user namespaces are
 				// off): the fallback, just as tight but for the lifetime
 				// rule, which the subreaper keeps instead.
 				namespaces, st = false, nil
 			}
+			fallthrough
+		default:
+			if madeErr = <-made; madeErr != nil && st != nil {
+				_ = unix.Kill(st.pid, unix.SIGKILL)
+				_, _ = reap(st.pid)
+				st.close()
+				st = nil
+			}
 		}
-		err := <-made
-		if err == nil {
+		if madeErr == nil {
 			break
 		}
-		if st != nil {
-			_ = unix.Kill(st.pid, unix.SIGKILL)
-			_, _ = reap(st.pid)
-			st.close()
-			st = nil
-		}
-		if errors.Is(err, fs.ErrExist) && tries < 10000 {
+		if errors.Is(madeErr, fs.ErrExist) && tries < 10000 {
 			continue // another's name: choose again, as os.MkdirTemp does
 		}
-		return 0, false, err
+		return 0, false, madeErr
 	}
 	defer removeAll(base)
 	if tryDirect {
